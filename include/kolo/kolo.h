@@ -1,0 +1,221 @@
+/* kolo — collective communication for data-parallel training.
+ *
+ * This is the C API: the ABI that every binding (C++, Python, anything with a C
+ * FFI) uses. It names no MPI, CUDA or NCCL type.
+ *
+ * The model, in the line of Horovod: one process per device, launched by
+ * `mpiexec`. Each process hands kolo tensors by name; a background coordinator
+ * thread agrees with the other processes which names are ready on every rank,
+ * fuses them into buckets and reduces each bucket. A name is the identity of a
+ * tensor: every rank must submit the same name with the same dtype, count, op,
+ * scale factors and device kind. Ranks may submit in any order and from any
+ * thread.
+ *
+ * Errors: every call returns a kolo_status_t (or a value documented otherwise);
+ * kolo_last_error() gives the calling thread's last message. An asynchronous
+ * operation's own outcome lives in its handle (kolo_handle_status,
+ * kolo_handle_message). Nothing in this API throws or aborts on bad input.
+ *
+ * Thread safety: every function may be called from any thread, except that
+ * kolo_init* and kolo_shutdown must not race with other kolo calls.
+ */
+#ifndef KOLO_KOLO_H_
+#define KOLO_KOLO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KOLO_API __attribute__((visibility("default")))
+#else
+#define KOLO_API
+#endif
+
+#define KOLO_VERSION_MAJOR 0
+#define KOLO_VERSION_MINOR 1
+#define KOLO_VERSION_PATCH 0
+
+/* Longest accepted tensor name, in bytes, excluding the terminating NUL. */
+#define KOLO_MAX_NAME_LENGTH 1024
+
+typedef enum kolo_status_t {
+  KOLO_OK = 0,
+  KOLO_IN_PROGRESS = 1,          /* the handle has not completed yet */
+  KOLO_ERR_INVALID_ARGUMENT = 2, /* a caller-side mistake; nothing was enqueued */
+  KOLO_ERR_NOT_INITIALIZED = 3,  /* called before kolo_init or after kolo_shutdown */
+  KOLO_ERR_ALREADY_INITIALIZED = 4,
+  KOLO_ERR_DUPLICATE_NAME = 5,   /* a tensor of that name is already in flight on this rank */
+  KOLO_ERR_MISMATCH = 6,         /* ranks submitted the name with different parameters */
+  KOLO_ERR_SHUTDOWN = 7,         /* kolo shut down (on this or another rank) first */
+  KOLO_ERR_TIMEOUT = 8,          /* kolo_wait's timeout expired; the handle is still live */
+  KOLO_ERR_STALLED = 9,          /* some ranks never submitted the name (stall shutdown) */
+  KOLO_ERR_UNSUPPORTED = 10,     /* valid, but not supported by this build or transport */
+  KOLO_ERR_TRANSPORT = 11,       /* the transport (MPI, NCCL, ...) reported an error */
+  KOLO_ERR_INTERNAL = 12
+} kolo_status_t;
+
+typedef enum kolo_dtype_t {
+  KOLO_UINT8 = 0,
+  KOLO_INT8 = 1,
+  KOLO_UINT16 = 2,
+  KOLO_INT16 = 3,
+  KOLO_INT32 = 4,
+  KOLO_INT64 = 5,
+  KOLO_FLOAT16 = 6,  /* IEEE binary16 */
+  KOLO_BFLOAT16 = 7, /* bfloat16: the top half of a float32 */
+  KOLO_FLOAT32 = 8,
+  KOLO_FLOAT64 = 9,
+  KOLO_BOOL = 10     /* one byte, 0 or 1 */
+} kolo_dtype_t;
+
+/* Reduction operators.
+ * - SUM on bool is logical or; PRODUCT and MIN on bool are logical and; MAX is or.
+ * - AVERAGE divides the sum by the world size. On integer types the division
+ *   truncates toward zero (-7 / 2 == -3), as C does. AVERAGE on bool is invalid.
+ * - float16 and bfloat16 are widened to float32 for every step of a reduction and
+ *   rounded (to nearest even) once per step, so they lose no more than one rounding
+ *   per step.
+ * - Integer sums wrap around on overflow (two's complement). */
+typedef enum kolo_op_t {
+  KOLO_OP_SUM = 0,
+  KOLO_OP_AVERAGE = 1,
+  KOLO_OP_MIN = 2,
+  KOLO_OP_MAX = 3,
+  KOLO_OP_PRODUCT = 4
+} kolo_op_t;
+
+typedef enum kolo_device_kind_t {
+  KOLO_DEVICE_CPU = 0,
+  KOLO_DEVICE_CUDA = 1
+} kolo_device_kind_t;
+
+/* Where a tensor lives. For CPU memory use KOLO_CPU_DEVICE (index and stream
+ * are ignored). For CUDA memory, index is the CUDA device ordinal and stream
+ * the cudaStream_t after whose work the data is ready (NULL: the legacy default
+ * stream). */
+typedef struct kolo_device_t {
+  int32_t kind;  /* a kolo_device_kind_t */
+  int32_t index;
+  void* stream;
+} kolo_device_t;
+
+#define KOLO_CPU_DEVICE ((kolo_device_t){KOLO_DEVICE_CPU, 0, NULL})
+
+/* An asynchronous operation in flight. Owned by the caller from the moment it is
+ * returned until kolo_handle_release. */
+typedef struct kolo_handle* kolo_handle_t;
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+/* Initialises kolo on MPI_COMM_WORLD. If MPI is not initialised yet, kolo
+ * initialises it (asking for MPI_THREAD_MULTIPLE) and finalises it in
+ * kolo_shutdown; otherwise it uses the caller's MPI, which must provide at
+ * least MPI_THREAD_SERIALIZED (MULTIPLE if the caller makes MPI calls while
+ * kolo is running), and leaves finalising it to the caller.
+ * Reads and validates every KOLO_* environment knob: a bad value fails with
+ * KOLO_ERR_INVALID_ARGUMENT and a message naming the variable. Collective: every
+ * rank of the communicator must call it. */
+KOLO_API kolo_status_t kolo_init(void);
+
+/* As kolo_init, on a communicator the caller created and owns, passed as its
+ * Fortran handle (MPI_Comm_c2f(comm)). kolo duplicates it; MPI must already be
+ * initialised; the caller finalises MPI after kolo_shutdown. */
+KOLO_API kolo_status_t kolo_init_comm(int64_t mpi_comm_fortran_handle);
+
+/* Stops the coordinator. Handles still pending complete with KOLO_ERR_SHUTDOWN,
+ * on this rank and on every other rank (one rank's shutdown reaches all). Finalises
+ * MPI only if kolo initialised it. Safe to call when not initialised. */
+KOLO_API kolo_status_t kolo_shutdown(void);
+
+/* 1 when kolo is initialised and its coordinator still runs on this rank. A
+ * shutdown started by another rank makes it 0 here too. */
+KOLO_API int kolo_is_initialized(void);
+
+/* Topology. Each returns -1 (and sets kolo_last_error) when not initialised.
+ * local_* count ranks on this node; cross_* count nodes (cross_rank is this
+ * node's index, cross_size the number of nodes, for ranks of equal local_rank). */
+KOLO_API int kolo_rank(void);
+KOLO_API int kolo_size(void);
+KOLO_API int kolo_local_rank(void);
+KOLO_API int kolo_local_size(void);
+KOLO_API int kolo_cross_rank(void);
+KOLO_API int kolo_cross_size(void);
+
+/* "MAJOR.MINOR.PATCH"; static storage. */
+KOLO_API const char* kolo_version(void);
+
+/* A JSON object describing this build and configuration: version, build flags,
+ * transports (name -> {"built": bool, "reason": string}), knobs (name ->
+ * {"default", "value", "doc"}). Static storage owned by kolo, valid until the
+ * next call of this function. Works before kolo_init. */
+KOLO_API const char* kolo_build_info_json(void);
+
+/* 1 if the transport of that name ("mpi", "ring", "nccl", ...) is built into
+ * this library, else 0; *reason (may be NULL) gets why not. */
+KOLO_API int kolo_transport_built(const char* name, const char** reason);
+
+/* ---- errors --------------------------------------------------------------- */
+
+/* A constant string naming the code, e.g. "KOLO_ERR_MISMATCH". */
+KOLO_API const char* kolo_status_string(kolo_status_t status);
+
+/* The calling thread's last error message ("" if none); valid until the thread's
+ * next kolo call. */
+KOLO_API const char* kolo_last_error(void);
+
+/* Bytes per element of dtype, or 0 for an unknown dtype. */
+KOLO_API size_t kolo_dtype_size(kolo_dtype_t dtype);
+
+/* ---- allreduce ------------------------------------------------------------ */
+
+/* Starts an allreduce of `count` elements named `name`.
+ * - input == output reduces in place; otherwise input is only read.
+ * - prescale multiplies every input element before the reduction, postscale
+ *   every output element after it (AVERAGE applies 1/size on top of postscale).
+ *   Factors other than 1.0 need a floating-point dtype.
+ * - The buffers must stay valid and unmodified (input) / untouched (output) until
+ *   the handle completes.
+ * - count may be 0 (the handle still completes through negotiation).
+ * On success *handle is a new handle; on failure nothing was enqueued, *handle is
+ * NULL and the status says why (e.g. KOLO_ERR_DUPLICATE_NAME while a tensor of the
+ * same name is in flight on this rank). */
+KOLO_API kolo_status_t kolo_allreduce_async(const char* name, const void* input,
+                                            void* output, int64_t count,
+                                            kolo_dtype_t dtype, kolo_op_t op,
+                                            double prescale, double postscale,
+                                            kolo_device_t device,
+                                            kolo_handle_t* handle);
+
+/* ---- handles -------------------------------------------------------------- */
+
+/* *done = 1 when the handle has completed (successfully or not), else 0. Never
+ * blocks. Returns KOLO_OK, or KOLO_ERR_INVALID_ARGUMENT for a NULL argument. */
+KOLO_API kolo_status_t kolo_poll(kolo_handle_t handle, int* done);
+
+/* Blocks until the handle completes or timeout_seconds pass (a negative timeout
+ * waits forever). Returns the handle's status once complete, or
+ * KOLO_ERR_TIMEOUT (the handle stays live; wait again or release it). Waiting
+ * spins only briefly, then sleeps: it does not starve the coordinator. */
+KOLO_API kolo_status_t kolo_wait(kolo_handle_t handle, double timeout_seconds);
+
+/* KOLO_IN_PROGRESS until complete, then the operation's status. */
+KOLO_API kolo_status_t kolo_handle_status(kolo_handle_t handle);
+
+/* The operation's message: "" on success, else what went wrong (for a mismatch:
+ * the tensor, the field and the value on each rank). Valid until release. */
+KOLO_API const char* kolo_handle_message(kolo_handle_t handle);
+
+/* Releases the caller's handle. Releasing an incomplete handle does not cancel
+ * the operation: it still runs, and the buffers must stay valid until it would
+ * have completed (wait first unless you know better). NULL is ignored. */
+KOLO_API void kolo_handle_release(kolo_handle_t handle);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KOLO_KOLO_H_ */

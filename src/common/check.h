@@ -1,0 +1,69 @@
+// Check macros.
+//
+// Two kinds of failure, kept apart (STYLE.md, Errors):
+// - what a caller or the environment can cause travels up as a Status;
+//   KOLO_RETURN_IF_ERROR adds the file:line of each hop;
+// - a broken invariant inside kolo is a bug: KOLO_CHECK* print the condition (and
+//   both operands) with file:line and abort.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "common/status.h"
+
+namespace kolo::detail {
+
+[[noreturn]] inline void check_failed(const char* file, int line, const std::string& what) {
+  std::fprintf(stderr, "kolo: internal invariant violated at %s:%d: %s\n", file, line,
+               what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+template <typename A, typename B>
+std::string binary_operands(const char* expr, const A& a, const B& b) {
+  std::ostringstream os;
+  os << expr << " (" << a << " vs " << b << ")";
+  return os.str();
+}
+
+inline std::string where(const char* file, int line) {
+  std::ostringstream os;
+  os << file << ":" << line;
+  return os.str();
+}
+
+}  // namespace kolo::detail
+
+#define KOLO_CHECK(cond)                                                  \
+  do {                                                                    \
+    if (!(cond)) ::kolo::detail::check_failed(__FILE__, __LINE__, #cond); \
+  } while (0)
+
+#define KOLO_CHECK_OP_(a, b, op)                                                  \
+  do {                                                                            \
+    const auto& kolo_a_ = (a);                                                    \
+    const auto& kolo_b_ = (b);                                                    \
+    if (!(kolo_a_ op kolo_b_))                                                    \
+      ::kolo::detail::check_failed(                                               \
+          __FILE__, __LINE__,                                                     \
+          ::kolo::detail::binary_operands(#a " " #op " " #b, kolo_a_, kolo_b_)); \
+  } while (0)
+
+#define KOLO_CHECK_EQ(a, b) KOLO_CHECK_OP_(a, b, ==)
+#define KOLO_CHECK_NE(a, b) KOLO_CHECK_OP_(a, b, !=)
+#define KOLO_CHECK_LT(a, b) KOLO_CHECK_OP_(a, b, <)
+#define KOLO_CHECK_LE(a, b) KOLO_CHECK_OP_(a, b, <=)
+#define KOLO_CHECK_GE(a, b) KOLO_CHECK_OP_(a, b, >=)
+
+// Returns the status of `expr` from the enclosing function if it is not OK,
+// prefixed with file:line.
+#define KOLO_RETURN_IF_ERROR(expr)                                                   \
+  do {                                                                               \
+    ::kolo::Status kolo_s_ = (expr);                                                 \
+    if (!kolo_s_.ok())                                                               \
+      return kolo_s_.with_context(::kolo::detail::where(__FILE__, __LINE__));        \
+  } while (0)

@@ -1,0 +1,67 @@
+// The knob registry: every KOLO_* environment variable, declared once.
+//
+// Each knob has an env name, a type, a default, the accepted values and a one-line
+// doc. load_config() reads them all once (at kolo_init), validates them, and
+// fails with a message naming the variable and the accepted values. kolo-info and
+// kolo_build_info_json() print the table. Horovod's knobs are the reference for
+// meaning (HOROVOD_FUSION_THRESHOLD, HOROVOD_CYCLE_TIME, ...).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace kolo {
+
+enum class LogLevel : int { kTrace = 0, kDebug = 1, kInfo = 2, kWarning = 3, kError = 4, kFatal = 5 };
+
+struct Config {
+  int64_t fusion_threshold_bytes = 64 << 20;  // KOLO_FUSION_THRESHOLD; 0 disables fusion
+  double cycle_time_ms = 1.0;                 // KOLO_CYCLE_TIME_MS
+  int64_t cache_capacity = 1024;              // KOLO_CACHE_CAPACITY; 0 disables the cache
+  std::string timeline_path;                  // KOLO_TIMELINE; empty: no timeline
+  double stall_check_seconds = 60.0;          // KOLO_STALL_CHECK_TIME_SECONDS; 0 disables
+  double stall_shutdown_seconds = 0.0;        // KOLO_STALL_SHUTDOWN_TIME_SECONDS; 0 disables
+  bool hierarchical_allreduce = false;        // KOLO_HIERARCHICAL_ALLREDUCE
+  int thread_affinity = -1;                   // KOLO_THREAD_AFFINITY; -1: not pinned
+  LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
+  std::string transport = "auto";             // KOLO_TRANSPORT
+};
+
+enum class KnobType { kBytes, kDouble, kInt, kBool, kString, kChoice };
+
+struct KnobSpec {
+  const char* name;           // "KOLO_FUSION_THRESHOLD"
+  KnobType type;
+  const char* default_value;  // as a user would write it
+  const char* accepted;       // human description of accepted values
+  const char* doc;            // one line
+};
+
+// Every knob, in a stable order.
+const std::vector<KnobSpec>& knob_specs();
+
+// Looks up an environment variable; nullopt when unset. Injectable for tests.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+EnvLookup process_env();
+
+// Reads and validates every knob. On error *config is unchanged and the message
+// names the variable, the bad value and the accepted values.
+Status load_config(const EnvLookup& env, Config* config);
+
+// The current textual value of each knob (default if unset), same order as
+// knob_specs().
+std::vector<std::string> knob_values(const EnvLookup& env);
+
+// Parsers shared with the benchmark's flags. Bytes accept a plain integer or a
+// K/M/G suffix (powers of 1024), e.g. "64M". Return false on malformed input.
+bool parse_bytes(const std::string& text, int64_t* out);
+bool parse_bool(const std::string& text, bool* out);  // 1/0, true/false, yes/no, on/off
+bool parse_log_level(const std::string& text, LogLevel* out);
+const char* log_level_name(LogLevel level);
+
+}  // namespace kolo

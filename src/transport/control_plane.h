@@ -1,0 +1,72 @@
+// ControlPlane: the small-message seam that negotiation runs on.
+//
+// Contract:
+// - Called only by the coordinator thread of each rank (one thread per rank), and
+//   every collective call (allgather, gather, broadcast, bitwise_and, barrier)
+//   happens in the same order on every rank. Nothing here is thread-safe.
+// - Blobs are small (requests and responses, kilobytes); buffers are owned by the
+//   caller and only used for the duration of the call.
+// - Waiting never spins without bound: an implementation polls briefly and then
+//   yields or sleeps, so that more ranks than cores still make progress.
+// - An error (a Status that is not OK) means the world is broken: the coordinator
+//   fails every pending handle with it and stops.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace kolo::transport {
+
+using Bytes = std::string;  // an opaque blob of bytes
+
+// Where this rank sits. Ranks on one node are numbered local_rank 0..local_size-1;
+// cross_rank/cross_size number the nodes (the ranks with equal local_rank form a
+// cross communicator).
+struct Topology {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+};
+
+class ControlPlane {
+ public:
+  virtual ~ControlPlane() = default;
+
+  virtual const Topology& topology() const = 0;
+
+  // Every rank contributes `mine`; on return `all` holds every rank's blob in rank
+  // order, on every rank.
+  virtual Status allgather(const Bytes& mine, std::vector<Bytes>* all) = 0;
+
+  // Every rank contributes `mine`; on rank `root`, `all` receives every rank's blob
+  // in rank order. Elsewhere `all` is left empty.
+  virtual Status gather(const Bytes& mine, std::vector<Bytes>* all, int root) = 0;
+
+  // `blob` on `root` is copied to every rank (replacing their `blob`).
+  virtual Status broadcast(Bytes* blob, int root) = 0;
+
+  // Elementwise bitwise AND of `bits` across ranks, in place. Every rank passes a
+  // vector of the same length.
+  virtual Status bitwise_and(std::vector<uint64_t>* bits) = 0;
+
+  virtual Status barrier() = 0;
+
+  // The doorbell. Coordinators run negotiation cycles in lockstep (each cycle is a
+  // collective), numbered 0, 1, 2, ... identically on every rank. A rank with
+  // nothing new to say sleeps instead of running empty cycles; a rank that has
+  // news rings the doorbell for the cycle it is about to run, and idle ranks join
+  // it when they see the ring.
+  //
+  // ring(c): tell every other rank that cycle c is starting. Non-blocking.
+  virtual Status ring(uint64_t cycle) = 0;
+  // rung(c): has any other rank rung for cycle c or a later one? Non-blocking.
+  virtual bool rung(uint64_t cycle) = 0;
+};
+
+}  // namespace kolo::transport

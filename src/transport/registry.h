@@ -1,0 +1,54 @@
+// The transport registry: which transports kolo knows, which this build has, and
+// which one reduces a given bucket.
+//
+// Selection is a pure function of (preference, bucket, topology, transports on
+// offer), so it picks the same transport on every rank. See Note [Auto order].
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/control_plane.h"
+#include "transport/transport.h"
+
+namespace kolo::transport {
+
+struct TransportInfo {
+  std::string name;
+  bool built = false;
+  std::string reason;  // why not built, or what it is when built
+};
+
+// Every transport name kolo knows, with this build's verdict.
+const std::vector<TransportInfo>& known_transports();
+
+// "auto" or a name from known_transports(); anything else is an error naming the
+// accepted values.
+Status validate_preference(const std::string& preference);
+
+class Selector {
+ public:
+  // `offered` are the world's transports (not owned); `preference` is KOLO_TRANSPORT.
+  Selector(std::vector<Transport*> offered, std::string preference, Topology topology);
+
+  // Checks that the preference can be served by this world at all (init-time error).
+  Status validate() const;
+
+  // The transport for this bucket, or an error if none supports it. When the
+  // preference is "auto", candidates are tried in auto order and every skipped one
+  // is logged at debug level with its reason.
+  Status select(const BucketView& bucket, Transport** chosen) const;
+
+  // The auto order for a bucket (names), exposed for tests.
+  std::vector<std::string> auto_order(const BucketView& bucket) const;
+
+ private:
+  Transport* find(const std::string& name) const;
+
+  std::vector<Transport*> offered_;
+  std::string preference_;
+  Topology topology_;
+};
+
+}  // namespace kolo::transport

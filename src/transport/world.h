@@ -1,0 +1,40 @@
+// World: what one rank's runtime runs on — a control plane, optionally the
+// point-to-point verbs, and the collective transports on offer.
+//
+// A world is made by a transport's factory (transports/mpi: one per process;
+// transports/loopback: one per thread-rank) and handed to core::Runtime, which
+// owns it from then on and calls `finalize` after its coordinator has stopped.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "transport/control_plane.h"
+#include "transport/point_to_point.h"
+#include "transport/transport.h"
+
+namespace kolo::transport {
+
+struct World {
+  std::unique_ptr<ControlPlane> control;
+  std::unique_ptr<PointToPoint> p2p;  // null if the world has no point-to-point verbs
+  // Collective transports in the world's own order. Ones built over `p2p` (the
+  // ring) hold a reference to it, so they are destroyed first (declared after).
+  std::vector<std::unique_ptr<Transport>> transports;
+  // Runs once after the coordinator has stopped and the transports are gone
+  // (e.g. MPI_Finalize when kolo initialised MPI). May be empty.
+  std::function<void()> finalize;
+
+  World() = default;
+  World(World&&) = default;
+  World& operator=(World&&) = default;
+  ~World() {
+    transports.clear();
+    p2p.reset();
+    control.reset();
+    if (finalize) finalize();
+  }
+};
+
+}  // namespace kolo::transport

@@ -1,0 +1,29 @@
+// The MPI world: kolo's control plane, point-to-point verbs and collective
+// transports over MPI, for one process.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "common/status.h"
+#include "transport/world.h"
+
+namespace kolo::mpi {
+
+struct WorldOptions {
+  // Fortran handle of a communicator the caller owns (MPI_Comm_c2f); nullopt:
+  // MPI_COMM_WORLD. kolo always works on its own duplicate.
+  std::optional<int64_t> comm_fortran_handle;
+  // Test-only (KOLO_TEST_NODE_SIZE): split the ranks of one machine into pretend
+  // nodes of this many ranks. 0: real nodes (MPI_COMM_TYPE_SHARED).
+  int test_node_size = 0;
+};
+
+// Initialises MPI if nobody has (asking for MPI_THREAD_MULTIPLE; the world's
+// finalize then calls MPI_Finalize), or checks that the caller's MPI provides at
+// least MPI_THREAD_SERIALIZED. Builds the topology (node = shared-memory
+// communicator) and the transports "mpi" (native MPI_Allreduce) and "ring" (kolo's
+// ring over MPI point-to-point). Collective over the communicator.
+Status create_world(const WorldOptions& options, transport::World* world);
+
+}  // namespace kolo::mpi
