@@ -29,9 +29,15 @@ class Line {
   std::ostringstream os_;
 };
 
+// Makes `cond ? (void)0 : Voidify() & Line(...) << x` well-typed; & binds looser
+// than <<, so the whole line is built first (glog's trick). Safe in an unbraced if.
+struct Voidify {
+  void operator&(const Line&) {}
+};
+
 }  // namespace kolo::log
 
 #define KOLO_LOG(lvl)                                 \
-  if (!::kolo::log::enabled(::kolo::LogLevel::lvl)) { \
-  } else                                              \
-    ::kolo::log::Line(::kolo::LogLevel::lvl)
+  !::kolo::log::enabled(::kolo::LogLevel::lvl)        \
+      ? (void)0                                       \
+      : ::kolo::log::Voidify() & ::kolo::log::Line(::kolo::LogLevel::lvl)

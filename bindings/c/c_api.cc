@@ -1,0 +1,195 @@
+// The C API (include/kolo/kolo.h) over core::Runtime and the MPI world.
+//
+// No exception crosses this boundary: every entry point catches and reports
+// KOLO_ERR_INTERNAL. The calling thread's last error message is kept in a
+// thread-local string.
+#include "kolo/kolo.h"
+
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/knobs.h"
+#include "common/status.h"
+#include "core/runtime.h"
+#include "transports/mpi/mpi_world.h"
+
+struct kolo_handle {
+  std::shared_ptr<kolo::core::HandleState> state;
+};
+
+namespace {
+
+using kolo::Code;
+using kolo::Status;
+
+thread_local std::string t_last_error;
+std::mutex g_lifecycle_mu;                        // kolo_init / kolo_shutdown
+std::unique_ptr<kolo::core::Runtime> g_runtime;  // set while initialised
+
+kolo_status_t report(const Status& s) {
+  t_last_error = s.ok() ? std::string() : s.message();
+  return static_cast<kolo_status_t>(s.code());
+}
+
+kolo_status_t report(Code code, const std::string& message) { return report(Status(code, message)); }
+
+template <typename F>
+kolo_status_t guarded(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return report(Code::kInternal, "out of memory");
+  } catch (const std::exception& e) {
+    return report(Code::kInternal, std::string("unexpected exception: ") + e.what());
+  } catch (...) {
+    return report(Code::kInternal, "unexpected exception");
+  }
+}
+
+kolo_status_t not_initialized() {
+  return report(Code::kNotInitialized, "kolo is not initialised (call kolo_init first)");
+}
+
+kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
+  std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+  if (g_runtime) {
+    return report(Code::kAlreadyInitialized,
+                  g_runtime->running()
+                      ? "kolo is already initialised"
+                      : "kolo was shut down by another rank; call kolo_shutdown before kolo_init");
+  }
+  kolo::Config config;
+  if (Status s = kolo::load_config(kolo::process_env(), &config); !s.ok()) return report(s);
+  kolo::transport::World world;
+  if (Status s = kolo::mpi::create_world(options, &world); !s.ok()) return report(s);
+  std::unique_ptr<kolo::core::Runtime> runtime;
+  if (Status s = kolo::core::Runtime::start(std::move(world), config, &runtime); !s.ok())
+    return report(s);
+  g_runtime = std::move(runtime);
+  return report(Status::OK());
+}
+
+// KOLO_TEST_NODE_SIZE: test-only; see transports/mpi/mpi_world.h.
+int test_node_size() {
+  const char* v = std::getenv("KOLO_TEST_NODE_SIZE");
+  return v ? std::atoi(v) : 0;
+}
+
+int topology_value(int kolo::transport::Topology::*field) {
+  if (!g_runtime) {
+    not_initialized();
+    return -1;
+  }
+  return g_runtime->topology().*field;
+}
+
+}  // namespace
+
+extern "C" {
+
+kolo_status_t kolo_init(void) {
+  return guarded([] {
+    kolo::mpi::WorldOptions options;
+    options.test_node_size = test_node_size();
+    return init_with(options);
+  });
+}
+
+kolo_status_t kolo_init_comm(int64_t mpi_comm_fortran_handle) {
+  return guarded([&] {
+    kolo::mpi::WorldOptions options;
+    options.comm_fortran_handle = mpi_comm_fortran_handle;
+    options.test_node_size = test_node_size();
+    return init_with(options);
+  });
+}
+
+kolo_status_t kolo_shutdown(void) {
+  return guarded([] {
+    std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+    if (g_runtime) {
+      g_runtime->shutdown();
+      g_runtime.reset();
+    }
+    return report(Status::OK());
+  });
+}
+
+int kolo_is_initialized(void) { return g_runtime && g_runtime->running() ? 1 : 0; }
+
+int kolo_rank(void) { return topology_value(&kolo::transport::Topology::rank); }
+int kolo_size(void) { return topology_value(&kolo::transport::Topology::size); }
+int kolo_local_rank(void) { return topology_value(&kolo::transport::Topology::local_rank); }
+int kolo_local_size(void) { return topology_value(&kolo::transport::Topology::local_size); }
+int kolo_cross_rank(void) { return topology_value(&kolo::transport::Topology::cross_rank); }
+int kolo_cross_size(void) { return topology_value(&kolo::transport::Topology::cross_size); }
+
+const char* kolo_status_string(kolo_status_t status) {
+  return kolo::code_name(static_cast<Code>(status));
+}
+
+const char* kolo_last_error(void) { return t_last_error.c_str(); }
+
+size_t kolo_dtype_size(kolo_dtype_t dtype) {
+  return kolo::dtype_size(static_cast<kolo::DataType>(dtype));
+}
+
+kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,
+                                   int64_t count, kolo_dtype_t dtype, kolo_op_t op,
+                                   double prescale, double postscale, kolo_device_t device,
+                                   kolo_handle_t* handle) {
+  return guarded([&] {
+    if (handle == nullptr) return report(Code::kInvalidArgument, "handle pointer is NULL");
+    *handle = nullptr;
+    if (!g_runtime) return not_initialized();
+    kolo::core::AllreduceArgs args;
+    args.name = name;
+    args.input = input;
+    args.output = output;
+    args.count = count;
+    args.dtype = static_cast<kolo::DataType>(dtype);
+    args.op = static_cast<kolo::ReduceOp>(op);
+    args.prescale = prescale;
+    args.postscale = postscale;
+    args.device = kolo::Device{static_cast<kolo::DeviceKind>(device.kind), device.index,
+                               device.stream};
+    std::shared_ptr<kolo::core::HandleState> state;
+    if (Status s = g_runtime->allreduce_async(args, &state); !s.ok()) return report(s);
+    *handle = new kolo_handle{std::move(state)};
+    return report(Status::OK());
+  });
+}
+
+kolo_status_t kolo_poll(kolo_handle_t handle, int* done) {
+  if (handle == nullptr || done == nullptr)
+    return report(Code::kInvalidArgument, handle ? "done pointer is NULL" : "handle is NULL");
+  *done = handle->state->done() ? 1 : 0;
+  return KOLO_OK;
+}
+
+kolo_status_t kolo_wait(kolo_handle_t handle, double timeout_seconds) {
+  return guarded([&] {
+    if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
+    if (!handle->state->wait(timeout_seconds))
+      return report(Code::kTimeout, "the operation did not complete within " +
+                                        std::to_string(timeout_seconds) + " s");
+    return report(Status(handle->state->code(), handle->state->message()));
+  });
+}
+
+kolo_status_t kolo_handle_status(kolo_handle_t handle) {
+  if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
+  return static_cast<kolo_status_t>(handle->state->code());
+}
+
+const char* kolo_handle_message(kolo_handle_t handle) {
+  if (handle == nullptr) return "";
+  return handle->state->message().c_str();
+}
+
+void kolo_handle_release(kolo_handle_t handle) { delete handle; }
+
+}  // extern "C"

@@ -1,0 +1,62 @@
+// Coordinator: the background thread's work — wait for news, negotiate a cycle,
+// execute what is ready, repeat — until some rank asks to stop.
+//
+// The idle wait (see Note [Waking up]) is where kolo decides between latency and
+// CPU: it spins briefly, then sleeps on the tensor queue with a backoff capped by
+// KOLO_CYCLE_TIME_MS, and starts a cycle as soon as this rank has news (a local
+// enqueue wakes it at once) or a peer has rung the doorbell for the next cycle.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/knobs.h"
+#include "core/executor.h"
+#include "core/fusion_buffer.h"
+#include "core/negotiator.h"
+#include "core/tensor_queue.h"
+#include "transport/registry.h"
+#include "transport/world.h"
+
+namespace kolo::core {
+
+class Coordinator {
+ public:
+  // `world`, `queue` and `shutdown_requested` outlive the coordinator.
+  Coordinator(transport::World& world, const Config& config, TensorQueue& queue,
+              const std::atomic<bool>& shutdown_requested);
+
+  // Init-time checks that need the world (the transport preference).
+  Status validate() const;
+
+  // The coordinator thread's body. Returns once every rank stopped (or the
+  // control plane broke); every local tensor has completed by then.
+  void run();
+
+ private:
+  void wait_for_news();
+  void fail_everything(const Status& status);
+  void complete(TensorEntry& entry, Status status);
+
+  transport::World& world_;
+  const Config config_;
+  TensorQueue& queue_;
+  const std::atomic<bool>& shutdown_requested_;
+  transport::Selector selector_;
+  FusionBuffer fusion_;
+  Negotiator negotiator_;
+  Executor executor_;
+  std::map<std::string, TensorEntry> pending_;  // drained, not yet completed
+};
+
+// Note [Waking up]
+// Horovod's coordinator runs a cycle every HOROVOD_CYCLE_TIME whether or not there
+// is work, so a lone small allreduce waits for the next tick. kolo's coordinator
+// runs a cycle only when some rank has news, and joins a peer's cycle as soon as it
+// sees the doorbell; KOLO_CYCLE_TIME_MS only caps how long an idle coordinator
+// sleeps between looks at the doorbell. Batching still happens: whatever is
+// enqueued while a cycle runs is negotiated (and fused) together in the next.
+
+}  // namespace kolo::core

@@ -1,0 +1,59 @@
+#include "core/handle.h"
+
+#include <sched.h>
+
+#include <chrono>
+
+#include "common/check.h"
+
+namespace kolo::core {
+namespace {
+
+// How long a waiter polls before it sleeps. A small allreduce on one node
+// completes in a few microseconds; polling that long (yielding the core to
+// anyone else runnable) saves a futex wake-up, which costs tens of microseconds
+// in a VM. Past it, sleep.
+constexpr auto kSpinFor = std::chrono::microseconds(50);
+
+const std::string kEmpty;
+
+}  // namespace
+
+void HandleState::complete(Status status) {
+  KOLO_CHECK(!done());
+  status_ = std::move(status);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+const std::string& HandleState::message() const {
+  return done() ? status_.message() : kEmpty;
+}
+
+bool HandleState::wait(double timeout_seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const bool forever = timeout_seconds < 0;
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(
+                  std::chrono::duration<double>(forever ? 0.0 : timeout_seconds));
+  for (int i = 0; !done(); ++i) {
+    if (i >= 8) {
+      auto now = Clock::now();
+      if (now - start >= kSpinFor || (!forever && now >= deadline)) break;
+      sched_yield();
+    }
+  }
+  if (done()) return true;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (forever) {
+    cv_.wait(lock, [this] { return done(); });
+    return true;
+  }
+  return cv_.wait_until(lock, deadline, [this] { return done(); });
+}
+
+}  // namespace kolo::core

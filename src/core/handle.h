@@ -1,0 +1,42 @@
+// HandleState: the completion of one submitted tensor, shared by the user's
+// handle (kolo_handle_t) and the coordinator.
+//
+// The coordinator calls complete() exactly once; any thread may poll or wait.
+// Waiting spins briefly (a small allreduce completes within microseconds), then
+// sleeps on a condition variable, so a waiting user thread does not starve the
+// coordinator or the peer rank on a machine with few cores.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "common/status.h"
+
+namespace kolo::core {
+
+class HandleState {
+ public:
+  bool done() const { return done_.load(std::memory_order_acquire); }
+
+  // Publishes the outcome and wakes waiters. Must be called once.
+  void complete(Status status);
+
+  // kInProgress until done, then the outcome's code.
+  Code code() const { return done() ? status_.code() : Code::kInProgress; }
+  // The outcome's message; "" until done.
+  const std::string& message() const;
+
+  // Blocks until done or until timeout_seconds pass (negative: forever).
+  // Returns done().
+  bool wait(double timeout_seconds);
+
+ private:
+  std::atomic<bool> done_{false};
+  Status status_;  // written once, before done_ is released
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace kolo::core

@@ -1,0 +1,182 @@
+#include "core/negotiator.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+#include "common/logging.h"
+#include "core/wire.h"
+
+namespace kolo::core {
+namespace {
+
+constexpr uint64_t kFlagSlowPath = 1ull << 0;  // someone has uncached requests
+constexpr uint64_t kFlagShutdown = 1ull << 1;  // someone asks every rank to stop
+
+bool test_bit(const std::vector<uint64_t>& bits, size_t word, size_t bit) {
+  return (bits[word] >> (bit % 64)) & 1u;
+}
+
+double seconds(Negotiator::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+Negotiator::Negotiator(transport::ControlPlane& control, const Config& config)
+    : control_(control),
+      config_(config),
+      rank_(control.topology().rank),
+      size_(control.topology().size),
+      cache_(static_cast<size_t>(config.cache_capacity)),
+      table_(control.topology().size) {
+  // A request that waits in the cache longer than the stall check time leaves it
+  // for the slow path, where rank 0 can see which ranks are missing.
+  double check = config.stall_check_seconds;
+  double shut = config.stall_shutdown_seconds;
+  cache_stall_seconds_ = check > 0 && shut > 0 ? std::min(check, shut) : std::max(check, shut);
+  last_stall_warning_ = Clock::now();
+}
+
+void Negotiator::add(const Request& request, Clock::time_point enqueued) {
+  uint32_t bit = 0;
+  switch (cache_.lookup(request, &bit)) {
+    case ResponseCache::Lookup::kHit:
+      KOLO_CHECK(waiting_.find(bit) == waiting_.end());
+      waiting_[bit] = Waiting{request, enqueued};
+      return;
+    case ResponseCache::Lookup::kStale:
+      invalid_.insert(bit);
+      break;
+    case ResponseCache::Lookup::kMiss:
+      break;
+  }
+  to_send_.push_back(request);
+}
+
+void Negotiator::collect_stale_waits(Clock::time_point now) {
+  if (cache_stall_seconds_ <= 0) return;
+  for (const auto& [bit, w] : waiting_)
+    if (seconds(now - w.since) >= cache_stall_seconds_) invalid_.insert(bit);
+}
+
+bool Negotiator::has_news(Clock::time_point now) const {
+  if (!to_send_.empty() || !invalid_.empty() || !stall_failures_.empty()) return true;
+  if (cache_stall_seconds_ > 0) {
+    for (const auto& [bit, w] : waiting_)
+      if (seconds(now - w.since) >= cache_stall_seconds_) return true;
+  }
+  if (rank_ == 0 && config_.stall_shutdown_seconds > 0 && table_.pending() > 0)
+    return !table_.stalls(now, config_.stall_shutdown_seconds).empty();
+  return false;
+}
+
+Negotiator::Clock::time_point Negotiator::next_deadline(Clock::time_point now) const {
+  // Timers are coarse (seconds); waking once a second to look is plenty.
+  return now + std::chrono::seconds(1);
+}
+
+std::vector<uint64_t> Negotiator::build_bits(bool shutdown, bool slow_path) const {
+  const size_t words = 1 + 2 * cache_words();
+  std::vector<uint64_t> bits(words, 0);
+  uint64_t flags = (slow_path ? kFlagSlowPath : 0) | (shutdown ? kFlagShutdown : 0);
+  bits[0] = ~flags;  // inverted: the AND computes the OR of the flags
+  for (size_t w = 1 + cache_words(); w < words; ++w) bits[w] = ~0ull;
+  for (const auto& [bit, w] : waiting_)
+    if (invalid_.count(bit) == 0) bits[ready_word(bit)] |= 1ull << (bit % 64);
+  for (uint32_t bit : invalid_) bits[invalid_word(bit)] &= ~(1ull << (bit % 64));
+  return bits;
+}
+
+void Negotiator::evict(uint32_t bit) {
+  if (cache_.occupied(bit)) cache_.erase(bit);
+  requeue_waiting(bit);
+}
+
+void Negotiator::requeue_waiting(uint32_t bit) {
+  auto it = waiting_.find(bit);
+  if (it != waiting_.end()) {
+    to_send_.push_back(std::move(it->second.request));
+    waiting_.erase(it);
+  }
+}
+
+Status Negotiator::cycle(bool shutdown, std::vector<Response>* ready, bool* stop) {
+  ready->clear();
+  const auto now = Clock::now();
+  collect_stale_waits(now);
+  if (rank_ == 0 && config_.stall_shutdown_seconds > 0 && table_.pending() > 0) {
+    auto stalls = table_.stalls(now, config_.stall_shutdown_seconds);
+    if (!stalls.empty()) {
+      KOLO_LOG(kError) << describe_stalls(stalls) << " — failing them (KOLO_STALL_SHUTDOWN_TIME_SECONDS)";
+      for (Response& r : table_.fail_stalled(stalls)) stall_failures_.push_back(std::move(r));
+    }
+  }
+  const bool need_slow = !to_send_.empty() || !stall_failures_.empty();
+
+  std::vector<uint64_t> bits = build_bits(shutdown, need_slow);
+  if (!control_.rung(cycle_)) KOLO_RETURN_IF_ERROR(control_.ring(cycle_));
+  KOLO_RETURN_IF_ERROR(control_.bitwise_and(&bits));
+  invalid_.clear();
+  const uint64_t flags = ~bits[0];
+  *stop = (flags & kFlagShutdown) != 0;
+
+  // Ready everywhere, in bit order.
+  for (size_t bit = 0; bit < cache_.capacity(); ++bit) {
+    if (!test_bit(bits, ready_word(bit), bit)) continue;
+    KOLO_CHECK(cache_.occupied(static_cast<uint32_t>(bit)));
+    ready->push_back(cache_.at(static_cast<uint32_t>(bit)));
+    cache_.touch(static_cast<uint32_t>(bit));
+    waiting_.erase(static_cast<uint32_t>(bit));
+  }
+  // Invalid somewhere: evicted everywhere.
+  for (size_t bit = 0; bit < cache_.capacity(); ++bit)
+    if (!test_bit(bits, invalid_word(bit), bit)) evict(static_cast<uint32_t>(bit));
+
+  if (flags & kFlagSlowPath) KOLO_RETURN_IF_ERROR(slow_path(ready));
+  ++cycle_;
+  return Status::OK();
+}
+
+Status Negotiator::slow_path(std::vector<Response>* ready) {
+  std::vector<std::string> gathered;
+  KOLO_RETURN_IF_ERROR(control_.gather(encode_requests(to_send_), &gathered, 0));
+  to_send_.clear();
+
+  std::string encoded;
+  if (rank_ == 0) {
+    std::vector<Response> responses = std::move(stall_failures_);
+    stall_failures_.clear();
+    const auto now = Clock::now();
+    for (int r = 0; r < size_; ++r) {
+      std::vector<Request> requests;
+      KOLO_RETURN_IF_ERROR(decode_requests(gathered[r], &requests));
+      for (Request& req : requests) {
+        std::optional<Response> resp = table_.add(r, std::move(req), now);
+        if (resp) responses.push_back(std::move(*resp));
+      }
+    }
+    encoded = encode_responses(responses);
+  }
+  KOLO_RETURN_IF_ERROR(control_.broadcast(&encoded, 0));
+  std::vector<Response> responses;
+  KOLO_RETURN_IF_ERROR(decode_responses(encoded, &responses));
+  for (Response& resp : responses) {
+    if (resp.code == Code::kOk) {
+      std::optional<uint32_t> evicted;
+      cache_.put(resp, &evicted);
+      // put() already dropped the victim (and may have reused its bit).
+      if (evicted) requeue_waiting(*evicted);
+    }
+    ready->push_back(std::move(resp));
+  }
+  return Status::OK();
+}
+
+void Negotiator::warn_stalls(Clock::time_point now) {
+  if (rank_ != 0 || config_.stall_check_seconds <= 0 || table_.pending() == 0) return;
+  if (seconds(now - last_stall_warning_) < config_.stall_check_seconds) return;
+  auto stalls = table_.stalls(now, config_.stall_check_seconds);
+  if (stalls.empty()) return;
+  last_stall_warning_ = now;
+  KOLO_LOG(kWarning) << describe_stalls(stalls);
+}
+
+}  // namespace kolo::core

@@ -1,0 +1,104 @@
+// Negotiator: the per-cycle agreement on which names are ready on every rank.
+//
+// Each cycle is one collective step that every rank runs in the same order (see
+// the doorbell in control_plane.h for how idle ranks join):
+//
+//   1. Fast path, always: one bitwise AND over a bit vector
+//        [ flags | ready bits | invalid bits ]
+//      A set "ready" bit b means: this rank has a request pending whose name and
+//      parameters equal cache entry b. After the AND, a bit set on every rank is
+//      ready everywhere and executes, in bit order, with no message to rank 0.
+//      Flags and invalid bits are sent inverted, so the AND computes their OR:
+//      "someone has uncached requests", "someone asks to shut down", "someone
+//      found cache entry b stale (its name was resubmitted with other parameters,
+//      or it has waited too long)". Invalid entries are evicted on every rank and
+//      their pending requests take the slow path.
+//   2. Slow path, only when some rank has uncached requests (or rank 0 has stall
+//      failures to announce): every rank gathers its new requests to rank 0, rank 0
+//      records them in its MessageTable, validates every name that all ranks have
+//      now asked for, and broadcasts the responses. OK responses enter the cache,
+//      on every rank, in broadcast order.
+//
+// The ready list of a cycle is: cached-ready responses (bit order), then the
+// broadcast responses (rank 0's order) — identical on every rank.
+// Coordinator thread only.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/knobs.h"
+#include "common/status.h"
+#include "core/message_table.h"
+#include "core/request.h"
+#include "core/response_cache.h"
+#include "transport/control_plane.h"
+
+namespace kolo::core {
+
+class Negotiator {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Negotiator(transport::ControlPlane& control, const Config& config);
+
+  // A request this rank has just submitted (at `enqueued`).
+  void add(const Request& request, Clock::time_point enqueued);
+
+  // True when this rank has something the others must hear, so it should start
+  // (ring for) a cycle rather than wait for a peer to.
+  bool has_news(Clock::time_point now) const;
+
+  // The next moment has_news() may become true by the clock alone (stall timers).
+  Clock::time_point next_deadline(Clock::time_point now) const;
+
+  // Runs one cycle. `shutdown`: this rank asks every rank to stop. On return,
+  // `ready` holds the cycle's responses (OK or error) in the common order and
+  // *stop says whether any rank asked to stop. An error means the control plane
+  // failed; the world is then unusable.
+  Status cycle(bool shutdown, std::vector<Response>* ready, bool* stop);
+
+  uint64_t cycles() const { return cycle_; }
+
+  // Rank 0: logs a stall warning if names have waited longer than the check time
+  // and the last warning is older than that. Cheap; call when idle.
+  void warn_stalls(Clock::time_point now);
+
+ private:
+  struct Waiting {
+    Request request;
+    Clock::time_point since;
+  };
+
+  // Layout of the AND vector.
+  size_t cache_words() const { return (cache_.capacity() + 63) / 64; }
+  size_t ready_word(size_t bit) const { return 1 + bit / 64; }
+  size_t invalid_word(size_t bit) const { return 1 + cache_words() + bit / 64; }
+
+  std::vector<uint64_t> build_bits(bool shutdown, bool slow_path) const;
+  void collect_stale_waits(Clock::time_point now);
+  void evict(uint32_t bit);            // drop cache entry `bit` on this rank
+  void requeue_waiting(uint32_t bit);  // a local request waiting on `bit` takes the slow path
+  Status slow_path(std::vector<Response>* ready);
+
+  transport::ControlPlane& control_;
+  const Config config_;
+  const int rank_;
+  const int size_;
+  ResponseCache cache_;
+  MessageTable table_;  // used on rank 0 only
+
+  std::map<uint32_t, Waiting> waiting_;       // cache bit -> local request waiting on it
+  std::vector<Request> to_send_;              // local requests for the slow path
+  std::set<uint32_t> invalid_;                // bits to announce as invalid
+  std::vector<Response> stall_failures_;      // rank 0: kStalled responses to announce
+  uint64_t cycle_ = 0;
+  double cache_stall_seconds_;                // waits longer than this leave the cache
+  Clock::time_point last_stall_warning_;
+};
+
+}  // namespace kolo::core

@@ -1,0 +1,75 @@
+// Runtime: one rank's kolo — the tensor queue, the background coordinator thread
+// and what it drives (negotiation, fusion, execution).
+//
+// Lifecycle: start() takes a World (from transports/mpi or transports/loopback)
+// and starts the coordinator; shutdown() asks every rank to stop and joins.
+// allreduce_async() may be called from any thread while running. One rank's
+// shutdown (or a broken control plane) stops every rank's coordinator at the same
+// cycle; afterwards submissions are refused and pending handles have completed
+// with KOLO_ERR_SHUTDOWN (or the transport's error).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/knobs.h"
+#include "common/status.h"
+#include "core/coordinator.h"
+#include "core/handle.h"
+#include "core/tensor_queue.h"
+#include "transport/world.h"
+
+namespace kolo::core {
+
+struct AllreduceArgs {
+  const char* name = nullptr;
+  const void* input = nullptr;
+  void* output = nullptr;
+  int64_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  Device device;
+};
+
+class Runtime {
+ public:
+  // Validates the configuration against the world (e.g. KOLO_TRANSPORT names a
+  // transport the world offers), allocates the fusion buffer and starts the
+  // coordinator. On error nothing runs and the world is released.
+  static Status start(transport::World world, const Config& config, std::unique_ptr<Runtime>* out);
+
+  // Stops like shutdown() if still running.
+  ~Runtime();
+
+  // Validates the arguments and enqueues the tensor. On error nothing is enqueued.
+  Status allreduce_async(const AllreduceArgs& args, std::shared_ptr<HandleState>* handle);
+
+  // Asks every rank to stop, waits for this rank's coordinator to finish, and
+  // releases the world. Idempotent.
+  void shutdown();
+
+  bool running() const { return running_.load(std::memory_order_acquire); }
+  const transport::Topology& topology() const { return topology_; }
+
+ private:
+  Runtime(transport::World world, const Config& config);
+
+  transport::World world_;
+  const Config config_;
+  const transport::Topology topology_;
+  TensorQueue queue_;
+  std::atomic<bool> running_{false};
+  std::atomic<bool> shutdown_requested_{false};
+  std::unique_ptr<Coordinator> coordinator_;
+  std::thread thread_;
+  std::mutex shutdown_mu_;
+  bool cuda_supported_ = false;
+};
+
+}  // namespace kolo::core

@@ -1,0 +1,59 @@
+#include "core/tensor_queue.h"
+
+namespace kolo::core {
+
+Status TensorQueue::push(TensorEntry entry) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return close_reason_;
+    if (!in_flight_.insert(entry.request.name).second) {
+      return Status(Code::kDuplicateName, "a tensor named '" + entry.request.name +
+                                              "' is already in flight on this rank; wait "
+                                              "for it before submitting the name again");
+    }
+    queue_.push_back(std::move(entry));
+    queued_.store(queue_.size(), std::memory_order_release);
+  }
+  cv_.notify_one();
+  return Status::OK();
+}
+
+std::vector<TensorEntry> TensorQueue::drain() {
+  std::vector<TensorEntry> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  out.swap(queue_);
+  queued_.store(0, std::memory_order_release);
+  return out;
+}
+
+void TensorQueue::finish(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_flight_.erase(name);
+}
+
+std::vector<TensorEntry> TensorQueue::close(Status reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  close_reason_ = std::move(reason);
+  std::vector<TensorEntry> out;
+  out.swap(queue_);
+  queued_.store(0, std::memory_order_release);
+  for (const TensorEntry& e : out) in_flight_.erase(e.request.name);
+  return out;
+}
+
+void TensorQueue::wait_until(Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_until(lock, deadline, [this] { return !queue_.empty() || woken_; });
+  woken_ = false;
+}
+
+void TensorQueue::wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_one();
+}
+
+}  // namespace kolo::core

@@ -1,0 +1,71 @@
+// TensorQueue: where user threads hand tensors to the coordinator.
+//
+// Any thread may push(); only the coordinator drains. The queue also owns the set
+// of names in flight on this rank (from push until the coordinator calls
+// finish()), so a second submission of a name still in flight is refused at
+// once with KOLO_ERR_DUPLICATE_NAME. After close(), every push is refused with the
+// status given to close().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/status.h"
+#include "core/handle.h"
+#include "core/request.h"
+
+namespace kolo::core {
+
+using Clock = std::chrono::steady_clock;
+
+struct TensorEntry {
+  Request request;
+  const void* input = nullptr;
+  void* output = nullptr;
+  Device device;
+  std::shared_ptr<HandleState> handle;
+  Clock::time_point enqueued;
+};
+
+class TensorQueue {
+ public:
+  // Refuses duplicates and pushes after close(); on success the entry is queued
+  // and the coordinator is woken.
+  Status push(TensorEntry entry);
+
+  // Takes every queued entry, oldest first. Coordinator only.
+  std::vector<TensorEntry> drain();
+
+  // The name is no longer in flight. Call before completing its handle, so that a
+  // caller who waits and resubmits the name at once is not refused.
+  void finish(const std::string& name);
+
+  // Refuses future pushes with `reason`; returns what was still queued.
+  std::vector<TensorEntry> close(Status reason);
+
+  bool has_queued() const { return queued_.load(std::memory_order_acquire) > 0; }
+
+  // Coordinator: sleeps until something is queued, wake() is called, or the
+  // deadline passes.
+  void wait_until(Clock::time_point deadline);
+  void wake();
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<TensorEntry> queue_;
+  std::unordered_set<std::string> in_flight_;
+  std::atomic<size_t> queued_{0};
+  bool closed_ = false;
+  bool woken_ = false;
+  Status close_reason_;
+};
+
+}  // namespace kolo::core

@@ -1,0 +1,170 @@
+#include "core/wire.h"
+
+#include <cstring>
+
+#include "common/check.h"
+#include "kolo/kolo.h"
+
+namespace kolo::core {
+namespace {
+
+constexpr uint32_t kMagic = 0x4f4c4f4b;  // "KOLO" read as little-endian u32
+constexpr uint8_t kVersion = 1;
+constexpr uint8_t kKindRequests = 1;
+constexpr uint8_t kKindResponses = 2;
+// Messages may be long (they list ranks), but not unboundedly.
+constexpr uint32_t kMaxMessageLength = 1 << 20;
+
+class Writer {
+ public:
+  template <typename T>
+  void put(T v) {
+    char raw[sizeof(T)];
+    std::memcpy(raw, &v, sizeof(T));
+    out_.append(raw, sizeof(T));
+  }
+  void put_string(const std::string& s) {
+    put<uint32_t>(static_cast<uint32_t>(s.size()));
+    out_.append(s);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+
+  template <typename T>
+  bool get(T* v) {
+    if (in_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(v, in_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool get_string(std::string* s, uint32_t max_length) {
+    uint32_t n;
+    if (!get(&n) || n > max_length || in_.size() - pos_ < n) return false;
+    s->assign(in_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool at_end() const { return pos_ == in_.size(); }
+  size_t remaining() const { return in_.size() - pos_; }
+
+ private:
+  const std::string& in_;
+  size_t pos_ = 0;
+};
+
+void write_header(Writer* w, uint8_t kind, size_t count) {
+  w->put<uint32_t>(kMagic);
+  w->put<uint8_t>(kVersion);
+  w->put<uint8_t>(kind);
+  w->put<uint32_t>(static_cast<uint32_t>(count));
+}
+
+void write_request(Writer* w, const std::string& name, const TensorParams& p) {
+  w->put_string(name);
+  w->put<uint8_t>(static_cast<uint8_t>(p.collective));
+  w->put<int32_t>(static_cast<int32_t>(p.dtype));
+  w->put<int32_t>(static_cast<int32_t>(p.op));
+  w->put<int32_t>(static_cast<int32_t>(p.device));
+  w->put<int64_t>(p.count);
+  w->put<double>(p.prescale);
+  w->put<double>(p.postscale);
+  w->put<int32_t>(p.root);
+}
+
+Status corrupt(const char* what) {
+  return Status(Code::kInternal, std::string("corrupt negotiation message: ") + what);
+}
+
+Status read_header(Reader* r, uint8_t want_kind, uint32_t* count) {
+  uint32_t magic;
+  uint8_t version, kind;
+  if (!r->get(&magic) || !r->get(&version) || !r->get(&kind) || !r->get(count))
+    return corrupt("truncated header");
+  if (magic != kMagic) return corrupt("bad magic");
+  if (version != kVersion) return corrupt("unknown version");
+  if (kind != want_kind) return corrupt("unexpected message kind");
+  return Status::OK();
+}
+
+Status read_request(Reader* r, std::string* name, TensorParams* p) {
+  uint8_t collective;
+  int32_t dtype, op, device;
+  if (!r->get_string(name, KOLO_MAX_NAME_LENGTH)) return corrupt("bad name");
+  if (!r->get(&collective) || !r->get(&dtype) || !r->get(&op) || !r->get(&device) ||
+      !r->get(&p->count) || !r->get(&p->prescale) || !r->get(&p->postscale) ||
+      !r->get(&p->root))
+    return corrupt("truncated item");
+  if (collective >= kNumCollectives) return corrupt("bad collective");
+  p->collective = static_cast<Collective>(collective);
+  p->dtype = static_cast<DataType>(dtype);
+  p->op = static_cast<ReduceOp>(op);
+  p->device = static_cast<DeviceKind>(device);
+  if (!is_valid(p->dtype)) return corrupt("bad dtype");
+  if (!is_valid(p->op)) return corrupt("bad op");
+  if (!is_valid(p->device)) return corrupt("bad device");
+  if (p->count < 0) return corrupt("negative count");
+  return Status::OK();
+}
+
+// Each item needs at least this many bytes, which bounds a claimed item count.
+constexpr size_t kMinItemBytes = 4 + 1 + 4 + 4 + 4 + 8 + 8 + 8 + 4;
+
+}  // namespace
+
+std::string encode_requests(const std::vector<Request>& requests) {
+  Writer w;
+  write_header(&w, kKindRequests, requests.size());
+  for (const Request& r : requests) write_request(&w, r.name, r.params);
+  return w.take();
+}
+
+std::string encode_responses(const std::vector<Response>& responses) {
+  Writer w;
+  write_header(&w, kKindResponses, responses.size());
+  for (const Response& r : responses) {
+    write_request(&w, r.name, r.params);
+    w.put<int32_t>(static_cast<int32_t>(r.code));
+    w.put_string(r.message);
+  }
+  return w.take();
+}
+
+Status decode_requests(const std::string& bytes, std::vector<Request>* requests) {
+  Reader r(bytes);
+  uint32_t count;
+  KOLO_RETURN_IF_ERROR(read_header(&r, kKindRequests, &count));
+  if (count > r.remaining() / kMinItemBytes) return corrupt("item count exceeds message");
+  std::vector<Request> out(count);
+  for (Request& req : out) KOLO_RETURN_IF_ERROR(read_request(&r, &req.name, &req.params));
+  if (!r.at_end()) return corrupt("trailing bytes");
+  *requests = std::move(out);
+  return Status::OK();
+}
+
+Status decode_responses(const std::string& bytes, std::vector<Response>* responses) {
+  Reader r(bytes);
+  uint32_t count;
+  KOLO_RETURN_IF_ERROR(read_header(&r, kKindResponses, &count));
+  if (count > r.remaining() / kMinItemBytes) return corrupt("item count exceeds message");
+  std::vector<Response> out(count);
+  for (Response& resp : out) {
+    KOLO_RETURN_IF_ERROR(read_request(&r, &resp.name, &resp.params));
+    int32_t code;
+    if (!r.get(&code) || !r.get_string(&resp.message, kMaxMessageLength))
+      return corrupt("truncated response");
+    if (code < 0 || code > static_cast<int32_t>(Code::kInternal)) return corrupt("bad code");
+    resp.code = static_cast<Code>(code);
+  }
+  if (!r.at_end()) return corrupt("trailing bytes");
+  *responses = std::move(out);
+  return Status::OK();
+}
+
+}  // namespace kolo::core

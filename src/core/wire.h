@@ -1,0 +1,29 @@
+// Wire encoding of request and response lists for the control plane.
+//
+// Layout (little-endian, as every rank of one job runs the same binary on the same
+// kind of machine):
+//   header : magic "KOLO" (u32) | version (u8) | kind (u8: 1 requests, 2 responses)
+//            | item count (u32)
+//   item   : name (u32 length + bytes) | collective (u8) | dtype (i32) | op (i32)
+//            | device (i32) | count (i64) | prescale (f64) | postscale (f64) | root (i32)
+//   response items add: code (i32) | message (u32 length + bytes)
+// Decoding checks every length against the remaining bytes, every enum against
+// its range and that nothing trails, so truncated or corrupted input is an error,
+// never a crash.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "core/request.h"
+
+namespace kolo::core {
+
+std::string encode_requests(const std::vector<Request>& requests);
+std::string encode_responses(const std::vector<Response>& responses);
+
+Status decode_requests(const std::string& bytes, std::vector<Request>* requests);
+Status decode_responses(const std::string& bytes, std::vector<Response>* responses);
+
+}  // namespace kolo::core

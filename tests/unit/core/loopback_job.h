@@ -1,0 +1,75 @@
+// A job of N ranks as threads over the loopback transport, each with its own
+// core::Runtime — the coordinator tests' harness (Gloo's BaseTest::spawn).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/runtime.h"
+#include "transports/loopback/loopback_world.h"
+
+namespace kolo::core::testing {
+
+class LoopbackJob {
+ public:
+  LoopbackJob(int size, Config config = Config(), int node_size = 0) {
+    auto worlds = loopback::create_worlds(size, node_size);
+    for (auto& w : worlds) {
+      std::unique_ptr<Runtime> rt;
+      Status s = Runtime::start(std::move(w), config, &rt);
+      EXPECT_TRUE(s.ok()) << s.to_string();
+      runtimes_.push_back(std::move(rt));
+    }
+  }
+  ~LoopbackJob() { shutdown(); }
+
+  int size() const { return static_cast<int>(runtimes_.size()); }
+  Runtime& rank(int r) { return *runtimes_[r]; }
+
+  // Runs fn(rank, runtime) on one thread per rank and joins them.
+  void run(const std::function<void(int, Runtime&)>& fn) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < size(); ++r) threads.emplace_back([&, r] { fn(r, *runtimes_[r]); });
+    for (auto& t : threads) t.join();
+  }
+
+  void shutdown() {
+    for (auto& rt : runtimes_)
+      if (rt) rt->shutdown();
+  }
+
+ private:
+  std::vector<std::unique_ptr<Runtime>> runtimes_;
+};
+
+// Enqueues an allreduce and returns its handle (failing the test on error).
+inline std::shared_ptr<HandleState> submit(Runtime& rt, const std::string& name, const void* in,
+                                           void* out, int64_t count, DataType dtype,
+                                           ReduceOp op = ReduceOp::kSum, double prescale = 1.0,
+                                           double postscale = 1.0) {
+  AllreduceArgs a;
+  a.name = name.c_str();
+  a.input = in;
+  a.output = out;
+  a.count = count;
+  a.dtype = dtype;
+  a.op = op;
+  a.prescale = prescale;
+  a.postscale = postscale;
+  std::shared_ptr<HandleState> h;
+  Status s = rt.allreduce_async(a, &h);
+  EXPECT_TRUE(s.ok()) << name << ": " << s.to_string();
+  return h;
+}
+
+inline Code wait_code(const std::shared_ptr<HandleState>& h) {
+  if (!h) return Code::kInternal;
+  EXPECT_TRUE(h->wait(60.0)) << "handle did not complete within 60 s";
+  return h->code();
+}
+
+}  // namespace kolo::core::testing

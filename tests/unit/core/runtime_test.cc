@@ -1,0 +1,288 @@
+// The coordinator end to end, with ranks as threads over the loopback transport:
+// negotiation (both paths), fusion, validation, mismatches, shutdown, stalls.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "kolo/kolo.h"
+#include "loopback_job.h"
+
+namespace kolo::core {
+namespace {
+
+using testing::LoopbackJob;
+using testing::submit;
+using testing::wait_code;
+
+// Rank r contributes value(r, i) = r + 1 + i % 5 at element i; sums stay exact.
+float value(int rank, int64_t i) { return static_cast<float>(rank + 1 + i % 5); }
+float expected_sum(int size, int64_t i) {
+  float s = 0;
+  for (int r = 0; r < size; ++r) s += value(r, i);
+  return s;
+}
+
+void expect_sum_everywhere(LoopbackJob& job, int64_t count, const std::string& name,
+                           bool in_place) {
+  job.run([&](int rank, Runtime& rt) {
+    std::vector<float> in(count), out(count, -1.0f);
+    for (int64_t i = 0; i < count; ++i) in[i] = value(rank, i);
+    void* dst = in_place ? static_cast<void*>(in.data()) : out.data();
+    auto h = submit(rt, name, in.data(), dst, count, DataType::kFloat32);
+    ASSERT_EQ(wait_code(h), Code::kOk) << h->message();
+    const float* res = static_cast<const float*>(dst);
+    for (int64_t i = 0; i < count; ++i)
+      ASSERT_EQ(res[i], expected_sum(job.size(), i)) << "rank " << rank << " i " << i;
+  });
+}
+
+TEST(Runtime, AllreduceSumEveryWorldSizeAndCount) {
+  for (int size = 1; size <= 8; ++size) {
+    LoopbackJob job(size);
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{size - 1}, int64_t{size + 1},
+                          int64_t{1000}, int64_t{(1 << 16) + 3}}) {
+      for (bool in_place : {false, true}) {
+        SCOPED_TRACE("size " + std::to_string(size) + " count " + std::to_string(count));
+        expect_sum_everywhere(job, count, "t" + std::to_string(count), in_place);
+      }
+    }
+  }
+}
+
+// Hundreds of tensors of seeded random sizes, submitted in a different order on
+// every rank from several threads, steps repeated so the cache path is taken.
+TEST(Runtime, OutOfOrderManyTensorsFromSeveralThreads) {
+  for (int64_t threshold : {int64_t{0}, int64_t{4096}, int64_t{64} << 20}) {
+    Config config;
+    config.fusion_threshold_bytes = threshold;
+    config.cache_capacity = 64;  // smaller than the tensor count: eviction is exercised
+    const int size = 3, tensors = 200, threads = 3;
+    LoopbackJob job(size, config);
+    std::mt19937 sizes_rng(123);
+    std::vector<int64_t> counts(tensors);
+    for (auto& c : counts) c = sizes_rng() % 3000;
+    for (int step = 0; step < 3; ++step) {
+      job.run([&](int rank, Runtime& rt) {
+        std::vector<int> order(tensors);
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), std::mt19937(rank * 1000 + step));
+        std::vector<std::vector<int32_t>> bufs(tensors);
+        std::vector<std::shared_ptr<HandleState>> handles(tensors);
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t) {
+          pool.emplace_back([&, t] {
+            for (int k = t; k < tensors; k += threads) {
+              int id = order[k];
+              bufs[id].resize(counts[id]);
+              for (int64_t i = 0; i < counts[id]; ++i) bufs[id][i] = (rank + 1) * (id + i % 7);
+              handles[id] = submit(rt, "grad/" + std::to_string(id), bufs[id].data(),
+                                   bufs[id].data(), counts[id], DataType::kInt32);
+            }
+          });
+        }
+        for (auto& p : pool) p.join();
+        const int rank_sum = size * (size + 1) / 2;
+        for (int id = 0; id < tensors; ++id) {
+          ASSERT_EQ(wait_code(handles[id]), Code::kOk) << handles[id]->message();
+          for (int64_t i = 0; i < counts[id]; ++i)
+            ASSERT_EQ(bufs[id][i], rank_sum * (id + i % 7)) << "tensor " << id;
+        }
+      });
+    }
+  }
+}
+
+TEST(Runtime, FusionOnAndOffGiveIdenticalResults) {
+  std::vector<std::vector<float>> results[2];
+  int idx = 0;
+  for (int64_t threshold : {int64_t{0}, int64_t{1} << 20}) {
+    Config config;
+    config.fusion_threshold_bytes = threshold;
+    LoopbackJob job(2, config);
+    std::vector<std::vector<float>> mine(10);
+    job.run([&](int rank, Runtime& rt) {
+      std::vector<std::vector<float>> bufs(10);
+      std::vector<std::shared_ptr<HandleState>> hs;
+      for (int t = 0; t < 10; ++t) {
+        bufs[t].resize(100 + t);
+        for (size_t i = 0; i < bufs[t].size(); ++i) bufs[t][i] = 0.1f * (rank + 1) * (t + i);
+        hs.push_back(submit(rt, "w" + std::to_string(t), bufs[t].data(), bufs[t].data(),
+                            bufs[t].size(), DataType::kFloat32, ReduceOp::kAverage, 0.5, 3.0));
+      }
+      for (auto& h : hs) ASSERT_EQ(wait_code(h), Code::kOk);
+      if (rank == 0) mine = bufs;
+    });
+    results[idx++] = mine;
+  }
+  EXPECT_EQ(results[0], results[1]);
+}
+
+TEST(Runtime, AverageAndScaling) {
+  LoopbackJob job(4);
+  job.run([&](int rank, Runtime& rt) {
+    std::vector<int32_t> ints = {rank == 0 ? -7 : 0, 7, 9, rank};  // sums -7, 28, 36, 6
+    auto h1 = submit(rt, "ints", ints.data(), ints.data(), 4, DataType::kInt32, ReduceOp::kAverage);
+    std::vector<double> d = {1.0 * rank, 2.0};
+    auto h2 = submit(rt, "doubles", d.data(), d.data(), 2, DataType::kFloat64,
+                     ReduceOp::kAverage, 2.0, 0.25);
+    ASSERT_EQ(wait_code(h1), Code::kOk);
+    ASSERT_EQ(wait_code(h2), Code::kOk);
+    EXPECT_EQ(ints, (std::vector<int32_t>{-1, 7, 9, 1}));  // truncation toward zero
+    EXPECT_EQ(d, (std::vector<double>{0.75, 1.0}));        // (0+1+2+3)*2/4*0.25, 16/4*0.25
+  });
+}
+
+TEST(Runtime, MismatchFailsThatNameOnEveryRankAndOthersGoOn) {
+  struct Case {
+    const char* field;
+    std::function<void(AllreduceArgs&)> change;
+  };
+  std::vector<Case> cases = {
+      {"dtype", [](AllreduceArgs& a) { a.dtype = DataType::kInt32; }},
+      {"count", [](AllreduceArgs& a) { a.count = 3; }},
+      {"op", [](AllreduceArgs& a) { a.op = ReduceOp::kMax; }},
+      {"prescale", [](AllreduceArgs& a) { a.prescale = 2.0; }},
+      {"postscale", [](AllreduceArgs& a) { a.postscale = 2.0; }},
+  };
+  LoopbackJob job(3);
+  for (int round = 0; round < 2; ++round) {  // round 1: the good names are cached
+    for (const Case& c : cases) {
+      job.run([&](int rank, Runtime& rt) {
+        std::vector<float> bad(4, 1.0f), good(4, 1.0f);
+        AllreduceArgs a;
+        std::string name = std::string("bad_") + c.field;
+        a.name = name.c_str();
+        a.input = a.output = bad.data();
+        a.count = 4;
+        if (rank == 1) c.change(a);
+        std::shared_ptr<HandleState> hb;
+        ASSERT_TRUE(rt.allreduce_async(a, &hb).ok());
+        auto hg = submit(rt, "good", good.data(), good.data(), 4, DataType::kFloat32);
+        ASSERT_EQ(wait_code(hb), Code::kMismatch);
+        EXPECT_NE(hb->message().find(name), std::string::npos) << hb->message();
+        EXPECT_NE(hb->message().find(c.field), std::string::npos) << hb->message();
+        EXPECT_NE(hb->message().find("rank 1"), std::string::npos) << hb->message();
+        ASSERT_EQ(wait_code(hg), Code::kOk);
+        EXPECT_EQ(good, std::vector<float>(4, 3.0f));
+      });
+    }
+  }
+}
+
+// A cached name resubmitted with other parameters (on every rank, then on one).
+TEST(Runtime, CachedNameWithNewParameters) {
+  LoopbackJob job(2);
+  for (int64_t count : {4, 4, 6, 6}) expect_sum_everywhere(job, count, "reused", false);
+  job.run([&](int rank, Runtime& rt) {
+    std::vector<float> buf(rank == 0 ? 6 : 7, 1.0f);
+    auto h = submit(rt, "reused", buf.data(), buf.data(), buf.size(), DataType::kFloat32);
+    ASSERT_EQ(wait_code(h), Code::kMismatch);
+    EXPECT_NE(h->message().find("count: 6 on rank 0; 7 on rank 1"), std::string::npos)
+        << h->message();
+  });
+  expect_sum_everywhere(job, 6, "reused", false);
+}
+
+TEST(Runtime, DuplicateNameInFlightIsRefusedLocally) {
+  LoopbackJob job(2);
+  std::vector<float> a(4, 1.0f), b(4, 1.0f);
+  auto h = submit(job.rank(0), "dup", a.data(), a.data(), 4, DataType::kFloat32);
+  AllreduceArgs args;
+  args.name = "dup";
+  args.input = args.output = b.data();
+  args.count = 4;
+  std::shared_ptr<HandleState> h2;
+  Status s = job.rank(0).allreduce_async(args, &h2);
+  EXPECT_EQ(s.code(), Code::kDuplicateName);
+  EXPECT_NE(s.message().find("'dup'"), std::string::npos);
+  auto h1 = submit(job.rank(1), "dup", b.data(), b.data(), 4, DataType::kFloat32);
+  ASSERT_EQ(wait_code(h), Code::kOk);
+  ASSERT_EQ(wait_code(h1), Code::kOk);
+  EXPECT_EQ(a, std::vector<float>(4, 2.0f));  // the refused call changed nothing
+}
+
+TEST(Runtime, InvalidArgumentsAreRefusedWithClearMessages) {
+  LoopbackJob job(1);
+  std::vector<float> f(8);
+  std::vector<int32_t> i(8);
+  auto call = [&](std::function<void(AllreduceArgs&)> change) {
+    AllreduceArgs a;
+    a.name = "x";
+    a.input = a.output = f.data();
+    a.count = 8;
+    change(a);
+    std::shared_ptr<HandleState> h;
+    Status s = job.rank(0).allreduce_async(a, &h);
+    EXPECT_FALSE(h);
+    return s;
+  };
+  auto expect = [](Status s, Code code, const std::string& text) {
+    EXPECT_EQ(s.code(), code) << s.to_string();
+    EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+  };
+  std::string long_name(KOLO_MAX_NAME_LENGTH + 1, 'n');
+  expect(call([](auto& a) { a.name = nullptr; }), Code::kInvalidArgument, "name is NULL");
+  expect(call([](auto& a) { a.name = ""; }), Code::kInvalidArgument, "name is empty");
+  expect(call([&](auto& a) { a.name = long_name.c_str(); }), Code::kInvalidArgument, "limit");
+  expect(call([](auto& a) { a.count = -1; }), Code::kInvalidArgument, "negative count");
+  expect(call([](auto& a) { a.count = int64_t{1} << 62; }), Code::kInvalidArgument, "overflows");
+  expect(call([](auto& a) { a.input = nullptr; }), Code::kInvalidArgument, "input is NULL");
+  expect(call([](auto& a) { a.output = nullptr; }), Code::kInvalidArgument, "output is NULL");
+  expect(call([](auto& a) { a.dtype = static_cast<DataType>(42); }), Code::kInvalidArgument, "unknown dtype");
+  expect(call([](auto& a) { a.op = static_cast<ReduceOp>(-1); }), Code::kInvalidArgument, "unknown op");
+  expect(call([](auto& a) { a.device.kind = static_cast<DeviceKind>(7); }), Code::kInvalidArgument, "device");
+  expect(call([&](auto& a) { a.output = f.data() + 1; a.count = 4; }), Code::kInvalidArgument, "overlap");
+  expect(call([](auto& a) { a.dtype = DataType::kBool; a.op = ReduceOp::kAverage; }),
+         Code::kInvalidArgument, "bool");
+  expect(call([&](auto& a) { a.input = a.output = i.data(); a.dtype = DataType::kInt32; a.prescale = 2; }),
+         Code::kInvalidArgument, "floating-point");
+  expect(call([](auto& a) { a.postscale = std::numeric_limits<double>::quiet_NaN(); }),
+         Code::kInvalidArgument, "finite");
+  expect(call([](auto& a) { a.device.kind = DeviceKind::kCuda; }), Code::kUnsupported, "NCCL");
+  // None of that left anything in flight: the name is free.
+  auto h = submit(job.rank(0), "x", f.data(), f.data(), 8, DataType::kFloat32);
+  EXPECT_EQ(wait_code(h), Code::kOk);
+}
+
+TEST(Runtime, ShutdownCompletesPendingWorkEverywhere) {
+  LoopbackJob job(3);
+  std::vector<float> buf(4, 1.0f);
+  // Only rank 2 submits: the name can never become ready.
+  auto h = submit(job.rank(2), "orphan", buf.data(), buf.data(), 4, DataType::kFloat32);
+  job.rank(0).shutdown();  // one rank's shutdown reaches every rank
+  ASSERT_EQ(wait_code(h), Code::kShutdown);
+  EXPECT_NE(h->message().find("another rank"), std::string::npos) << h->message();
+  for (int r = 0; r < 3; ++r) {
+    for (int spin = 0; spin < 1000 && job.rank(r).running(); ++spin)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_FALSE(job.rank(r).running()) << "rank " << r;
+  }
+  AllreduceArgs a;
+  a.name = "late";
+  a.input = a.output = buf.data();
+  a.count = 4;
+  std::shared_ptr<HandleState> late;
+  EXPECT_EQ(job.rank(1).allreduce_async(a, &late).code(), Code::kShutdown);
+  EXPECT_EQ(buf, std::vector<float>(4, 1.0f));  // nothing touched the buffer
+}
+
+TEST(Runtime, StalledNamesFailWhenConfigured) {
+  Config config;
+  config.stall_check_seconds = 0.2;
+  config.stall_shutdown_seconds = 0.3;
+  LoopbackJob job(2, config);
+  expect_sum_everywhere(job, 4, "cached_then_stalled", false);  // now in the cache
+  std::vector<float> a(4, 1.0f), b(4, 1.0f);
+  auto h1 = submit(job.rank(0), "never_on_rank1", a.data(), a.data(), 4, DataType::kFloat32);
+  auto h2 = submit(job.rank(0), "cached_then_stalled", b.data(), b.data(), 4, DataType::kFloat32);
+  ASSERT_EQ(wait_code(h1), Code::kStalled);
+  EXPECT_NE(h1->message().find("missing ranks: 1"), std::string::npos) << h1->message();
+  ASSERT_EQ(wait_code(h2), Code::kStalled);
+  // The job goes on.
+  expect_sum_everywhere(job, 4, "after", false);
+}
+
+}  // namespace
+}  // namespace kolo::core
