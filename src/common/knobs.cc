@@ -1,0 +1,236 @@
+#include "common/knobs.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+namespace kolo {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t begin = 0;
+  size_t end = s.size();
+  while (begin < end && std::isspace(static_cast<unsigned char>(s[begin]))) ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(s[end - 1]))) --end;
+  return s.substr(begin, end - begin);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Whole-string integer parse, no sign other than '-', no whitespace.
+template <typename T>
+bool parse_whole(const std::string& text, T* out) {
+  const char* first = text.data();
+  const char* last = first + text.size();
+  T value{};
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr != last || text.empty()) return false;
+  *out = value;
+  return true;
+}
+
+bool parse_double(const std::string& text, double* out) {
+  const char* first = text.data();
+  const char* last = first + text.size();
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr != last || text.empty() || !std::isfinite(value)) return false;
+  *out = value;
+  return true;
+}
+
+bool parse_int_at_least(const std::string& text, int64_t min, int64_t max, int64_t* out) {
+  int64_t v = 0;
+  if (!parse_whole(text, &v) || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_non_negative_double(const std::string& text, double* out) {
+  double v = 0;
+  if (!parse_double(text, &v) || v < 0) return false;
+  *out = v + 0.0;  // turns -0 into +0
+  return true;
+}
+
+// One row per knob: its spec and how a (trimmed, non-empty) value lands in Config.
+// Returns false when the value is not accepted.
+struct Knob {
+  KnobSpec spec;
+  bool (*apply)(const std::string& value, Config* config);
+};
+
+constexpr const char* kDoubleSeconds = "a finite number >= 0 (seconds); 0 disables";
+
+const Knob kKnobs[] = {
+    {{"KOLO_FUSION_THRESHOLD", KnobType::kBytes, "64M",
+      "a byte count >= 0: an integer with an optional K, M or G suffix (powers of 1024; "
+      "KiB, MiB, GiB, KB, MB, GB mean the same), e.g. 1048576, 512K, 64M, 1G",
+      "fusion buffer size; tensors are packed into buckets up to this many bytes; 0 "
+      "disables fusion"},
+     [](const std::string& v, Config* c) { return parse_bytes(v, &c->fusion_threshold_bytes); }},
+    {{"KOLO_CYCLE_TIME_MS", KnobType::kDouble, "1", "a finite number >= 0 (milliseconds)",
+      "longest an idle coordinator sleeps between checks for peers' cycles; it wakes at once "
+      "on a local enqueue"},
+     [](const std::string& v, Config* c) { return parse_non_negative_double(v, &c->cycle_time_ms); }},
+    {{"KOLO_CACHE_CAPACITY", KnobType::kInt, "1024", "an integer >= 0",
+      "response-cache entries; 0 disables the cache"},
+     [](const std::string& v, Config* c) {
+       return parse_int_at_least(v, 0, std::numeric_limits<int64_t>::max(), &c->cache_capacity);
+     }},
+    {{"KOLO_TIMELINE", KnobType::kString, "", "a file path; empty for none",
+      "write a Chrome-trace timeline of negotiation and execution to this file (rank 0)"},
+     [](const std::string& v, Config* c) {
+       c->timeline_path = v;
+       return true;
+     }},
+    {{"KOLO_STALL_CHECK_TIME_SECONDS", KnobType::kDouble, "60", kDoubleSeconds,
+      "warn about names some ranks have not submitted after this long; 0 disables"},
+     [](const std::string& v, Config* c) {
+       return parse_non_negative_double(v, &c->stall_check_seconds);
+     }},
+    {{"KOLO_STALL_SHUTDOWN_TIME_SECONDS", KnobType::kDouble, "0", kDoubleSeconds,
+      "fail stalled names with KOLO_ERR_STALLED after this long; 0 disables"},
+     [](const std::string& v, Config* c) {
+       return parse_non_negative_double(v, &c->stall_shutdown_seconds);
+     }},
+    {{"KOLO_HIERARCHICAL_ALLREDUCE", KnobType::kBool, "0", "1/0, true/false, yes/no, on/off",
+      "allreduce within each node, then across nodes on each shard, then allgather within "
+      "the node"},
+     [](const std::string& v, Config* c) { return parse_bool(v, &c->hierarchical_allreduce); }},
+    {{"KOLO_THREAD_AFFINITY", KnobType::kInt, "-1", "an integer >= -1 (a core number, or -1)",
+      "pin the coordinator thread to this core; -1 leaves it"},
+     [](const std::string& v, Config* c) {
+       int64_t core = 0;
+       if (!parse_int_at_least(v, -1, std::numeric_limits<int>::max(), &core)) return false;
+       c->thread_affinity = static_cast<int>(core);
+       return true;
+     }},
+    {{"KOLO_LOG_LEVEL", KnobType::kChoice, "warning",
+      "one of trace, debug, info, warning, error, fatal",
+      "least severe message that kolo writes to stderr"},
+     [](const std::string& v, Config* c) { return parse_log_level(v, &c->log_level); }},
+    {{"KOLO_TRANSPORT", KnobType::kString, "auto", "auto or a transport name",
+      "transport preference: auto or a transport name"},
+     [](const std::string& v, Config* c) {
+       c->transport = lower(v);
+       return true;
+     }},
+};
+
+// The value a knob has under `env`: trimmed; unset or blank means the default.
+std::string effective_value(const EnvLookup& env, const KnobSpec& spec) {
+  const std::optional<std::string> raw = env(spec.name);
+  std::string value = raw ? trim(*raw) : std::string();
+  return value.empty() ? std::string(spec.default_value) : value;
+}
+
+}  // namespace
+
+const std::vector<KnobSpec>& knob_specs() {
+  static const std::vector<KnobSpec> specs = [] {
+    std::vector<KnobSpec> v;
+    for (const Knob& k : kKnobs) v.push_back(k.spec);
+    return v;
+  }();
+  return specs;
+}
+
+EnvLookup process_env() {
+  return [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Status load_config(const EnvLookup& env, Config* config) {
+  Config next;
+  for (const Knob& k : kKnobs) {
+    const std::string value = effective_value(env, k.spec);
+    // An empty string default (KOLO_TIMELINE) is applied like any other value.
+    if (!k.apply(value, &next)) {
+      return invalid_argument(std::string(k.spec.name) + "=\"" + value +
+                              "\" is not valid: expected " + k.spec.accepted);
+    }
+  }
+  *config = next;
+  return Status::OK();
+}
+
+std::vector<std::string> knob_values(const EnvLookup& env) {
+  std::vector<std::string> values;
+  for (const Knob& k : kKnobs) values.push_back(effective_value(env, k.spec));
+  return values;
+}
+
+bool parse_bytes(const std::string& input, int64_t* out) {
+  const std::string text = trim(input);
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  uint64_t number = 0;
+  if (!parse_whole(text.substr(0, digits), &number)) return false;  // no digits, or overflow
+
+  const std::string suffix = text.substr(digits);
+  int shift = 0;
+  if (!suffix.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
+      case 'B': shift = 0; break;
+      case 'K': shift = 10; break;
+      case 'M': shift = 20; break;
+      case 'G': shift = 30; break;
+      default: return false;
+    }
+    const std::string rest = suffix.substr(1);
+    const bool plain_bytes = suffix[0] == 'B' || suffix[0] == 'b';
+    if (!(rest.empty() || (!plain_bytes && (rest == "B" || rest == "iB")))) return false;
+  }
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (number > (kMax >> shift)) return false;
+  *out = static_cast<int64_t>(number << shift);
+  return true;
+}
+
+bool parse_bool(const std::string& text, bool* out) {
+  const std::string v = lower(trim(text));
+  if (v == "1" || v == "true" || v == "yes" || v == "on") {
+    *out = true;
+    return true;
+  }
+  if (v == "0" || v == "false" || v == "no" || v == "off") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool parse_log_level(const std::string& text, LogLevel* out) {
+  const std::string v = lower(trim(text));
+  for (int i = static_cast<int>(LogLevel::kTrace); i <= static_cast<int>(LogLevel::kFatal); ++i) {
+    if (v == log_level_name(static_cast<LogLevel>(i))) {
+      *out = static_cast<LogLevel>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* log_level_name(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace: return "trace";
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarning: return "warning";
+    case LogLevel::kError: return "error";
+    case LogLevel::kFatal: return "fatal";
+  }
+  return "invalid";
+}
+
+}  // namespace kolo

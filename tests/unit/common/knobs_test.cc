@@ -1,0 +1,211 @@
+#include "common/knobs.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+namespace kolo {
+namespace {
+
+// An environment made of a map, injected through EnvLookup.
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+Config load_ok(std::map<std::string, std::string> vars) {
+  Config c;
+  Status s = load_config(env_of(std::move(vars)), &c);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return c;
+}
+
+// Loads with one bad variable and returns the error message.
+std::string load_error(const std::string& name, const std::string& value) {
+  Config c;
+  c.cache_capacity = 77;  // a marker: a failed load must not touch *config
+  Status s = load_config(env_of({{name, value}}), &c);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << name << "=" << value;
+  EXPECT_EQ(c.cache_capacity, 77);
+  return s.message();
+}
+
+TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
+  const char* expected[] = {
+      "KOLO_FUSION_THRESHOLD",         "KOLO_CYCLE_TIME_MS",
+      "KOLO_CACHE_CAPACITY",           "KOLO_TIMELINE",
+      "KOLO_STALL_CHECK_TIME_SECONDS", "KOLO_STALL_SHUTDOWN_TIME_SECONDS",
+      "KOLO_HIERARCHICAL_ALLREDUCE",   "KOLO_THREAD_AFFINITY",
+      "KOLO_LOG_LEVEL",                "KOLO_TRANSPORT",
+  };
+  const auto& specs = knob_specs();
+  ASSERT_EQ(specs.size(), std::size(expected));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    EXPECT_STREQ(specs[i].name, expected[i]);
+    EXPECT_NE(std::string(specs[i].doc), "");
+    EXPECT_NE(std::string(specs[i].accepted), "");
+  }
+  EXPECT_EQ(specs[0].type, KnobType::kBytes);
+  EXPECT_EQ(specs[8].type, KnobType::kChoice);
+}
+
+TEST(KnobsTest, DefaultsWhenUnset) {
+  const Config c = load_ok({});
+  EXPECT_EQ(c.fusion_threshold_bytes, 64 << 20);
+  EXPECT_EQ(c.cycle_time_ms, 1.0);
+  EXPECT_EQ(c.cache_capacity, 1024);
+  EXPECT_EQ(c.timeline_path, "");
+  EXPECT_EQ(c.stall_check_seconds, 60.0);
+  EXPECT_EQ(c.stall_shutdown_seconds, 0.0);
+  EXPECT_FALSE(c.hierarchical_allreduce);
+  EXPECT_EQ(c.thread_affinity, -1);
+  EXPECT_EQ(c.log_level, LogLevel::kWarning);
+  EXPECT_EQ(c.transport, "auto");
+
+  const std::vector<std::string> values = knob_values(env_of({}));
+  const std::vector<std::string> expected = {"64M", "1", "1024", "", "60", "0", "0", "-1",
+                                             "warning", "auto"};
+  EXPECT_EQ(values, expected);
+}
+
+TEST(KnobsTest, BlankMeansDefault) {
+  const Config c = load_ok({{"KOLO_FUSION_THRESHOLD", "  "}, {"KOLO_LOG_LEVEL", ""}});
+  EXPECT_EQ(c.fusion_threshold_bytes, 64 << 20);
+  EXPECT_EQ(c.log_level, LogLevel::kWarning);
+}
+
+TEST(KnobsTest, ValidValues) {
+  const Config c = load_ok({
+      {"KOLO_FUSION_THRESHOLD", " 512K\t"},
+      {"KOLO_CYCLE_TIME_MS", "0.25"},
+      {"KOLO_CACHE_CAPACITY", "0"},
+      {"KOLO_TIMELINE", " /tmp/kolo timeline.json \n"},
+      {"KOLO_STALL_CHECK_TIME_SECONDS", "0"},
+      {"KOLO_STALL_SHUTDOWN_TIME_SECONDS", "120.5"},
+      {"KOLO_HIERARCHICAL_ALLREDUCE", "Yes"},
+      {"KOLO_THREAD_AFFINITY", "3"},
+      {"KOLO_LOG_LEVEL", "DEBUG"},
+      {"KOLO_TRANSPORT", " MPI "},
+  });
+  EXPECT_EQ(c.fusion_threshold_bytes, 512 * 1024);
+  EXPECT_EQ(c.cycle_time_ms, 0.25);
+  EXPECT_EQ(c.cache_capacity, 0);
+  EXPECT_EQ(c.timeline_path, "/tmp/kolo timeline.json");
+  EXPECT_EQ(c.stall_check_seconds, 0.0);
+  EXPECT_EQ(c.stall_shutdown_seconds, 120.5);
+  EXPECT_TRUE(c.hierarchical_allreduce);
+  EXPECT_EQ(c.thread_affinity, 3);
+  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+  EXPECT_EQ(c.transport, "mpi");
+
+  EXPECT_EQ(load_ok({{"KOLO_FUSION_THRESHOLD", "0"}}).fusion_threshold_bytes, 0);
+  EXPECT_EQ(load_ok({{"KOLO_THREAD_AFFINITY", "-1"}}).thread_affinity, -1);
+  EXPECT_EQ(load_ok({{"KOLO_LOG_LEVEL", "trace"}}).log_level, LogLevel::kTrace);
+  EXPECT_EQ(load_ok({{"KOLO_LOG_LEVEL", "fatal"}}).log_level, LogLevel::kFatal);
+  EXPECT_FALSE(load_ok({{"KOLO_HIERARCHICAL_ALLREDUCE", "off"}}).hierarchical_allreduce);
+  EXPECT_EQ(load_ok({{"KOLO_CYCLE_TIME_MS", "5"}}).cycle_time_ms, 5.0);
+
+  const std::vector<std::string> values = knob_values(env_of({{"KOLO_CACHE_CAPACITY", " 8 "}}));
+  EXPECT_EQ(values[2], "8");
+}
+
+TEST(KnobsTest, InvalidValuesNameVariableValueAndAcceptedValues) {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* accepted_fragment;
+  };
+  const Case cases[] = {
+      {"KOLO_FUSION_THRESHOLD", "banana", "K, M or G"},
+      {"KOLO_FUSION_THRESHOLD", "-1", "byte count >= 0"},
+      {"KOLO_FUSION_THRESHOLD", "99999999999G", "byte count"},
+      {"KOLO_CYCLE_TIME_MS", "-0.5", "number >= 0"},
+      {"KOLO_CYCLE_TIME_MS", "1ms", "number >= 0"},
+      {"KOLO_CYCLE_TIME_MS", "nan", "number >= 0"},
+      {"KOLO_CACHE_CAPACITY", "-1", "integer >= 0"},
+      {"KOLO_CACHE_CAPACITY", "1.5", "integer >= 0"},
+      {"KOLO_STALL_CHECK_TIME_SECONDS", "soon", "number >= 0"},
+      {"KOLO_STALL_SHUTDOWN_TIME_SECONDS", "-3", "number >= 0"},
+      {"KOLO_HIERARCHICAL_ALLREDUCE", "maybe", "true/false"},
+      {"KOLO_THREAD_AFFINITY", "-2", "integer >= -1"},
+      {"KOLO_THREAD_AFFINITY", "99999999999", "integer >= -1"},
+      {"KOLO_LOG_LEVEL", "loud", "trace, debug, info, warning, error, fatal"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.name) + "=" + c.value);
+    const std::string msg = load_error(c.name, c.value);
+    EXPECT_NE(msg.find(c.name), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::string("\"") + c.value + "\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.accepted_fragment), std::string::npos) << msg;
+  }
+}
+
+TEST(KnobsTest, ParseBytes) {
+  struct Case {
+    const char* text;
+    int64_t bytes;
+  };
+  const Case ok[] = {
+      {"0", 0},           {"1048576", 1048576},   {"64M", 64LL << 20}, {"64MiB", 64LL << 20},
+      {"64MB", 64LL << 20}, {"1G", 1LL << 30},    {"512K", 512 << 10}, {"512k", 512 << 10},
+      {"7B", 7},          {" 2M ", 2LL << 20},     {"8589934591G", 8589934591LL << 30},
+      {"9223372036854775807", INT64_MAX},
+  };
+  for (const Case& c : ok) {
+    int64_t out = -1;
+    EXPECT_TRUE(parse_bytes(c.text, &out)) << c.text;
+    EXPECT_EQ(out, c.bytes) << c.text;
+  }
+  const char* bad[] = {"",     "-1",  "+5",   "banana", "64X",  "64MM", "M",  "1.5M",
+                       "64 M", "64Mi", "64BB", "8589934592G", "9223372036854775808",
+                       "99999999999999999999999"};
+  for (const char* text : bad) {
+    int64_t out = 42;
+    EXPECT_FALSE(parse_bytes(text, &out)) << text;
+    EXPECT_EQ(out, 42) << text;
+  }
+}
+
+TEST(KnobsTest, ParseBoolAndLogLevel) {
+  for (const char* t : {"1", "true", "TRUE", "yes", "on", " On "}) {
+    bool b = false;
+    EXPECT_TRUE(parse_bool(t, &b)) << t;
+    EXPECT_TRUE(b) << t;
+  }
+  for (const char* t : {"0", "false", "no", "off", "OFF"}) {
+    bool b = true;
+    EXPECT_TRUE(parse_bool(t, &b)) << t;
+    EXPECT_FALSE(b) << t;
+  }
+  for (const char* t : {"", "2", "y", "enabled"}) {
+    bool b = true;
+    EXPECT_FALSE(parse_bool(t, &b)) << t;
+  }
+  const char* names[] = {"trace", "debug", "info", "warning", "error", "fatal"};
+  for (int i = 0; i < 6; ++i) {
+    const auto level = static_cast<LogLevel>(i);
+    EXPECT_STREQ(log_level_name(level), names[i]);
+    LogLevel parsed = LogLevel::kFatal;
+    EXPECT_TRUE(parse_log_level(names[i], &parsed));
+    EXPECT_EQ(parsed, level);
+  }
+  LogLevel parsed = LogLevel::kInfo;
+  EXPECT_FALSE(parse_log_level("warn", &parsed));
+  EXPECT_EQ(parsed, LogLevel::kInfo);
+}
+
+TEST(KnobsTest, ProcessEnvReadsTheEnvironment) {
+  ASSERT_EQ(setenv("KOLO_KNOBS_TEST_PROBE", "x y", 1), 0);
+  const EnvLookup env = process_env();
+  EXPECT_EQ(env("KOLO_KNOBS_TEST_PROBE"), std::optional<std::string>("x y"));
+  ASSERT_EQ(unsetenv("KOLO_KNOBS_TEST_PROBE"), 0);
+  EXPECT_EQ(env("KOLO_KNOBS_TEST_PROBE"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace kolo
