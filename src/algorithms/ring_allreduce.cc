@@ -1,0 +1,278 @@
+// Ring allreduce: a reduce-scatter followed by an allgather, around a ring.
+//
+// The n ranks form a ring. Each rank sends only to its right neighbour (rank+1)
+// and receives only from its left neighbour (rank-1), so every link carries the
+// same load and no rank is a bottleneck:
+//
+//        +--> rank 0 --> rank 1 --> rank 2 --> ... --> rank n-1 --+
+//        |                                                        |
+//        +--------------------------------------------------------+
+//
+// The buffer is cut into n chunks C0 .. C{n-1} (sizes differ by at most one;
+// see ring_schedule.h, which holds all the index math).
+//
+// Phase 1, reduce-scatter, n-1 steps. At step s, rank r sends chunk (r - s) to
+// the right and receives chunk (r - s - 1) from the left, which it combines with
+// its own contribution to that chunk. What a rank sends at step s+1 is what it
+// combined at step s, so a chunk picks up one more rank's contribution per hop.
+// For n = 3, writing "2+0" for the reduction of rank 2's and rank 0's parts:
+//
+//   step  rank 0                rank 1                rank 2
+//   0     send C0, recv C2      send C1, recv C0      send C2, recv C1
+//         C2 = 2+0              C0 = 0+1              C1 = 1+2
+//   1     send C2, recv C1      send C0, recv C2      send C1, recv C0
+//         C1 = 1+2+0            C2 = 2+0+1            C0 = 0+1+2
+//
+// After n-1 steps rank r holds the full reduction of chunk (r + 1).
+//
+// Phase 2, allgather, n-1 steps. At step s, rank r forwards the finished chunk
+// (r + 1 - s) and receives the finished chunk (r - s), which it copies into place.
+// After n-1 steps every rank holds every finished chunk.
+//
+// Cost: 2(n-1) steps; each rank sends (and receives) n-1 chunks per phase, i.e.
+// 2(n-1)/n of the buffer in total, nearly independent of n. That makes the ring
+// bandwidth-optimal for large buckets; its 2(n-1) latencies make it a poor choice
+// for small ones (see Note [Auto order] in src/transport/registry.cc).
+//
+// Segments: a chunk moves in segments of at most RingOptions::segment_bytes. In
+// the reduce-scatter, the receive of segment k+1 is posted (into the other half
+// of a two-segment scratch buffer) before segment k is reduced, so reduction
+// overlaps the transfer; all sends of a step are posted at its start.
+//
+// Input and output: the local operand of a chunk is read from `input` at the one
+// step where that chunk is combined, and the result is written to `output`; so an
+// out-of-place call never copies its input, and in place costs nothing extra.
+// Every chunk of `output` is written: n-1 of them by the reduce-scatter, and the
+// chunk a rank sent first (chunk r) by the allgather's first step.
+//
+// Messages all use one tag: between one pair of ranks messages with equal tags
+// arrive in order, every rank posts the segments in the same order, and calls
+// happen in the same order on every rank.
+#include "algorithms/ring_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "algorithms/ring_schedule.h"
+#include "common/check.h"
+#include "reduce/reduce.h"
+
+namespace kolo::algorithms {
+namespace {
+
+using transport::PointToPoint;
+using transport::RequestId;
+
+constexpr int kRingTag = 0x6b72;  // "kr"
+
+// The outstanding requests of one step. Every request is waited on exactly once
+// (PointToPoint contract), also when a step fails half-way: the destructor drains
+// what is left, so no buffer is touched after the step returns.
+class Pending {
+ public:
+  explicit Pending(PointToPoint& p2p) : p2p_(p2p) {}
+  ~Pending() {
+    for (RequestId id : ids_) p2p_.wait(id).ignore();
+  }
+
+  Status send(int peer, const void* data, size_t bytes, RequestId* id = nullptr) {
+    RequestId r = 0;
+    KOLO_RETURN_IF_ERROR(p2p_.isend(peer, data, bytes, kRingTag, &r));
+    ids_.push_back(r);
+    if (id) *id = r;
+    return Status::OK();
+  }
+
+  Status recv(int peer, void* data, size_t bytes, RequestId* id = nullptr) {
+    RequestId r = 0;
+    KOLO_RETURN_IF_ERROR(p2p_.irecv(peer, data, bytes, kRingTag, &r));
+    ids_.push_back(r);
+    if (id) *id = r;
+    return Status::OK();
+  }
+
+  Status wait(RequestId id) {
+    auto it = std::find(ids_.begin(), ids_.end(), id);
+    KOLO_CHECK(it != ids_.end());
+    ids_.erase(it);
+    return p2p_.wait(id);
+  }
+
+  Status wait_all() {
+    while (!ids_.empty()) KOLO_RETURN_IF_ERROR(wait(ids_.front()));
+    return Status::OK();
+  }
+
+ private:
+  PointToPoint& p2p_;
+  std::vector<RequestId> ids_;
+};
+
+// One call of RingAllreduce::run, once the trivial cases are out of the way.
+class RingRun {
+ public:
+  RingRun(PointToPoint& p2p, const RingSchedule& schedule, const void* input, void* output,
+          DataType dtype, ReduceOp op, int64_t segment_elems, char* scratch)
+      : p2p_(p2p),
+        schedule_(schedule),
+        input_(static_cast<const char*>(input)),
+        output_(static_cast<char*>(output)),
+        dtype_(dtype),
+        op_(op),
+        elem_(dtype_size(dtype)),
+        segment_elems_(segment_elems),
+        scratch_(scratch) {}
+
+  Status run() {
+    for (int s = 0; s < schedule_.steps(); ++s) {
+      KOLO_RETURN_IF_ERROR(reduce_scatter_step(s));
+    }
+    for (int s = 0; s < schedule_.steps(); ++s) {
+      KOLO_RETURN_IF_ERROR(allgather_step(s));
+    }
+    return Status::OK();
+  }
+
+ private:
+  size_t bytes(const Range& r) const { return static_cast<size_t>(r.count) * elem_; }
+  size_t offset(const Range& r) const { return static_cast<size_t>(r.begin) * elem_; }
+  char* slot(int64_t k) { return scratch_ + (k % 2) * segment_elems_ * elem_; }
+
+  // Posts a send of every segment of `chunk`, read from `base`.
+  Status send_chunk(Pending& pending, const Range& chunk, const char* base) {
+    const int64_t n = RingSchedule::num_segments(chunk.count, segment_elems_);
+    for (int64_t k = 0; k < n; ++k) {
+      const Range seg = RingSchedule::segment(chunk, segment_elems_, k);
+      KOLO_RETURN_IF_ERROR(pending.send(schedule_.right(), base + offset(seg), bytes(seg)));
+    }
+    return Status::OK();
+  }
+
+  // Step s of phase 1: send a partial chunk, receive the next one segment by
+  // segment into scratch and combine it with our input into output.
+  Status reduce_scatter_step(int s) {
+    Pending pending(p2p_);
+    const Range send = schedule_.chunk(schedule_.reduce_scatter_send(s));
+    const Range recv = schedule_.chunk(schedule_.reduce_scatter_recv(s));
+    const int64_t n = RingSchedule::num_segments(recv.count, segment_elems_);
+    std::vector<RequestId> ids(static_cast<size_t>(n));
+    auto post = [&](int64_t k) {
+      const Range seg = RingSchedule::segment(recv, segment_elems_, k);
+      return pending.recv(schedule_.left(), slot(k), bytes(seg), &ids[k]);
+    };
+    if (n > 0) KOLO_RETURN_IF_ERROR(post(0));
+    // At step 0 the chunk we send holds only our own part: it is still in input.
+    KOLO_RETURN_IF_ERROR(send_chunk(pending, send, s == 0 ? input_ : output_));
+    for (int64_t k = 0; k < n; ++k) {
+      if (k + 1 < n) KOLO_RETURN_IF_ERROR(post(k + 1));
+      KOLO_RETURN_IF_ERROR(pending.wait(ids[k]));
+      const Range seg = RingSchedule::segment(recv, segment_elems_, k);
+      reduce::reduce(output_ + offset(seg), input_ + offset(seg), slot(k), seg.count, dtype_, op_);
+    }
+    return pending.wait_all();
+  }
+
+  // Step s of phase 2: forward a finished chunk, receive one straight into output.
+  Status allgather_step(int s) {
+    Pending pending(p2p_);
+    const Range send = schedule_.chunk(schedule_.allgather_send(s));
+    const Range recv = schedule_.chunk(schedule_.allgather_recv(s));
+    const int64_t n = RingSchedule::num_segments(recv.count, segment_elems_);
+    for (int64_t k = 0; k < n; ++k) {
+      const Range seg = RingSchedule::segment(recv, segment_elems_, k);
+      KOLO_RETURN_IF_ERROR(pending.recv(schedule_.left(), output_ + offset(seg), bytes(seg)));
+    }
+    KOLO_RETURN_IF_ERROR(send_chunk(pending, send, output_));
+    return pending.wait_all();
+  }
+
+  PointToPoint& p2p_;
+  const RingSchedule& schedule_;
+  const char* input_;
+  char* output_;
+  DataType dtype_;
+  ReduceOp op_;
+  size_t elem_;
+  int64_t segment_elems_;
+  char* scratch_;
+};
+
+Status validate(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
+  if (!is_valid(dtype))
+    return invalid_argument("ring allreduce: invalid dtype " + dtype_name(dtype));
+  if (!is_valid(op) || op == ReduceOp::kAverage) {
+    return invalid_argument("ring allreduce: op must be sum, min, max or product, not " +
+                            op_name(op));
+  }
+  if (count < 0) return invalid_argument("ring allreduce: negative count " + std::to_string(count));
+  if (count > 0 && (input == nullptr || output == nullptr)) {
+    return invalid_argument("ring allreduce: null buffer");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+RingAllreduce::RingAllreduce(transport::PointToPoint& p2p, RingOptions options)
+    : p2p_(p2p), options_(options) {}
+
+Status RingAllreduce::run(const void* input, void* output, int64_t count, DataType dtype,
+                          ReduceOp op) {
+  KOLO_RETURN_IF_ERROR(validate(input, output, count, dtype, op));
+  if (count == 0) return Status::OK();
+  const size_t elem = dtype_size(dtype);
+  if (p2p_.size() == 1) {
+    if (input != output) std::memcpy(output, input, static_cast<size_t>(count) * elem);
+    return Status::OK();
+  }
+  const RingSchedule schedule(p2p_.rank(), p2p_.size(), count);
+  // Never more than a chunk: small buckets need no more scratch than they move.
+  const int64_t segment_elems =
+      std::min<int64_t>(std::max<int64_t>(1, static_cast<int64_t>(options_.segment_bytes / elem)),
+                        std::max<int64_t>(1, schedule.max_chunk_count()));
+  const size_t scratch_bytes = 2 * static_cast<size_t>(segment_elems) * elem;
+  if (scratch_.size() < scratch_bytes) scratch_.resize(scratch_bytes);  // grow-only
+  RingRun ring(p2p_, schedule, input, output, dtype, op, segment_elems, scratch_.data());
+  return ring.run();
+}
+
+namespace {
+
+// The "ring" transport: CPU memory only, ops the reduce kernels implement.
+class RingTransport : public transport::Transport {
+ public:
+  RingTransport(transport::PointToPoint& p2p, RingOptions options) : ring_(p2p, options) {}
+
+  const char* name() const override { return "ring"; }
+
+  Status supports(const transport::BucketView& bucket) const override {
+    if (bucket.device.kind != DeviceKind::kCpu) {
+      return unsupported("ring: CPU memory only, the bucket is on " + device_name(bucket.device));
+    }
+    if (bucket.op == ReduceOp::kAverage) {
+      return unsupported("ring: no average kernel (the coordinator sums, then divides)");
+    }
+    if (bucket.prescale != 1.0 || bucket.postscale != 1.0) {
+      return unsupported("ring: does not apply scale factors");
+    }
+    return Status::OK();
+  }
+
+  std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override {
+    Status s = ring_.run(bucket.input, bucket.output, bucket.count, bucket.dtype, bucket.op);
+    return std::make_unique<transport::CompletedWork>(std::move(s));
+  }
+
+ private:
+  RingAllreduce ring_;
+};
+
+}  // namespace
+
+std::unique_ptr<transport::Transport> make_ring_transport(transport::PointToPoint& p2p,
+                                                          RingOptions options) {
+  return std::make_unique<RingTransport>(p2p, options);
+}
+
+}  // namespace kolo::algorithms
