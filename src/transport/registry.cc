@@ -1,0 +1,152 @@
+#include "transport/registry.h"
+
+#include <cstring>
+#include <utility>
+
+#include "common/check.h"
+#include "common/logging.h"
+#include "kolo_build_config.h"
+
+namespace kolo::transport {
+namespace {
+
+constexpr bool kHaveNccl = KOLO_HAVE_NCCL != 0;
+
+// Note [Auto order]
+// ~~~~~~~~~~~~~~~~~
+// With KOLO_TRANSPORT=auto the selector tries transports in an order that depends
+// only on the bucket (its device and size in bytes), and takes the first that the
+// world offers and whose supports() is OK. Since both are the same on every rank,
+// every rank picks the same transport for the same bucket.
+//
+// - CUDA buckets: "nccl" first; it is the only transport that reduces device
+//   memory without staging it through the host.
+// - CPU buckets under kSmallBucketBytes are latency-bound. The ring pays 2(n-1)
+//   message latencies whatever the size, while the native MPI_Allreduce uses
+//   log2(n)-step algorithms (recursive doubling) for small messages and, on one
+//   node, MPICH's shared-memory path. So: "mpi", then "loopback" (the test world's
+//   reference, one rendezvous), then "ring".
+// - Larger CPU buckets are bandwidth-bound. The ring sends 2(n-1)/n of the bucket
+//   per rank, the optimum, overlaps reduction with transfer segment by segment,
+//   and reuses its scratch; it is the algorithm kolo controls and measures. So:
+//   "ring", then "mpi", then "loopback".
+// - Transports a world offers that the order does not name go last, in the
+//   world's own order, so that a new transport is usable before it is ranked.
+//
+// kSmallBucketBytes = 64 KiB is a starting point from the usual crossover of
+// recursive doubling and ring algorithms; it will be tuned with
+// kolo-allreduce-perf. The intra-node shared-memory path ("shm") and the
+// hierarchical allreduce will use the topology when they land.
+constexpr size_t kSmallBucketBytes = 64 << 10;
+
+std::string offered_names(const std::vector<Transport*>& offered) {
+  std::string names;
+  for (const Transport* t : offered) names += (names.empty() ? "" : ", ") + std::string(t->name());
+  return names.empty() ? "none" : names;
+}
+
+std::string describe(const BucketView& b) {
+  return "bucket " + std::to_string(b.sequence) + " (" + std::to_string(b.bytes()) + " bytes " +
+         dtype_name(b.dtype) + " " + op_name(b.op) + " on " + device_name(b.device) + ")";
+}
+
+}  // namespace
+
+const std::vector<TransportInfo>& known_transports() {
+  static const std::vector<TransportInfo> kKnown = {
+      {"mpi", true, "MPI_Allreduce, the native collective"},
+      {"ring", true, "kolo's ring allreduce over point-to-point (MPI or loopback)"},
+      {"loopback", true, "ranks as threads, tests only"},
+      {"shm", false, "not implemented yet"},
+      {"nccl", kHaveNccl, KOLO_NCCL_REASON},
+  };
+  return kKnown;
+}
+
+Status validate_preference(const std::string& preference) {
+  if (preference == "auto") return Status::OK();
+  std::string accepted = "auto";
+  for (const TransportInfo& info : known_transports()) {
+    if (info.name == preference) return Status::OK();
+    accepted += ", " + info.name;
+  }
+  return invalid_argument("KOLO_TRANSPORT=\"" + preference +
+                          "\" is not a transport; accepted: " + accepted);
+}
+
+Selector::Selector(std::vector<Transport*> offered, std::string preference, Topology topology)
+    : offered_(std::move(offered)), preference_(std::move(preference)), topology_(topology) {}
+
+Transport* Selector::find(const std::string& name) const {
+  for (Transport* t : offered_) {
+    if (name == t->name()) return t;
+  }
+  return nullptr;
+}
+
+Status Selector::validate() const {
+  KOLO_RETURN_IF_ERROR(validate_preference(preference_));
+  if (preference_ == "auto") {
+    if (offered_.empty()) return unsupported("KOLO_TRANSPORT=auto: this world offers no transport");
+    return Status::OK();
+  }
+  if (find(preference_)) return Status::OK();
+  for (const TransportInfo& info : known_transports()) {
+    if (info.name == preference_ && !info.built) {
+      return unsupported("KOLO_TRANSPORT=" + preference_ + " is not in this build (" + info.reason +
+                         "); this world offers: " + offered_names(offered_));
+    }
+  }
+  return unsupported("KOLO_TRANSPORT=" + preference_ +
+                     " is not offered by this world; it offers: " + offered_names(offered_));
+}
+
+std::vector<std::string> Selector::auto_order(const BucketView& bucket) const {
+  std::vector<std::string> ranked;
+  if (bucket.device.kind == DeviceKind::kCuda) ranked.push_back("nccl");
+  if (bucket.bytes() < kSmallBucketBytes) {
+    ranked.insert(ranked.end(), {"mpi", "loopback", "ring"});
+  } else {
+    ranked.insert(ranked.end(), {"ring", "mpi", "loopback"});
+  }
+  std::vector<std::string> order;
+  for (const std::string& name : ranked) {
+    if (find(name)) order.push_back(name);
+  }
+  for (const Transport* t : offered_) {  // unranked ones last, in the world's order
+    bool listed = false;
+    for (const std::string& name : ranked) listed = listed || name == t->name();
+    if (!listed) order.push_back(t->name());
+  }
+  return order;
+}
+
+Status Selector::select(const BucketView& bucket, Transport** chosen) const {
+  *chosen = nullptr;
+  if (preference_ != "auto") {
+    KOLO_RETURN_IF_ERROR(validate());
+    Transport* t = find(preference_);
+    Status s = t->supports(bucket);
+    if (!s.ok()) return s.with_context("KOLO_TRANSPORT=" + preference_ + ", " + describe(bucket));
+    *chosen = t;
+    return Status::OK();
+  }
+  // See Note [Auto order].
+  std::string skipped;
+  for (const std::string& name : auto_order(bucket)) {
+    Transport* t = find(name);
+    Status s = t->supports(bucket);
+    if (s.ok()) {
+      KOLO_LOG(kDebug) << describe(bucket) << ": transport " << name
+                       << (skipped.empty() ? "" : "; skipped ") << skipped;
+      *chosen = t;
+      return Status::OK();
+    }
+    KOLO_LOG(kDebug) << describe(bucket) << ": skipping " << name << ": " << s.message();
+    skipped += (skipped.empty() ? "" : "; ") + name + ": " + s.message();
+  }
+  return unsupported("no transport supports " + describe(bucket) + " (offered: " +
+                     offered_names(offered_) + (skipped.empty() ? "" : "; " + skipped) + ")");
+}
+
+}  // namespace kolo::transport

@@ -1,0 +1,216 @@
+// The transport registry: known transports, KOLO_TRANSPORT validation, explicit
+// selection and the auto order (Note [Auto order]), with fake transports.
+#include "transport/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/logging.h"
+#include "kolo_build_config.h"
+
+namespace kolo::transport {
+namespace {
+
+// Says `verdict` to every bucket; never reduces anything.
+class FakeTransport : public Transport {
+ public:
+  explicit FakeTransport(std::string name, Status verdict = Status::OK())
+      : name_(std::move(name)), verdict_(std::move(verdict)) {}
+  const char* name() const override { return name_.c_str(); }
+  Status supports(const BucketView&) const override { return verdict_; }
+  std::unique_ptr<Work> allreduce(const BucketView&) override {
+    return std::make_unique<CompletedWork>(internal_error("fake"));
+  }
+
+ private:
+  std::string name_;
+  Status verdict_;
+};
+
+struct Fakes {
+  std::vector<std::unique_ptr<FakeTransport>> owned;
+  std::vector<Transport*> offered;
+  Transport* add(const std::string& name, Status verdict = Status::OK()) {
+    owned.push_back(std::make_unique<FakeTransport>(name, std::move(verdict)));
+    offered.push_back(owned.back().get());
+    return offered.back();
+  }
+};
+
+BucketView cpu_bucket(size_t bytes) {
+  BucketView b;
+  b.dtype = DataType::kFloat32;
+  b.count = static_cast<int64_t>(bytes / 4);
+  return b;
+}
+
+constexpr size_t kSmall = (64 << 10) - 4;  // the largest float32 bucket under 64 KiB
+constexpr size_t kLarge = 64 << 10;
+
+TEST(RegistryTest, KnownTransports) {
+  const std::vector<TransportInfo>& known = known_transports();
+  std::vector<std::string> names;
+  for (const TransportInfo& t : known) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"mpi", "ring", "loopback", "shm", "nccl"}));
+  EXPECT_TRUE(known[0].built);
+  EXPECT_TRUE(known[1].built);
+  EXPECT_TRUE(known[2].built);
+  EXPECT_EQ(known[2].reason, "ranks as threads, tests only");
+  EXPECT_FALSE(known[3].built);
+  EXPECT_EQ(known[3].reason, "not implemented yet");
+  EXPECT_EQ(known[4].built, KOLO_HAVE_NCCL != 0);
+  EXPECT_EQ(known[4].reason, KOLO_NCCL_REASON);
+}
+
+TEST(RegistryTest, ValidatePreference) {
+  for (const char* ok : {"auto", "mpi", "ring", "loopback", "shm", "nccl"}) {
+    EXPECT_TRUE(validate_preference(ok).ok()) << ok;
+  }
+  for (const char* bad : {"", "MPI", "tcp", "auto "}) {
+    const Status s = validate_preference(bad);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("auto, mpi, ring, loopback, shm, nccl"), std::string::npos)
+        << s.message();
+  }
+}
+
+TEST(SelectorTest, ExplicitPreferencePicksThatTransport) {
+  Fakes f;
+  f.add("mpi");
+  Transport* ring = f.add("ring");
+  Selector selector(f.offered, "ring", Topology{});
+  ASSERT_TRUE(selector.validate().ok());
+  for (size_t bytes : {size_t{4}, kSmall, kLarge, size_t{64} << 20}) {
+    Transport* chosen = nullptr;
+    ASSERT_TRUE(selector.select(cpu_bucket(bytes), &chosen).ok());
+    EXPECT_EQ(chosen, ring);
+  }
+}
+
+TEST(SelectorTest, ExplicitPreferenceNotOfferedFailsValidation) {
+  Fakes f;
+  f.add("mpi");
+  f.add("ring");
+  Status s = Selector(f.offered, "loopback", Topology{}).validate();
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("offers: mpi, ring"), std::string::npos) << s.message();
+
+  s = Selector(f.offered, "shm", Topology{}).validate();
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("not implemented yet"), std::string::npos) << s.message();
+
+  s = Selector(f.offered, "tcp", Topology{}).validate();
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+
+  Transport* chosen = nullptr;
+  EXPECT_FALSE(Selector(f.offered, "loopback", Topology{}).select(cpu_bucket(4), &chosen).ok());
+  EXPECT_EQ(chosen, nullptr);
+}
+
+TEST(SelectorTest, ExplicitPreferenceThatCannotServeTheBucketIsAnError) {
+  Fakes f;
+  f.add("mpi");
+  f.add("ring", unsupported("ring: CPU memory only"));
+  Transport* chosen = nullptr;
+  const Status s = Selector(f.offered, "ring", Topology{}).select(cpu_bucket(4), &chosen);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("ring: CPU memory only"), std::string::npos) << s.message();
+  EXPECT_EQ(chosen, nullptr);
+}
+
+TEST(SelectorTest, AutoOrderBySize) {
+  Fakes f;  // offered in an order unlike either auto order
+  f.add("loopback");
+  f.add("ring");
+  f.add("mpi");
+  const Selector selector(f.offered, "auto", Topology{});
+  ASSERT_TRUE(selector.validate().ok());
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(selector.auto_order(cpu_bucket(0)), (Names{"mpi", "loopback", "ring"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kSmall)), (Names{"mpi", "loopback", "ring"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kLarge)), (Names{"ring", "mpi", "loopback"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(64 << 20)), (Names{"ring", "mpi", "loopback"}));
+}
+
+TEST(SelectorTest, AutoOrderListsOnlyOfferedAndUnrankedLast) {
+  Fakes f;
+  f.add("custom");
+  f.add("ring");
+  f.add("mpi");
+  f.add("nccl");
+  const Selector selector(f.offered, "auto", Topology{});
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kSmall)), (Names{"mpi", "ring", "custom", "nccl"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kLarge)), (Names{"ring", "mpi", "custom", "nccl"}));
+  BucketView gpu = cpu_bucket(kLarge);
+  gpu.device.kind = DeviceKind::kCuda;
+  EXPECT_EQ(selector.auto_order(gpu), (Names{"nccl", "ring", "mpi", "custom"}));
+}
+
+TEST(SelectorTest, AutoTakesFirstThatSupportsTheBucket) {
+  log::set_level(LogLevel::kDebug);  // the skip lines go to stderr
+  Fakes f;
+  f.add("loopback");
+  f.add("ring", unsupported("ring: no"));
+  Transport* mpi = f.add("mpi");
+  const Selector selector(f.offered, "auto", Topology{});
+  Transport* chosen = nullptr;
+  ASSERT_TRUE(selector.select(cpu_bucket(kSmall), &chosen).ok());
+  EXPECT_EQ(chosen, mpi);
+  ASSERT_TRUE(selector.select(cpu_bucket(kLarge), &chosen).ok());  // ring says no
+  EXPECT_EQ(chosen, mpi);
+  log::set_level(LogLevel::kWarning);
+
+  Fakes loopback_world;  // what the loopback world offers
+  Transport* lb = loopback_world.add("loopback");
+  Transport* ring = loopback_world.add("ring");
+  const Selector lw(loopback_world.offered, "auto", Topology{});
+  ASSERT_TRUE(lw.select(cpu_bucket(kSmall), &chosen).ok());
+  EXPECT_EQ(chosen, lb);
+  ASSERT_TRUE(lw.select(cpu_bucket(kLarge), &chosen).ok());
+  EXPECT_EQ(chosen, ring);
+}
+
+TEST(SelectorTest, AutoWithNoSupportingTransportNamesTheReasons) {
+  Fakes f;
+  f.add("mpi", unsupported("mpi: not today"));
+  f.add("ring", unsupported("ring: CPU memory only"));
+  const Selector selector(f.offered, "auto", Topology{});
+  Transport* chosen = nullptr;
+  const Status s = selector.select(cpu_bucket(kLarge), &chosen);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("mpi: not today"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("ring: CPU memory only"), std::string::npos) << s.message();
+  EXPECT_EQ(chosen, nullptr);
+
+  EXPECT_FALSE(Selector({}, "auto", Topology{}).validate().ok());
+}
+
+// Selection depends on nothing rank-specific: every rank picks the same.
+TEST(SelectorTest, SameChoiceOnEveryRank) {
+  Fakes f;
+  f.add("mpi");
+  f.add("ring");
+  for (size_t bytes : {size_t{4}, kSmall, kLarge}) {
+    std::string first;
+    for (int rank = 0; rank < 4; ++rank) {
+      Topology t;
+      t.rank = rank;
+      t.size = 4;
+      t.local_rank = rank % 2;
+      t.local_size = 2;
+      t.cross_rank = rank / 2;
+      t.cross_size = 2;
+      Transport* chosen = nullptr;
+      ASSERT_TRUE(Selector(f.offered, "auto", t).select(cpu_bucket(bytes), &chosen).ok());
+      if (rank == 0) first = chosen->name();
+      EXPECT_EQ(first, chosen->name());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kolo::transport
