@@ -1,0 +1,80 @@
+// The MPI world the tests of one executable share. A global test environment
+// calls create_world once (kolo initialises MPI, since these tests' main does not)
+// and destroys the world at the end, which finalises MPI. Tests reach it through
+// test_world(), and must make their collective calls in the same order on every
+// rank (a test that returns early on one rank would hang the others: prefer
+// EXPECT_* over ASSERT_* around collective calls).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "transport/world.h"
+#include "transports/mpi/mpi_comm.h"
+#include "transports/mpi/mpi_world.h"
+
+namespace kolo::mpi::testing {
+
+inline std::unique_ptr<transport::World>& world_slot() {
+  static std::unique_ptr<transport::World> world;
+  return world;
+}
+
+inline transport::World& test_world() { return *world_slot(); }
+
+inline transport::Transport* find_transport(const std::string& name) {
+  for (auto& t : test_world().transports) {
+    if (name == t->name()) return t.get();
+  }
+  return nullptr;
+}
+
+// Fresh communicators over MPI_COMM_WORLD, for tests that build their own
+// control plane, point-to-point or transport with non-default options.
+inline SharedComms dup_world_comms() {
+  auto comms = std::make_shared<Comms>();
+  for (MPI_Comm* comm : {&comms->control, &comms->data}) {
+    MPI_Comm_dup(MPI_COMM_WORLD, comm);
+    MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
+  }
+  return comms;
+}
+
+class WorldEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    auto world = std::make_unique<transport::World>();
+    Status status = create_world(WorldOptions{}, world.get());
+    ASSERT_TRUE(status.ok()) << status.to_string();
+    // kolo initialised MPI here, so finalising is the world's job.
+    ASSERT_TRUE(static_cast<bool>(world->finalize));
+    world_slot() = std::move(world);
+  }
+  void TearDown() override {
+    world_slot().reset();
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    EXPECT_TRUE(finalized) << "destroying kolo's world should have finalised MPI";
+  }
+};
+
+inline ::testing::Environment* const kWorldEnvironment =
+    ::testing::AddGlobalTestEnvironment(new WorldEnvironment);
+
+// Polls `ready` with short sleeps until it is true or `timeout` passes.
+template <typename F>
+bool eventually(F ready, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+}  // namespace kolo::mpi::testing

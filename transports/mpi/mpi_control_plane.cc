@@ -1,0 +1,240 @@
+#include "transports/mpi/mpi_control_plane.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <string>
+
+#include "common/check.h"
+#include "common/logging.h"
+#include "transports/mpi/mpi_check.h"
+#include "transports/mpi/mpi_wait.h"
+
+namespace kolo::mpi {
+namespace {
+
+using transport::Bytes;
+
+constexpr auto kShutdownWait = std::chrono::seconds(1);
+
+// Offsets of each rank's blob in the gathered buffer. The sizes are the same on
+// every rank that computes this, so every rank fails alike when they do not fit
+// MPI's int counts.
+Status displacements(const std::vector<int64_t>& sizes, std::vector<int>* counts,
+                     std::vector<int>* displs, int64_t* total) {
+  counts->resize(sizes.size());
+  displs->resize(sizes.size());
+  *total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0 || *total + sizes[i] > INT_MAX) {
+      return invalid_argument("control plane blobs total more than INT_MAX bytes (rank " +
+                              std::to_string(i) + " sent " + std::to_string(sizes[i]) + ")");
+    }
+    (*counts)[i] = static_cast<int>(sizes[i]);
+    (*displs)[i] = static_cast<int>(*total);
+    *total += sizes[i];
+  }
+  return Status::OK();
+}
+
+void split(const std::string& buffer, const std::vector<int>& counts,
+           const std::vector<int>& displs, std::vector<Bytes>* all) {
+  all->clear();
+  all->reserve(counts.size());
+  for (size_t i = 0; i < counts.size(); ++i) all->push_back(buffer.substr(displs[i], counts[i]));
+}
+
+}  // namespace
+
+MpiControlPlane::MpiControlPlane(SharedComms comms, const transport::Topology& topology)
+    : comms_(std::move(comms)), comm_(comms_->control), topology_(topology),
+      doorbell_in_(std::make_unique<uint64_t>(0)) {}
+
+Status MpiControlPlane::create(SharedComms comms, const transport::Topology& topology,
+                               std::unique_ptr<MpiControlPlane>* out) {
+  std::unique_ptr<MpiControlPlane> plane(new MpiControlPlane(std::move(comms), topology));
+  if (topology.size > 1) KOLO_RETURN_IF_ERROR(plane->post_doorbell_receive());
+  *out = std::move(plane);
+  return Status::OK();
+}
+
+MpiControlPlane::~MpiControlPlane() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;  // MPI has released everything already
+  if (doorbell_recv_ != MPI_REQUEST_NULL) {
+    MPI_Cancel(&doorbell_recv_);
+    bool done = false;
+    wait_for(&doorbell_recv_, kShutdownWait, &done).ignore();
+    if (!done) {
+      MPI_Request_free(&doorbell_recv_);
+      doorbell_in_.release();  // MPI may still write into it: leak, never free under it
+    }
+  }
+  release_ringings();
+}
+
+Status MpiControlPlane::allgather(const Bytes& mine, std::vector<Bytes>* all) {
+  const int64_t my_size = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> sizes(topology_.size);
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Iallgather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, comm_,
+                                &request));
+  KOLO_RETURN_IF_ERROR(wait(&request));
+
+  std::vector<int> counts, displs;
+  int64_t total = 0;
+  KOLO_RETURN_IF_ERROR(displacements(sizes, &counts, &displs, &total));
+  std::string buffer(static_cast<size_t>(total), '\0');
+  KOLO_MPI_CHECK(MPI_Iallgatherv(mine.data(), static_cast<int>(my_size), MPI_BYTE, buffer.data(),
+                                 counts.data(), displs.data(), MPI_BYTE, comm_, &request));
+  KOLO_RETURN_IF_ERROR(wait(&request));
+  split(buffer, counts, displs, all);
+  return Status::OK();
+}
+
+Status MpiControlPlane::gather(const Bytes& mine, std::vector<Bytes>* all, int root) {
+  if (root < 0 || root >= topology_.size) {
+    return invalid_argument("gather root " + std::to_string(root) + " outside 0.." +
+                            std::to_string(topology_.size - 1));
+  }
+  const bool is_root = topology_.rank == root;
+  const int64_t my_size = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> sizes(is_root ? topology_.size : 0);
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Igather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, root,
+                             comm_, &request));
+  KOLO_RETURN_IF_ERROR(wait(&request));
+  // Only the root knows every size, so a blob too big for an int count fails on
+  // its own rank and on the root, not everywhere; either way the world is broken
+  // (control blobs are kilobytes; see the contract in control_plane.h).
+  if (my_size > INT_MAX) return invalid_argument("control plane blob over INT_MAX bytes");
+
+  std::vector<int> counts, displs;
+  int64_t total = 0;
+  if (is_root) KOLO_RETURN_IF_ERROR(displacements(sizes, &counts, &displs, &total));
+  std::string buffer(static_cast<size_t>(total), '\0');
+  KOLO_MPI_CHECK(MPI_Igatherv(mine.data(), static_cast<int>(my_size), MPI_BYTE, buffer.data(),
+                              counts.data(), displs.data(), MPI_BYTE, root, comm_, &request));
+  KOLO_RETURN_IF_ERROR(wait(&request));
+  if (is_root) {
+    split(buffer, counts, displs, all);
+  } else {
+    all->clear();
+  }
+  return Status::OK();
+}
+
+Status MpiControlPlane::broadcast(Bytes* blob, int root) {
+  if (root < 0 || root >= topology_.size) {
+    return invalid_argument("broadcast root " + std::to_string(root) + " outside 0.." +
+                            std::to_string(topology_.size - 1));
+  }
+  uint64_t size = blob->size();
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Ibcast(&size, 1, MPI_UINT64_T, root, comm_, &request));
+  KOLO_RETURN_IF_ERROR(wait(&request));
+  if (size > static_cast<uint64_t>(INT_MAX)) {
+    return invalid_argument("broadcast blob of " + std::to_string(size) +
+                            " bytes is over INT_MAX");
+  }
+  blob->resize(size);
+  if (size == 0) return Status::OK();
+  KOLO_MPI_CHECK(MPI_Ibcast(blob->data(), static_cast<int>(size), MPI_BYTE, root, comm_,
+                            &request));
+  return wait(&request);
+}
+
+Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
+  if (bits->size() > static_cast<size_t>(INT_MAX)) {
+    return invalid_argument("bitwise_and of more than INT_MAX words");
+  }
+  uint64_t unused = 0;  // MPI wants a valid address even for count 0
+  void* data = bits->empty() ? &unused : bits->data();
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(bits->size()),
+                                MPI_UINT64_T, MPI_BAND, comm_, &request));
+  return wait(&request);
+}
+
+Status MpiControlPlane::barrier() {
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Ibarrier(comm_, &request));
+  return wait(&request);
+}
+
+Status MpiControlPlane::ring(uint64_t cycle) {
+  KOLO_RETURN_IF_ERROR(reap_ringings());
+  if (topology_.size == 1) return Status::OK();
+  Ringing& ringing = ringings_.emplace_back();
+  ringing.cycle = cycle;
+  ringing.sends.reserve(topology_.size - 1);
+  for (int peer = 0; peer < topology_.size; ++peer) {
+    if (peer == topology_.rank) continue;
+    MPI_Request& request = ringing.sends.emplace_back(MPI_REQUEST_NULL);
+    KOLO_MPI_CHECK(MPI_Isend(&ringing.cycle, 1, MPI_UINT64_T, peer, kDoorbellTag, comm_,
+                             &request));
+  }
+  return Status::OK();
+}
+
+bool MpiControlPlane::rung(uint64_t cycle) {
+  Status status = drain_doorbell();
+  if (!status.ok()) {
+    KOLO_LOG(kError) << "doorbell: " << status.to_string();
+    return true;
+  }
+  return any_rung_ && highest_rung_ >= cycle;
+}
+
+Status MpiControlPlane::post_doorbell_receive() {
+  KOLO_MPI_CHECK(MPI_Irecv(doorbell_in_.get(), 1, MPI_UINT64_T, MPI_ANY_SOURCE, kDoorbellTag,
+                           comm_, &doorbell_recv_));
+  return Status::OK();
+}
+
+Status MpiControlPlane::drain_doorbell() {
+  // No receive is posted in a world of one (and MPI_Test of a null request would
+  // report it complete forever).
+  while (doorbell_recv_ != MPI_REQUEST_NULL) {
+    int arrived = 0;
+    KOLO_MPI_CHECK(MPI_Test(&doorbell_recv_, &arrived, MPI_STATUS_IGNORE));
+    if (!arrived) break;
+    highest_rung_ = any_rung_ ? std::max(highest_rung_, *doorbell_in_) : *doorbell_in_;
+    any_rung_ = true;
+    KOLO_RETURN_IF_ERROR(post_doorbell_receive());
+  }
+  return Status::OK();
+}
+
+Status MpiControlPlane::reap_ringings() {
+  for (auto it = ringings_.begin(); it != ringings_.end();) {
+    int done = 0;
+    KOLO_MPI_CHECK(MPI_Testall(static_cast<int>(it->sends.size()), it->sends.data(), &done,
+                               MPI_STATUSES_IGNORE));
+    it = done ? ringings_.erase(it) : std::next(it);
+  }
+  return Status::OK();
+}
+
+void MpiControlPlane::release_ringings() {
+  const auto deadline = std::chrono::steady_clock::now() + kShutdownWait;
+  bool all_done = true;
+  for (Ringing& ringing : ringings_) {
+    for (MPI_Request& request : ringing.sends) {
+      bool done = false;
+      auto left = std::max(deadline - std::chrono::steady_clock::now(),
+                           std::chrono::steady_clock::duration::zero());
+      wait_for(&request, left, &done).ignore();
+      if (!done && request != MPI_REQUEST_NULL) {
+        MPI_Request_free(&request);
+        all_done = false;
+      }
+    }
+  }
+  // A send MPI still owns keeps its buffer: hand the nodes to a list nobody frees.
+  if (!all_done) new std::list<Ringing>(std::move(ringings_));
+  ringings_.clear();
+}
+
+}  // namespace kolo::mpi

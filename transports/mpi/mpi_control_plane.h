@@ -1,0 +1,77 @@
+// The control plane over MPI: small-blob collectives for negotiation, and the
+// doorbell.
+//
+// Contract (see transport/control_plane.h): one thread (the coordinator) calls it,
+// and the collectives come in the same order on every rank. Each collective is an
+// MPI non-blocking collective on kolo's control communicator, finished with the
+// polite wait (mpi_wait.h), so more ranks than cores still progress.
+//
+// The doorbell is point-to-point on the same communicator, on its own tag
+// (kDoorbellTag): ring(c) sends c to every other rank; each rank keeps one receive
+// for the tag posted at all times, and rung() drains what has arrived and
+// remembers the highest cycle seen. Point-to-point and collective traffic never
+// match each other in MPI, and the data communicator is a different one, so the
+// doorbell cannot steal a message meant for anything else.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <vector>
+
+#include "transport/control_plane.h"
+#include "transports/mpi/mpi_comm.h"
+
+namespace kolo::mpi {
+
+class MpiControlPlane : public transport::ControlPlane {
+ public:
+  static constexpr int kDoorbellTag = 1;
+
+  // Posts the doorbell receive. `comms` stays shared until destruction.
+  static Status create(SharedComms comms, const transport::Topology& topology,
+                       std::unique_ptr<MpiControlPlane>* out);
+  // Cancels the doorbell receive and reaps the doorbell sends (a bounded wait: a
+  // send that does not complete within a second is released to MPI and its buffer
+  // leaked rather than freed under it).
+  ~MpiControlPlane() override;
+
+  const transport::Topology& topology() const override { return topology_; }
+  Status allgather(const transport::Bytes& mine, std::vector<transport::Bytes>* all) override;
+  Status gather(const transport::Bytes& mine, std::vector<transport::Bytes>* all,
+                int root) override;
+  Status broadcast(transport::Bytes* blob, int root) override;
+  Status bitwise_and(std::vector<uint64_t>* bits) override;
+  Status barrier() override;
+
+  Status ring(uint64_t cycle) override;
+  // On an MPI error in the doorbell, logs it and answers true: the coordinator
+  // then runs a cycle, whose collectives report the broken world as a Status.
+  bool rung(uint64_t cycle) override;
+
+ private:
+  // One ring(): the cycle number (the send buffer) and a send to each peer.
+  struct Ringing {
+    uint64_t cycle = 0;
+    std::vector<MPI_Request> sends;
+  };
+
+  MpiControlPlane(SharedComms comms, const transport::Topology& topology);
+  Status post_doorbell_receive();
+  Status drain_doorbell();
+  Status reap_ringings();
+  void release_ringings();
+
+  SharedComms comms_;
+  MPI_Comm comm_;
+  transport::Topology topology_;
+  std::unique_ptr<uint64_t> doorbell_in_;  // the posted receive's buffer
+  MPI_Request doorbell_recv_ = MPI_REQUEST_NULL;
+  uint64_t highest_rung_ = 0;
+  bool any_rung_ = false;
+  std::list<Ringing> ringings_;  // a list: send buffers must not move
+};
+
+}  // namespace kolo::mpi

@@ -1,0 +1,208 @@
+#include "transports/mpi/mpi_transport.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/check.h"
+#include "reduce/reduce.h"
+#include "transports/mpi/mpi_check.h"
+#include "transports/mpi/mpi_wait.h"
+
+namespace kolo::mpi {
+namespace {
+
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+
+int op_index(ReduceOp op) {
+  for (int i = 0; i < 4; ++i) {
+    if (kOps[i] == op) return i;
+  }
+  KOLO_CHECK(false && "op_index of an op the transport does not support");
+  return 0;
+}
+
+// MPI's user-op signature: inout[i] = in[i] (op) inout[i]. The ops are
+// commutative, so the order of the operands does not matter.
+template <DataType D, ReduceOp O>
+void kolo_user_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduce::reduce(inout, in, inout, *len, D, O);
+}
+
+template <DataType D>
+constexpr MPI_User_function* kUserOps[] = {
+    &kolo_user_op<D, ReduceOp::kSum>, &kolo_user_op<D, ReduceOp::kMin>,
+    &kolo_user_op<D, ReduceOp::kMax>, &kolo_user_op<D, ReduceOp::kProduct>};
+
+MPI_Datatype native_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUint8: return MPI_UINT8_T;
+    case DataType::kInt8: return MPI_INT8_T;
+    case DataType::kUint16: return MPI_UINT16_T;
+    case DataType::kInt16: return MPI_INT16_T;
+    case DataType::kInt32: return MPI_INT32_T;
+    case DataType::kInt64: return MPI_INT64_T;
+    case DataType::kFloat32: return MPI_FLOAT;
+    case DataType::kFloat64: return MPI_DOUBLE;
+    case DataType::kBool: return MPI_UINT8_T;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Op native_op(DataType dtype, ReduceOp op) {
+  if (dtype == DataType::kBool) {
+    return op == ReduceOp::kSum || op == ReduceOp::kMax ? MPI_LOR : MPI_LAND;
+  }
+  switch (op) {
+    case ReduceOp::kSum: return MPI_SUM;
+    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kMax: return MPI_MAX;
+    case ReduceOp::kProduct: return MPI_PROD;
+    default: return MPI_OP_NULL;
+  }
+}
+
+// The MPI requests of one bucket (one per slice of at most INT_MAX elements).
+class MpiWork : public transport::Work {
+ public:
+  MpiWork(std::vector<MPI_Request> requests, Status start_error)
+      : requests_(std::move(requests)), status_(std::move(start_error)) {}
+  ~MpiWork() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!done_ && !finalized) wait().ignore();  // MPI must not outlive the bucket's use
+  }
+
+  bool test() override {
+    if (done_) return true;
+    int flag = 0;
+    int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
+                         MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      status_ = mpi_error(rc, "MPI_Testall", __FILE__, __LINE__);
+      flag = 1;
+    }
+    done_ = flag != 0;
+    return done_;
+  }
+
+  Status wait() override {
+    if (!done_) {
+      Status waited = wait_all(requests_.data(), static_cast<int>(requests_.size()));
+      if (status_.ok()) status_ = waited;
+      done_ = true;
+    }
+    return status_;
+  }
+
+ private:
+  std::vector<MPI_Request> requests_;
+  Status status_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+MpiTransport::MpiTransport(SharedComms comms, int64_t max_count_per_call)
+    : comms_(std::move(comms)), comm_(comms_->data), max_count_per_call_(max_count_per_call) {
+  KOLO_CHECK(max_count_per_call_ > 0 && max_count_per_call_ <= kMaxCountPerCall);
+}
+
+Status MpiTransport::create(SharedComms comms, std::unique_ptr<MpiTransport>* out,
+                            int64_t max_count_per_call) {
+  std::unique_ptr<MpiTransport> transport(
+      new MpiTransport(std::move(comms), max_count_per_call));
+  KOLO_RETURN_IF_ERROR(transport->create_half_types());
+  *out = std::move(transport);
+  return Status::OK();
+}
+
+Status MpiTransport::create_half_types() {
+  for (MPI_Datatype* type : {&float16_type_, &bfloat16_type_}) {
+    KOLO_MPI_CHECK(MPI_Type_contiguous(1, MPI_UINT16_T, type));
+    KOLO_MPI_CHECK(MPI_Type_commit(type));
+  }
+  for (int i = 0; i < kNumOps; ++i) {
+    KOLO_MPI_CHECK(MPI_Op_create(kUserOps<DataType::kFloat16>[i], 1, &float16_ops_[i]));
+    KOLO_MPI_CHECK(MPI_Op_create(kUserOps<DataType::kBfloat16>[i], 1, &bfloat16_ops_[i]));
+  }
+  return Status::OK();
+}
+
+MpiTransport::~MpiTransport() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (MPI_Datatype* type : {&float16_type_, &bfloat16_type_}) {
+    if (*type != MPI_DATATYPE_NULL) MPI_Type_free(type);
+  }
+  for (int i = 0; i < kNumOps; ++i) {
+    if (float16_ops_[i] != MPI_OP_NULL) MPI_Op_free(&float16_ops_[i]);
+    if (bfloat16_ops_[i] != MPI_OP_NULL) MPI_Op_free(&bfloat16_ops_[i]);
+  }
+}
+
+Status MpiTransport::supports(const transport::BucketView& bucket) const {
+  if (bucket.device.kind != DeviceKind::kCpu) {
+    return unsupported("the mpi transport reduces CPU memory only, not " +
+                       device_name(bucket.device));
+  }
+  if (!is_valid(bucket.dtype)) return unsupported("invalid dtype " + dtype_name(bucket.dtype));
+  if (bucket.op == ReduceOp::kAverage || !is_valid(bucket.op)) {
+    return unsupported("the mpi transport reduces with sum, min, max or product, not " +
+                       op_name(bucket.op) + " (the coordinator turns average into sum)");
+  }
+  if (bucket.prescale != 1.0 || bucket.postscale != 1.0) {
+    return unsupported("the mpi transport does not scale; the coordinator applies factors");
+  }
+  if (bucket.count < 0) return unsupported("negative count " + std::to_string(bucket.count));
+  return Status::OK();
+}
+
+void MpiTransport::mpi_type_and_op(DataType dtype, ReduceOp op, MPI_Datatype* type,
+                                   MPI_Op* mpi_op) const {
+  if (dtype == DataType::kFloat16) {
+    *type = float16_type_;
+    *mpi_op = float16_ops_[op_index(op)];
+  } else if (dtype == DataType::kBfloat16) {
+    *type = bfloat16_type_;
+    *mpi_op = bfloat16_ops_[op_index(op)];
+  } else {
+    *type = native_type(dtype);
+    *mpi_op = native_op(dtype, op);
+  }
+  KOLO_CHECK(*type != MPI_DATATYPE_NULL && *mpi_op != MPI_OP_NULL);
+}
+
+std::unique_ptr<transport::Work> MpiTransport::allreduce(const transport::BucketView& bucket) {
+  Status supported = supports(bucket);
+  if (!supported.ok()) return std::make_unique<transport::CompletedWork>(supported);
+  if (bucket.count == 0) return std::make_unique<transport::CompletedWork>(Status::OK());
+
+  MPI_Datatype type;
+  MPI_Op op;
+  mpi_type_and_op(bucket.dtype, bucket.op, &type, &op);
+  const bool in_place = bucket.input == bucket.output;
+  const size_t element = dtype_size(bucket.dtype);
+  const char* input = static_cast<const char*>(bucket.input);
+  char* output = static_cast<char*>(bucket.output);
+
+  std::vector<MPI_Request> requests;
+  Status started;
+  for (int64_t offset = 0; offset < bucket.count && started.ok(); offset += max_count_per_call_) {
+    const int count = static_cast<int>(std::min(max_count_per_call_, bucket.count - offset));
+    const size_t byte_offset = static_cast<size_t>(offset) * element;
+    MPI_Request request = MPI_REQUEST_NULL;
+    int rc = MPI_Iallreduce(in_place ? MPI_IN_PLACE : input + byte_offset,
+                            output + byte_offset, count, type, op, comm_, &request);
+    if (rc != MPI_SUCCESS) {
+      started = mpi_error(rc, "MPI_Iallreduce", __FILE__, __LINE__);
+    } else {
+      requests.push_back(request);
+    }
+  }
+  return std::make_unique<MpiWork>(std::move(requests), std::move(started));
+}
+
+}  // namespace kolo::mpi

@@ -1,0 +1,53 @@
+#include "transports/mpi/mpi_wait.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "transports/mpi/mpi_check.h"
+
+namespace kolo::mpi {
+
+void Backoff::pause() {
+  ++tests_;
+  if (tests_ <= kSpinTests) return;
+  if (tests_ <= kSpinTests + kYieldTests) {
+    sched_yield();
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
+  sleep_us_ = std::min<int64_t>(sleep_us_ * 2, kMaxSleep.count());
+}
+
+Status wait(MPI_Request* request, MPI_Status* status) {
+  Backoff backoff;
+  for (;;) {
+    int done = 0;
+    KOLO_MPI_CHECK(MPI_Test(request, &done, status));
+    if (done) return Status::OK();
+    backoff.pause();
+  }
+}
+
+Status wait_all(MPI_Request* requests, int n) {
+  // Waiting on each in turn costs nothing extra: a request that completed while
+  // we waited on an earlier one passes its first test.
+  for (int i = 0; i < n; ++i) KOLO_RETURN_IF_ERROR(wait(&requests[i]));
+  return Status::OK();
+}
+
+Status wait_for(MPI_Request* request, std::chrono::steady_clock::duration timeout,
+                bool* done) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Backoff backoff;
+  for (;;) {
+    int flag = 0;
+    KOLO_MPI_CHECK(MPI_Test(request, &flag, MPI_STATUS_IGNORE));
+    *done = flag != 0;
+    if (*done || std::chrono::steady_clock::now() >= deadline) return Status::OK();
+    backoff.pause();
+  }
+}
+
+}  // namespace kolo::mpi

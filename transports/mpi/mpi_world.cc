@@ -1,0 +1,175 @@
+// create_world for MPI: initialise (or adopt) MPI, make kolo's communicators, find
+// the topology, and assemble the control plane, point-to-point verbs and the
+// "mpi" and "ring" transports.
+#include "transports/mpi/mpi_world.h"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "algorithms/ring_allreduce.h"
+#include "transports/mpi/mpi_check.h"
+#include "transports/mpi/mpi_comm.h"
+#include "transports/mpi/mpi_control_plane.h"
+#include "transports/mpi/mpi_point_to_point.h"
+#include "transports/mpi/mpi_transport.h"
+#include "transports/mpi/mpi_wait.h"
+
+namespace kolo::mpi {
+namespace {
+
+// Whether kolo called MPI_Init_thread in this process. A later create_world (after
+// a failed one, or after a shutdown that has not finalised yet) then knows that
+// finalising is still kolo's job.
+std::atomic<bool> kolo_initialized_mpi{false};
+// Worlds alive whose finalize belongs to kolo: MPI_Finalize waits for the last.
+std::atomic<int> kolo_owned_worlds{0};
+
+std::string thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "thread level " + std::to_string(level);
+}
+
+Status require_thread_level(int provided) {
+  // kolo's coordinator is not the main thread, so FUNNELED is not enough.
+  if (provided >= MPI_THREAD_SERIALIZED) return Status::OK();
+  return invalid_argument("MPI provides " + thread_level_name(provided) +
+                          "; kolo calls MPI from its background thread and needs at least "
+                          "MPI_THREAD_SERIALIZED (initialise MPI with MPI_Init_thread and "
+                          "MPI_THREAD_MULTIPLE, or let kolo initialise it)");
+}
+
+// Note [Errors that reach MPI_COMM_WORLD]
+// kolo's communicators have MPI_ERRORS_RETURN, but MPICH reports an error found
+// while completing a request (MPI_Test on a truncated receive, say) through
+// MPI_COMM_WORLD's handler, not the request's communicator's. When kolo
+// initialises MPI, MPI is kolo's, so it sets MPI_ERRORS_RETURN on MPI_COMM_WORLD
+// and MPI_COMM_SELF too and such errors come back as a Status. When the caller
+// initialised MPI, its handlers are its own business: kolo does not change them,
+// and with MPI's default (MPI_ERRORS_ARE_FATAL) such an error aborts.
+
+// Initialises MPI unless someone has; *kolo_owns says whether finalising is kolo's.
+Status init_mpi(bool* kolo_owns) {
+  int initialized = 0;
+  int finalized = 0;
+  KOLO_MPI_CHECK(MPI_Initialized(&initialized));
+  KOLO_MPI_CHECK(MPI_Finalized(&finalized));
+  if (finalized) {
+    return invalid_argument("MPI was already finalised in this process; it cannot be "
+                            "initialised again");
+  }
+  int provided = 0;
+  if (!initialized) {
+    KOLO_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    kolo_initialized_mpi = true;
+    // See Note [Errors that reach MPI_COMM_WORLD].
+    KOLO_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    KOLO_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+  } else {
+    KOLO_MPI_CHECK(MPI_Query_thread(&provided));
+  }
+  *kolo_owns = kolo_initialized_mpi;
+  return require_thread_level(provided);
+}
+
+Status duplicate(MPI_Comm base, MPI_Comm* out) {
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Comm_idup(base, out, &request));
+  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_MPI_CHECK(MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN));
+  return Status::OK();
+}
+
+// The node communicator (local) and the communicator of equal local ranks
+// (cross). MPI has no non-blocking split; these two blocking calls run once, at
+// init. With test_node_size > 0 (tests only, KOLO_TEST_NODE_SIZE) consecutive
+// ranks form pretend nodes of that many ranks, so that one machine can exercise
+// multi-node code paths.
+Status split_topology(int test_node_size, Comms* comms, transport::Topology* topology) {
+  MPI_Comm base = comms->control;
+  if (test_node_size > 0) {
+    KOLO_MPI_CHECK(MPI_Comm_split(base, topology->rank / test_node_size, topology->rank,
+                                  &comms->local));
+  } else {
+    KOLO_MPI_CHECK(MPI_Comm_split_type(base, MPI_COMM_TYPE_SHARED, topology->rank,
+                                       MPI_INFO_NULL, &comms->local));
+  }
+  KOLO_MPI_CHECK(MPI_Comm_set_errhandler(comms->local, MPI_ERRORS_RETURN));
+  KOLO_MPI_CHECK(MPI_Comm_rank(comms->local, &topology->local_rank));
+  KOLO_MPI_CHECK(MPI_Comm_size(comms->local, &topology->local_size));
+  KOLO_MPI_CHECK(MPI_Comm_split(base, topology->local_rank, topology->rank, &comms->cross));
+  KOLO_MPI_CHECK(MPI_Comm_set_errhandler(comms->cross, MPI_ERRORS_RETURN));
+  KOLO_MPI_CHECK(MPI_Comm_rank(comms->cross, &topology->cross_rank));
+  KOLO_MPI_CHECK(MPI_Comm_size(comms->cross, &topology->cross_size));
+  return Status::OK();
+}
+
+Status make_comms(const WorldOptions& options, Comms* comms, transport::Topology* topology) {
+  MPI_Comm base = MPI_COMM_WORLD;
+  if (options.comm_fortran_handle) {
+    base = MPI_Comm_f2c(static_cast<MPI_Fint>(*options.comm_fortran_handle));
+    if (base == MPI_COMM_NULL) {
+      return invalid_argument("communicator handle " +
+                              std::to_string(*options.comm_fortran_handle) +
+                              " is MPI_COMM_NULL");
+    }
+  }
+  KOLO_RETURN_IF_ERROR(duplicate(base, &comms->control));
+  KOLO_RETURN_IF_ERROR(duplicate(base, &comms->data));
+  KOLO_MPI_CHECK(MPI_Comm_rank(comms->control, &topology->rank));
+  KOLO_MPI_CHECK(MPI_Comm_size(comms->control, &topology->size));
+  return split_topology(options.test_node_size, comms, topology);
+}
+
+// A kolo-owned world's finalize: the last one out finalises MPI. (MPI_Finalize
+// belongs on the thread that initialised MPI; the runtime destroys its world on
+// the thread that calls kolo_shutdown.)
+void release_owned_world() {
+  if (--kolo_owned_worlds > 0) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace
+
+Status create_world(const WorldOptions& options, transport::World* world) {
+  if (options.test_node_size < 0) {
+    return invalid_argument("test_node_size must be 0 or positive, not " +
+                            std::to_string(options.test_node_size));
+  }
+  bool kolo_owns = false;
+  KOLO_RETURN_IF_ERROR(init_mpi(&kolo_owns));
+
+  auto comms = std::make_shared<Comms>();
+  transport::Topology topology;
+  KOLO_RETURN_IF_ERROR(make_comms(options, comms.get(), &topology));
+
+  std::unique_ptr<MpiControlPlane> control;
+  KOLO_RETURN_IF_ERROR(MpiControlPlane::create(comms, topology, &control));
+  std::unique_ptr<MpiTransport> native;
+  KOLO_RETURN_IF_ERROR(MpiTransport::create(comms, &native));
+
+  transport::World built;
+  built.control = std::move(control);
+  built.p2p = std::make_unique<MpiPointToPoint>(comms);
+  built.transports.push_back(std::move(native));
+  built.transports.push_back(algorithms::make_ring_transport(*built.p2p));
+  if (kolo_owns) {
+    ++kolo_owned_worlds;
+    built.finalize = release_owned_world;
+  }
+  *world = std::move(built);
+  built.finalize = nullptr;  // a moved-from std::function need not be empty
+  return Status::OK();
+}
+
+}  // namespace kolo::mpi
