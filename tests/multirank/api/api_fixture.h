@@ -1,0 +1,64 @@
+// Shared harness for the C API tests under mpiexec: the test program owns MPI
+// (MPI_THREAD_MULTIPLE, so tests may call MPI_Barrier beside kolo's coordinator)
+// and each test initialises kolo on it and shuts it down again — which also
+// exercises kolo_init on a caller-initialised MPI, repeatedly.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <string>
+
+#include "kolo/kolo.h"
+
+namespace kolo_test {
+
+class MpiEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    ASSERT_EQ(provided, MPI_THREAD_MULTIPLE);
+  }
+  void TearDown() override { MPI_Finalize(); }
+};
+
+class KoloTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
+    rank_ = kolo_rank();
+    size_ = kolo_size();
+  }
+  void TearDown() override { EXPECT_EQ(kolo_shutdown(), KOLO_OK); }
+
+  int rank_ = -1;
+  int size_ = -1;
+};
+
+inline kolo_device_t cpu() {
+  kolo_device_t d;
+  d.kind = KOLO_DEVICE_CPU;
+  d.index = 0;
+  d.stream = nullptr;
+  return d;
+}
+
+// Enqueues, waits, returns the status; the handle's message goes to *message.
+inline kolo_status_t allreduce(const std::string& name, const void* in, void* out, int64_t count,
+                               kolo_dtype_t dtype, kolo_op_t op, std::string* message = nullptr,
+                               double prescale = 1.0, double postscale = 1.0) {
+  kolo_handle_t h = nullptr;
+  kolo_status_t s = kolo_allreduce_async(name.c_str(), in, out, count, dtype, op, prescale,
+                                         postscale, cpu(), &h);
+  if (s != KOLO_OK) {
+    if (message) *message = kolo_last_error();
+    return s;
+  }
+  s = kolo_wait(h, 120.0);
+  if (message) *message = kolo_handle_message(h);
+  kolo_handle_release(h);
+  return s;
+}
+
+}  // namespace kolo_test
