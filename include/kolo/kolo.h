@@ -190,6 +190,75 @@ KOLO_API kolo_status_t kolo_allreduce_async(const char* name, const void* input,
                                             kolo_device_t device,
                                             kolo_handle_t* handle);
 
+/* ---- the other collectives ---------------------------------------------------
+ *
+ * Shapes: a tensor is `rows` along its first dimension, each row `row_count`
+ * elements (the product of the other dimensions; 1 for a vector). Where ranks may
+ * contribute different numbers of rows (allgather, alltoall), they must agree on
+ * dtype and row_count.
+ *
+ * Outputs whose size only the negotiation knows (allgather, alltoall) are
+ * allocated by kolo and owned by the handle: read them with kolo_handle_output()
+ * and kolo_handle_splits() after completion; they are freed by
+ * kolo_handle_release(). */
+
+/* Allgather: the output is every rank's rows concatenated in rank order;
+ * kolo_handle_splits() gives the rows each rank contributed. A rank may
+ * contribute 0 rows. */
+KOLO_API kolo_status_t kolo_allgather_async(const char* name, const void* input, int64_t rows,
+                                            int64_t row_count, kolo_dtype_t dtype,
+                                            kolo_device_t device, kolo_handle_t* handle);
+
+/* Broadcast `count` elements from rank `root` into `output` on every rank (in place
+ * when input == output; on non-root ranks input is ignored and may be NULL). */
+KOLO_API kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* output,
+                                            int64_t count, kolo_dtype_t dtype, int root,
+                                            kolo_device_t device, kolo_handle_t* handle);
+
+/* Alltoall: rank r sends send_splits[d] rows of its input (consecutive, in
+ * destination order) to each rank d; send_splits may be NULL for an even split
+ * (rows must then be divisible by the world size). The output (handle-owned) is
+ * the rows received, in source-rank order; kolo_handle_splits() gives the rows
+ * received from each rank. */
+KOLO_API kolo_status_t kolo_alltoall_async(const char* name, const void* input, int64_t rows,
+                                           int64_t row_count, const int64_t* send_splits,
+                                           kolo_dtype_t dtype, kolo_device_t device,
+                                           kolo_handle_t* handle);
+
+/* Reducescatter (op SUM or AVERAGE): the rows are reduced across ranks and rank r
+ * receives shard r. Shards follow Horovod: with q = rows / size and m = rows % size,
+ * ranks 0..m-1 get q+1 rows and the others q (kolo_reducescatter_shard_rows()).
+ * `output` holds the caller's shard. */
+KOLO_API kolo_status_t kolo_reducescatter_async(const char* name, const void* input, void* output,
+                                                int64_t rows, int64_t row_count,
+                                                kolo_dtype_t dtype, kolo_op_t op, double prescale,
+                                                double postscale, kolo_device_t device,
+                                                kolo_handle_t* handle);
+KOLO_API int64_t kolo_reducescatter_shard_rows(int64_t rows, int rank, int size);
+
+/* Grouped allreduce: n tensors negotiated as one unit and reduced in one bucket —
+ * never split across buckets, never mixed with other tensors — so results and
+ * timing are deterministic. All share dtype, op and scale factors. A group larger
+ * than the fusion threshold is still one bucket (reduced in place tensor by
+ * tensor if it does not fit the fusion buffer). One handle for the group; names
+ * must be distinct. */
+KOLO_API kolo_status_t kolo_grouped_allreduce_async(int n, const char* const* names,
+                                                    const void* const* inputs,
+                                                    void* const* outputs, const int64_t* counts,
+                                                    kolo_dtype_t dtype, kolo_op_t op,
+                                                    double prescale, double postscale,
+                                                    kolo_device_t device, kolo_handle_t* handle);
+
+/* Blocks until every rank has entered the barrier. */
+KOLO_API kolo_status_t kolo_barrier(void);
+
+/* Join: this rank has run out of data. Until every rank has joined, allreduces
+ * submitted by the other ranks complete as if this rank contributed zeros (AVERAGE
+ * still divides by the full world size, as in Horovod); other collectives fail with
+ * KOLO_ERR_INVALID_ARGUMENT while any rank is joined. Blocks until every rank has
+ * joined; *last_rank (may be NULL) receives the last rank to join. */
+KOLO_API kolo_status_t kolo_join(int* last_rank);
+
 /* ---- handles -------------------------------------------------------------- */
 
 /* *done = 1 when the handle has completed (successfully or not), else 0. Never
@@ -208,6 +277,15 @@ KOLO_API kolo_status_t kolo_handle_status(kolo_handle_t handle);
 /* The operation's message: "" on success, else what went wrong (for a mismatch:
  * the tensor, the field and the value on each rank). Valid until release. */
 KOLO_API const char* kolo_handle_message(kolo_handle_t handle);
+
+/* The handle-owned output of an allgather or alltoall, valid until release:
+ * *data and *bytes (either may be NULL). KOLO_ERR_INVALID_ARGUMENT for other
+ * collectives or before completion. */
+KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_t* bytes);
+
+/* Per-rank row counts of an allgather (rows each rank contributed) or alltoall
+ * (rows received from each rank): copies min(n, size) values into splits. */
+KOLO_API kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n);
 
 /* Releases the caller's handle. Releasing an incomplete handle does not cancel
  * the operation: it still runs, and the buffers must stay valid until it would
