@@ -149,4 +149,21 @@ Status Selector::select(const BucketView& bucket, Transport** chosen) const {
                      offered_names(offered_) + (skipped.empty() ? "" : "; " + skipped) + ")");
 }
 
+Status Selector::select_collective(CollectiveOp op, const CollectiveView& view,
+                                   Transport** chosen) const {
+  std::string reasons;
+  for (Transport* t : offered_) {
+    Status s = t->supports_collective(op, view);
+    if (s.ok()) {
+      KOLO_LOG(kDebug) << collective_op_name(op) << " " << view.sequence << ": " << t->name();
+      *chosen = t;
+      return Status::OK();
+    }
+    KOLO_LOG(kDebug) << collective_op_name(op) << ": skipping " << t->name() << ": " << s.message();
+    reasons += std::string(reasons.empty() ? "" : "; ") + t->name() + ": " + s.message();
+  }
+  return unsupported(std::string("no transport implements ") + collective_op_name(op) + " here (" +
+                     reasons + ")");
+}
+
 }  // namespace kolo::transport

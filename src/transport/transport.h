@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/dtype.h"
 #include "common/status.h"
@@ -62,6 +63,35 @@ class CompletedWork : public Work {
   Status status_;
 };
 
+// The collectives other than allreduce, as a transport sees them. Counts are in
+// elements of `dtype`; blocks are laid out contiguously in rank order (the
+// displacement of rank r's block is the sum of the counts before it).
+enum class CollectiveOp { kAllgather, kBroadcast, kAlltoall, kReducescatter };
+
+const char* collective_op_name(CollectiveOp op);
+
+struct CollectiveView {
+  const void* input = nullptr;
+  void* output = nullptr;
+  DataType dtype = DataType::kFloat32;
+  Device device;
+  uint64_t sequence = 0;
+  // kAllgather:     this rank sends recv_counts[rank] elements from input; output
+  //                 receives recv_counts[r] elements from every rank r.
+  // kBroadcast:     `count` elements of root's input land in every rank's output
+  //                 (input == output on the root: in place). Input unused elsewhere.
+  // kAlltoall:      send_counts[d] elements of input go to rank d; recv_counts[s]
+  //                 elements arrive from rank s.
+  // kReducescatter: input holds sum(recv_counts) elements; the reduction (op) of
+  //                 every rank's input is computed and rank r receives the block of
+  //                 recv_counts[r] elements at its displacement into output.
+  std::vector<int64_t> send_counts;
+  std::vector<int64_t> recv_counts;
+  int64_t count = 0;
+  int root = 0;
+  ReduceOp op = ReduceOp::kSum;  // kReducescatter: SUM, MIN, MAX or PRODUCT
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -72,6 +102,26 @@ class Transport {
   virtual Status supports(const BucketView& bucket) const = 0;
 
   virtual std::unique_ptr<Work> allreduce(const BucketView& bucket) = 0;
+
+  // The other collectives. A transport that does not implement one answers
+  // Unsupported (with the reason) from supports_collective, the same on every rank.
+  virtual Status supports_collective(CollectiveOp op, const CollectiveView& view) const {
+    return unsupported(std::string(name()) + " does not implement " + collective_op_name(op));
+  }
+  virtual std::unique_ptr<Work> collective(CollectiveOp op, const CollectiveView& view) {
+    return std::make_unique<CompletedWork>(
+        unsupported(std::string(name()) + " does not implement " + collective_op_name(op)));
+  }
 };
+
+inline const char* collective_op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllgather: return "allgather";
+    case CollectiveOp::kBroadcast: return "broadcast";
+    case CollectiveOp::kAlltoall: return "alltoall";
+    case CollectiveOp::kReducescatter: return "reducescatter";
+  }
+  return "unknown";
+}
 
 }  // namespace kolo::transport
