@@ -1,0 +1,64 @@
+// kolo-allreduce-perf: allreduce bandwidth and latency through kolo's public API,
+// in nccl-tests' conventions (flags, columns, units), with every result checked.
+//
+//   mpiexec.mpich -n 2 kolo-allreduce-perf -b 8 -e 64M -r mpi
+//   mpiexec.mpich -n 2 kolo-allreduce-perf -m resnet50
+//
+// The program owns MPI: it calls MPI_Init_thread(MPI_THREAD_MULTIPLE) before
+// kolo_init, so kolo adopts MPI and its shutdown leaves MPI up. That lets the
+// benchmark time MPI_Allreduce beside kolo, reduce timings over ranks, and restart
+// kolo with other knobs (the model mode's fused / unfused variants). The size sweep
+// is in perf_sweep.cc, the gradient-set mode in perf_model.cc.
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+
+#include "bench/perf_kolo.h"
+#include "bench/perf_model.h"
+#include "bench/perf_options.h"
+#include "bench/perf_sweep.h"
+
+namespace {
+
+int run(MPI_Comm comm, int rank, int argc, char** argv) {
+  using namespace kolo::bench;
+  PerfOptions options;
+  std::string error;
+  if (!parse_perf_options(argc, argv, &options, &error)) {
+    if (rank == 0) std::fprintf(stderr, "kolo-allreduce-perf: %s\n%s", error.c_str(), perf_usage());
+    return 2;
+  }
+  if (options.help) {
+    if (rank == 0) std::printf("%s", perf_usage());
+    return 0;
+  }
+  if (!options.model.empty()) return run_model(comm, options);
+  start_kolo(comm, options.transport, "");
+  int rc = run_sweep(comm, options);
+  stop_kolo(comm);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "kolo-allreduce-perf: MPI_Init_thread failed\n");
+    return 1;
+  }
+  if (provided < MPI_THREAD_MULTIPLE) {
+    std::fprintf(stderr, "kolo-allreduce-perf: MPI provides no MPI_THREAD_MULTIPLE (got %d)\n",
+                 provided);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  int rc = run(comm, rank, argc, argv);
+  MPI_Comm_free(&comm);
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,229 @@
+// Note [The gradient-set variants]
+// A step is what a data-parallel trainer does once backward has produced every
+// gradient: average each gradient tensor over the ranks. The profile's tensors are
+// slices of one input arena and one output arena (out of place, persistent,
+// touched once). Variants, each timed per step (max over ranks, median over steps,
+// as in Note [How one size is timed]):
+//   kolo_fused     every tensor submitted with kolo_allreduce_async(op average) in
+//                  reverse layer order, as backward produces them, then all waited
+//                  for; fusion threshold: KOLO_FUSION_THRESHOLD from the
+//                  environment, else kolo's default.
+//   kolo_unfused   the same with KOLO_FUSION_THRESHOLD=0 (a fresh kolo session:
+//                  kolo_shutdown, setenv, kolo_init; MPI stays up, it is ours).
+//   mpi_per_tensor one blocking MPI_Allreduce(SUM) per tensor, then the 1/n scale.
+//   mpi_concat     copy every tensor into one persistent buffer, one MPI_Allreduce,
+//                  copy out scaling by 1/n (the copies are timed).
+// speedup_vs_mpi = the faster MPI variant's step time / this variant's step time.
+#include "bench/perf_model.h"
+
+#include <kolo/kolo.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/perf_buffer.h"
+#include "bench/perf_data.h"
+#include "bench/perf_kolo.h"
+#include "bench/perf_mpi.h"
+#include "bench/perf_report.h"
+#include "bench/profile.h"
+#include "reduce/reduce.h"
+
+namespace kolo::bench {
+namespace {
+
+constexpr ReduceOp kOp = ReduceOp::kAverage;
+
+struct ModelRun {
+  MPI_Comm comm;
+  const PerfOptions& options;
+  Profile profile;
+  std::vector<int64_t> offsets;  // element offset of each tensor in the arenas
+  Buffer input, output, expected, concat;
+  int rank = 0, world_size = 1;
+
+  char* in(size_t t) const { return input.data() + offsets[t] * elem(); }
+  char* out(size_t t) const { return output.data() + offsets[t] * elem(); }
+  size_t elem() const { return dtype_size(profile.dtype); }
+};
+
+struct VariantResult {
+  std::string name;
+  double step_s = 0;
+  int64_t wrong = 0;
+};
+
+void prepare(ModelRun* m) {
+  const int64_t n = m->profile.total_elements;
+  const size_t bytes = static_cast<size_t>(m->profile.total_bytes());
+  int64_t offset = 0;
+  for (const ProfileTensor& t : m->profile.tensors) {
+    m->offsets.push_back(offset);
+    offset += t.elements;
+  }
+  m->input = Buffer(bytes);
+  m->output = Buffer(bytes);
+  m->concat = Buffer(bytes);
+  fill_input(m->input.data(), n, m->profile.dtype, kOp, m->rank);
+  if (m->options.check) {
+    m->expected = Buffer(bytes);
+    fill_expected(m->expected.data(), n, m->profile.dtype, kOp, m->world_size);
+  }
+}
+
+// Runs warmup + timed steps of `step`, checking the output arena after each.
+VariantResult time_steps(ModelRun* m, const std::string& name, const std::function<void()>& step) {
+  const PerfOptions& o = m->options;
+  const int64_t n = m->profile.total_elements;
+  VariantResult r;
+  r.name = name;
+  std::vector<double> times(o.iters);
+  for (int it = -o.warmup_iters; it < o.iters; ++it) {
+    if (o.check) poison(m->output.data(), n, m->profile.dtype);
+    double start = now_seconds();
+    step();
+    double t = now_seconds() - start;
+    if (o.check) r.wrong += count_wrong(m->output.data(), m->expected.data(), n, m->profile.dtype);
+    if (it >= 0) times[it] = t;
+  }
+  r.step_s = median(max_over_ranks(m->comm, times));
+  r.wrong = sum_over_ranks(m->comm, r.wrong);
+  return r;
+}
+
+void kolo_step(const ModelRun& m, std::vector<kolo_handle_t>* handles) {
+  const kolo_device_t cpu{KOLO_DEVICE_CPU, 0, nullptr};
+  const auto dtype = static_cast<kolo_dtype_t>(m.profile.dtype);
+  const size_t count = m.profile.tensors.size();
+  for (size_t i = 0; i < count; ++i) {
+    const size_t t = count - 1 - i;  // backward produces the last layer first
+    const ProfileTensor& tensor = m.profile.tensors[t];
+    kolo_status_t s = kolo_allreduce_async(tensor.name.c_str(), m.in(t), m.out(t), tensor.elements,
+                                           dtype, KOLO_OP_AVERAGE, 1.0, 1.0, cpu, &(*handles)[i]);
+    if (s != KOLO_OK) abort_job(m.comm, "kolo_allreduce_async", kolo_last_error());
+  }
+  for (kolo_handle_t& h : *handles) {
+    if (kolo_wait(h, -1.0) != KOLO_OK) abort_job(m.comm, "kolo_wait", kolo_handle_message(h));
+    kolo_handle_release(h);
+    h = nullptr;
+  }
+}
+
+VariantResult run_kolo_variant(ModelRun* m, const std::string& name, const std::string& threshold) {
+  start_kolo(m->comm, m->options.transport, threshold);
+  std::vector<kolo_handle_t> handles(m->profile.tensors.size());
+  VariantResult r = time_steps(m, name, [&] { kolo_step(*m, &handles); });
+  stop_kolo(m->comm);
+  return r;
+}
+
+VariantResult run_mpi_per_tensor(ModelRun* m, const MpiReference& ref) {
+  return time_steps(m, "mpi_per_tensor", [&] {
+    for (size_t t = m->profile.tensors.size(); t-- > 0;) {
+      ref.allreduce(m->in(t), m->out(t), m->profile.tensors[t].elements);
+    }
+  });
+}
+
+VariantResult run_mpi_concat(ModelRun* m) {
+  MpiReference sum(m->comm, m->profile.dtype, ReduceOp::kSum);
+  const DataType dtype = m->profile.dtype;
+  const double factor = 1.0 / m->world_size;
+  return time_steps(m, "mpi_concat", [&] {
+    char* flat = m->concat.data();
+    const size_t count = m->profile.tensors.size();
+    for (size_t t = count; t-- > 0;) {
+      std::memcpy(flat + m->offsets[t] * m->elem(), m->in(t),
+                  static_cast<size_t>(m->profile.tensors[t].elements) * m->elem());
+    }
+    sum.allreduce(flat, flat, m->profile.total_elements);
+    for (size_t t = count; t-- > 0;) {
+      reduce::copy_scaled(m->out(t), flat + m->offsets[t] * m->elem(),
+                          m->profile.tensors[t].elements, dtype, factor);
+    }
+  });
+}
+
+std::string threshold_label() {
+  const char* env = std::getenv("KOLO_FUSION_THRESHOLD");
+  return env != nullptr && *env != '\0' ? std::string(env) + " (KOLO_FUSION_THRESHOLD)"
+                                        : std::string("64M (default)");
+}
+
+void print_rows(const ModelRun& m, const std::vector<VariantResult>& rows,
+                const std::string& threshold) {
+  const PerfOptions& o = m.options;
+  const Profile& p = m.profile;
+  const double best_mpi = std::min(rows[2].step_s, rows[3].step_s);
+  std::printf("# kolo-allreduce-perf (kolo %s): model %s: %zu tensors, %lld %s, %lld bytes; "
+              "op avg; nranks %d; transport %s\n", kolo_version(), p.name.c_str(),
+              p.tensors.size(), static_cast<long long>(p.total_elements),
+              dtype_name(p.dtype).c_str(), static_cast<long long>(p.total_bytes()), m.world_size,
+              effective_transport().c_str());
+  std::printf("#  warmup steps: %d steps: %d validation: %d fusion threshold: %s\n",
+              o.warmup_iters, o.iters, o.check ? 1 : 0, threshold.c_str());
+  std::printf("#  step_ms: median over steps of the slowest rank; effective_GBps = bytes / step "
+              "(GB = 1e9 B); speedup_vs_mpi = faster MPI variant / this\n#\n");
+  std::printf("# %-14s %7s %12s %10s %14s %14s %7s\n", "variant", "tensors", "bytes", "step_ms",
+              "effective_GBps", "speedup_vs_mpi", "#wrong");
+  std::unique_ptr<CsvWriter> csv;
+  if (!o.csv_path.empty()) {
+    csv = std::make_unique<CsvWriter>(
+        o.csv_path, std::vector<std::string>{"variant", "tensors", "bytes", "step_ms",
+                                             "effective_GBps", "speedup_vs_mpi", "wrong",
+                                             "nranks", "transport"});
+    if (!csv->ok()) std::fprintf(stderr, "kolo-allreduce-perf: cannot write %s\n", o.csv_path.c_str());
+  }
+  for (const VariantResult& r : rows) {
+    const double gbps = gb_per_second(static_cast<double>(p.total_bytes()), r.step_s);
+    const double speedup = r.step_s > 0 ? best_mpi / r.step_s : 0.0;
+    std::printf("  %-14s %7zu %12lld %10.3f %14.3f %14.2f %7lld\n", r.name.c_str(),
+                p.tensors.size(), static_cast<long long>(p.total_bytes()), r.step_s * 1e3, gbps,
+                speedup, static_cast<long long>(r.wrong));
+    if (csv && csv->ok()) {
+      csv->row({r.name, std::to_string(p.tensors.size()), std::to_string(p.total_bytes()),
+                format("%.4f", r.step_s * 1e3), format("%.6f", gbps), format("%.4f", speedup),
+                std::to_string(r.wrong), std::to_string(m.world_size), effective_transport()});
+    }
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int run_model(MPI_Comm comm, const PerfOptions& options) {
+  ModelRun m{comm, options, {}, {}, {}, {}, {}, {}};
+  MPI_Comm_rank(comm, &m.rank);
+  MPI_Comm_size(comm, &m.world_size);
+  std::string error;
+  if (!load_profile(options.model, &m.profile, &error)) {
+    if (m.rank == 0) std::fprintf(stderr, "kolo-allreduce-perf: %s\n", error.c_str());
+    return 2;
+  }
+  prepare(&m);
+  const std::string threshold = threshold_label();  // before kolo_unfused sets it to 0
+  MpiReference average(comm, m.profile.dtype, kOp);
+  std::vector<VariantResult> rows;
+  rows.push_back(run_kolo_variant(&m, "kolo_fused", ""));
+  rows.push_back(run_kolo_variant(&m, "kolo_unfused", "0"));
+  rows.push_back(run_mpi_per_tensor(&m, average));
+  rows.push_back(run_mpi_concat(&m));
+  int64_t wrong = 0;
+  for (const VariantResult& r : rows) wrong += r.wrong;
+  if (m.rank == 0) {
+    print_rows(m, rows, threshold);
+    if (options.check) {
+      std::printf("# Wrong elements (all variants, steps and ranks): %lld %s\n",
+                  static_cast<long long>(wrong), wrong == 0 ? "OK" : "FAILED");
+    }
+  }
+  return wrong == 0 ? 0 : 1;
+}
+
+}  // namespace kolo::bench

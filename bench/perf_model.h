@@ -1,0 +1,17 @@
+// The gradient-set mode of kolo-allreduce-perf (-m PROFILE): one training step's
+// gradients, allreduced four ways.
+#pragma once
+
+#include <mpi.h>
+
+#include "bench/perf_options.h"
+
+namespace kolo::bench {
+
+// Runs the variants below for options.model, each for warmup_iters + iters steps,
+// and prints one row per variant on rank 0. Manages kolo sessions itself (kolo must
+// not be initialised on entry). Returns the exit code: 0, 1 if any element was
+// wrong, 2 if the profile cannot be loaded.
+int run_model(MPI_Comm comm, const PerfOptions& options);
+
+}  // namespace kolo::bench

@@ -1,0 +1,167 @@
+#include "bench/perf_options.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include "common/knobs.h"
+
+namespace kolo::bench {
+namespace {
+
+bool parse_int(const std::string& text, int64_t min_value, int64_t* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (*end != '\0' || v < min_value) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_redop(const std::string& text, ReduceOp* op) {
+  static const std::map<std::string, ReduceOp> kOps = {
+      {"sum", ReduceOp::kSum},     {"avg", ReduceOp::kAverage}, {"average", ReduceOp::kAverage},
+      {"min", ReduceOp::kMin},     {"max", ReduceOp::kMax},     {"prod", ReduceOp::kProduct},
+      {"product", ReduceOp::kProduct}};
+  auto it = kOps.find(text);
+  if (it == kOps.end()) return false;
+  *op = it->second;
+  return true;
+}
+
+// One flag: its names and what to do with its value.
+struct Flag {
+  const char* short_name;
+  const char* long_name;
+  std::function<bool(const std::string&, PerfOptions*)> apply;
+  const char* expected;  // for the error message
+};
+
+const std::vector<Flag>& flags() {
+  static const std::vector<Flag> kFlags = {
+      {"-b", "--minbytes", [](const std::string& v, PerfOptions* o) {
+         return parse_bytes(v, &o->min_bytes) && o->min_bytes > 0; }, "a size > 0, e.g. 8, 64K, 1M"},
+      {"-e", "--maxbytes", [](const std::string& v, PerfOptions* o) {
+         return parse_bytes(v, &o->max_bytes) && o->max_bytes > 0; }, "a size > 0, e.g. 8, 64K, 1M"},
+      {"-f", "--stepfactor", [](const std::string& v, PerfOptions* o) {
+         return parse_int(v, 2, &o->step_factor); }, "an integer >= 2"},
+      {"-n", "--iters", [](const std::string& v, PerfOptions* o) {
+         int64_t n; if (!parse_int(v, 1, &n) || n > 1000000) return false;
+         o->iters = static_cast<int>(n); return true; }, "an integer in 1..1000000"},
+      {"-w", "--warmup_iters", [](const std::string& v, PerfOptions* o) {
+         int64_t n; if (!parse_int(v, 0, &n) || n > 1000000) return false;
+         o->warmup_iters = static_cast<int>(n); return true; }, "an integer in 0..1000000"},
+      {"-c", "--check", [](const std::string& v, PerfOptions* o) {
+         return parse_bool(v, &o->check); }, "0 or 1"},
+      {"-d", "--datatype", [](const std::string& v, PerfOptions* o) {
+         return parse_dtype(v, &o->dtype); },
+       "a kolo dtype: uint8 int8 uint16 int16 int32 int64 float16 bfloat16 float32 float64 bool"},
+      {"-o", "--op", [](const std::string& v, PerfOptions* o) { return parse_redop(v, &o->op); },
+       "sum, avg, min, max or prod"},
+      {"-t", "--transport", [](const std::string& v, PerfOptions* o) {
+         o->transport = v; return !v.empty(); }, "auto or a transport name (kolo-info lists them)"},
+      {"-r", "--reference", [](const std::string& v, PerfOptions* o) {
+         o->reference_mpi = v == "mpi"; return v == "mpi" || v == "none"; }, "mpi or none"},
+      {"-m", "--model", [](const std::string& v, PerfOptions* o) {
+         o->model = v; return !v.empty(); }, "a profile name (resnet50) or a profile file"},
+      {nullptr, "--csv", [](const std::string& v, PerfOptions* o) {
+         o->csv_path = v; return !v.empty(); }, "a file name"},
+  };
+  return kFlags;
+}
+
+const Flag* find_flag(const std::string& name) {
+  for (const Flag& f : flags()) {
+    if ((f.short_name && name == f.short_name) || name == f.long_name) return &f;
+  }
+  return nullptr;
+}
+
+bool check_consistency(const PerfOptions& o, std::string* error) {
+  if (o.min_bytes > o.max_bytes) {
+    *error = "--minbytes must not exceed --maxbytes";
+    return false;
+  }
+  if (o.dtype == DataType::kBool && o.op == ReduceOp::kAverage) {
+    *error = "avg is not defined on bool";
+    return false;
+  }
+  if (!o.model.empty() && o.reference_mpi) {
+    *error = "--model always compares with MPI; -r applies to the size sweep only";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string* error) {
+  PerfOptions o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+      continue;
+    }
+    std::string value;
+    bool has_value = false;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {  // --iters=5
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    const Flag* flag = find_flag(arg);
+    if (flag == nullptr) {
+      *error = "unknown option '" + arg + "' (see --help)";
+      return false;
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) {
+        *error = arg + " needs a value: " + flag->expected;
+        return false;
+      }
+      value = argv[++i];
+    }
+    if (!flag->apply(value, &o)) {
+      *error = arg + " " + value + ": expected " + flag->expected;
+      return false;
+    }
+  }
+  if (!check_consistency(o, error)) return false;
+  *options = o;
+  return true;
+}
+
+const char* perf_usage() {
+  return "usage: mpiexec -n N kolo-allreduce-perf [options]\n"
+         "  -b, --minbytes SIZE      smallest message (default 32M; K, M, G suffixes)\n"
+         "  -e, --maxbytes SIZE      largest message (default 32M)\n"
+         "  -f, --stepfactor F       multiply the size by F each step (default 2)\n"
+         "  -n, --iters N            timed iterations per size (default 20)\n"
+         "  -w, --warmup_iters N     untimed iterations first (default 5)\n"
+         "  -c, --check 0|1          verify every result, count wrong elements (default 1)\n"
+         "  -d, --datatype NAME      kolo dtype (default float32)\n"
+         "  -o, --op OP              sum|avg|min|max|prod (default sum)\n"
+         "  -t, --transport NAME     sets KOLO_TRANSPORT before kolo_init (default auto)\n"
+         "  -r, --reference mpi      also time MPI_Allreduce, interleaved, and print the ratio\n"
+         "  -m, --model PROFILE      time a training step's gradient set (e.g. resnet50):\n"
+         "                           kolo fused, kolo unfused, MPI per tensor, MPI concatenated\n"
+         "      --csv FILE           also write the rows as CSV\n"
+         "Every allreduce goes through kolo_allreduce_async + kolo_wait. time = median over\n"
+         "iterations of the maximum over ranks; busbw = algbw * 2(n-1)/n; GB = 1e9 bytes.\n";
+}
+
+const char* redop_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kAverage: return "avg";
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kProduct: return "prod";
+  }
+  return "?";
+}
+
+}  // namespace kolo::bench

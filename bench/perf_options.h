@@ -1,0 +1,43 @@
+// Command-line options of kolo-allreduce-perf, in nccl-tests' spelling.
+//
+//   -b/--minbytes SIZE   -e/--maxbytes SIZE   -f/--stepfactor F (2)
+//   -n/--iters N (20)    -w/--warmup_iters N (5)   -c/--check 0|1 (1)
+//   -d/--datatype NAME (float32)   -o/--op sum|avg|min|max|prod (sum)
+//   -t/--transport NAME (auto)     -r/--reference mpi
+//   -m/--model PROFILE             --csv FILE      -h/--help
+// SIZE takes K, M, G suffixes (powers of 1024), as kolo's byte knobs do.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/dtype.h"
+
+namespace kolo::bench {
+
+struct PerfOptions {
+  int64_t min_bytes = 32 << 20;
+  int64_t max_bytes = 32 << 20;
+  int64_t step_factor = 2;
+  int iters = 20;
+  int warmup_iters = 5;
+  bool check = true;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  std::string transport;  // empty: leave KOLO_TRANSPORT as the environment has it
+  bool reference_mpi = false;
+  std::string model;      // empty: the size sweep
+  std::string csv_path;   // empty: no CSV
+  bool help = false;
+};
+
+// Parses argv. Returns false and sets *error on an unknown flag, a missing or
+// malformed value, or inconsistent values (min > max, factor < 2, avg on bool, ...).
+bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string* error);
+
+const char* perf_usage();
+
+// "sum", "avg", "min", "max", "prod": nccl-tests' names for the ops.
+const char* redop_name(ReduceOp op);
+
+}  // namespace kolo::bench
