@@ -67,3 +67,11 @@ inline std::string where(const char* file, int line) {
     if (!kolo_s_.ok())                                                               \
       return kolo_s_.with_context(::kolo::detail::where(__FILE__, __LINE__));        \
   } while (0)
+
+// As KOLO_RETURN_IF_ERROR, but passes the status up unchanged: for errors whose
+// message is meant for the caller (argument checks), where file:line is noise.
+#define KOLO_RETURN_IF_ERROR_AS_IS(expr)    \
+  do {                                      \
+    ::kolo::Status kolo_s_ = (expr);        \
+    if (!kolo_s_.ok()) return kolo_s_;      \
+  } while (0)

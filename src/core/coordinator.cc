@@ -31,7 +31,7 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       selector_(offered(world), config.transport, world.control->topology()),
       fusion_(static_cast<size_t>(config.fusion_threshold_bytes)),
       negotiator_(*world.control, config),
-      executor_(selector_, fusion_, world.control->topology().size,
+      executor_(selector_, fusion_, world.control->topology().rank, world.control->topology().size,
                 [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }) {}
 
 Status Coordinator::validate() const { return selector_.validate(); }

@@ -28,13 +28,17 @@ double output_factor(const TensorParams& p, int world_size) {
 
 }  // namespace
 
-Executor::Executor(transport::Selector& selector, FusionBuffer& fusion, int world_size,
-                   Complete complete)
-    : selector_(selector), fusion_(fusion), world_size_(world_size), complete_(std::move(complete)) {}
+Executor::Executor(transport::Selector& selector, FusionBuffer& fusion, int rank,
+                   int world_size, Complete complete)
+    : selector_(selector),
+      fusion_(fusion),
+      rank_(rank),
+      world_size_(world_size),
+      complete_(std::move(complete)) {}
 
 void Executor::execute(const std::vector<Response>& responses,
                        std::map<std::string, TensorEntry>* pending) {
-  std::vector<const Response*> ok;
+  std::vector<const Response*> allreduces, others;
   for (const Response& r : responses) {
     auto it = pending->find(r.name);
     if (r.code != Code::kOk) {
@@ -44,36 +48,78 @@ void Executor::execute(const std::vector<Response>& responses,
       }
       continue;
     }
-    KOLO_CHECK(it != pending->end());
-    ok.push_back(&r);
+    if (is_allreduce(r.params.collective)) {
+      // No local entry: this rank has joined and contributes zeros (Note [Join]).
+      if (it == pending->end()) pending->emplace(r.name, zero_entry(r));
+      allreduces.push_back(&r);
+    } else {
+      KOLO_CHECK(it != pending->end());
+      others.push_back(&r);
+    }
   }
+  run_allreduces(allreduces, pending);
+  for (const Response* r : others) {
+    auto it = pending->find(r->name);
+    Status status = run_collective(it->second, *r);
+    if (!status.ok()) KOLO_LOG(kError) << r->name << ": " << status.to_string();
+    ++sequence_;
+    complete_(it->second, status);
+    pending->erase(it);
+  }
+}
 
-  // Fusion classes in order of first appearance: a pure function of the list.
+TensorEntry Executor::zero_entry(const Response& response) {
+  const TensorParams& p = response.params;
+  const size_t bytes = p.bytes();
+  if (zeros_.size() < bytes) zeros_.assign(bytes, 0);
+  if (sink_.size() < bytes) sink_.resize(bytes);
+  TensorEntry e;
+  e.request.name = response.name;
+  e.request.params = p;
+  e.input = zeros_.data();
+  e.output = sink_.data();
+  // A group's members all read zeros and write into the sink; they may share it,
+  // since nothing reads a joined rank's results.
+  for (int64_t count : p.splits) e.members.push_back({zeros_.data(), sink_.data(), count});
+  return e;  // no handle: completing it is a no-op
+}
+
+void Executor::run_allreduces(const std::vector<const Response*>& ok,
+                              std::map<std::string, TensorEntry>* pending) {
+  // Fusion classes in order of first appearance: a pure function of the list. A
+  // group is a class of its own, so it is never mixed with other tensors.
   std::vector<const TensorParams*> classes;
   std::vector<PlanItem> items;
   items.reserve(ok.size());
   for (const Response* r : ok) {
     int cls = -1;
-    for (size_t c = 0; c < classes.size() && cls < 0; ++c)
+    const bool group = r->params.collective == Collective::kGroupedAllreduce;
+    for (size_t c = 0; c < classes.size() && cls < 0 && !group; ++c)
       if (same_fusion_class(*classes[c], r->params)) cls = static_cast<int>(c);
     if (cls < 0) {
       cls = static_cast<int>(classes.size());
       classes.push_back(&r->params);
     }
-    items.push_back(PlanItem{r->params.bytes(), cls});
+    // A group is always its own bucket: make it "larger than the threshold".
+    items.push_back(PlanItem{group ? fusion_.size() + 1 : r->params.bytes(), cls});
   }
 
   for (const PlannedBucket& bucket : plan_buckets(items, fusion_.size())) {
     std::vector<TensorEntry*> entries;
     for (size_t i : bucket.items) entries.push_back(&pending->at(ok[i]->name));
     const TensorParams& params = ok[bucket.items[0]]->params;
-    Status status = entries.size() == 1 ? run_alone(*entries[0], params)
-                                        : run_fused(entries, params);
+    Status status;
+    if (params.collective == Collective::kGroupedAllreduce)
+      status = run_group(*entries[0], params);
+    else if (entries.size() == 1)
+      status = run_alone(*entries[0], params);
+    else
+      status = run_fused(entries, params);
     if (!status.ok()) KOLO_LOG(kError) << "bucket " << sequence_ << ": " << status.to_string();
     ++sequence_;
     for (size_t i : bucket.items) {
       auto it = pending->find(ok[i]->name);
-      complete_(it->second, status);
+      if (it->second.handle) complete_(it->second, status);
       pending->erase(it);
     }
   }
@@ -94,12 +140,12 @@ Status Executor::reduce(const void* input, void* output, const TensorParams& par
   return transport->allreduce(view)->wait();
 }
 
-void Executor::finish_in_place(void* data, const TensorParams& params) {
+void Executor::finish_in_place(void* data, int64_t count, const TensorParams& params) {
   if (is_floating(params.dtype)) {
     double f = output_factor(params, world_size_);
-    if (f != 1.0) reduce::scale(data, data, params.count, params.dtype, f);
+    if (f != 1.0) reduce::scale(data, data, count, params.dtype, f);
   } else if (params.op == ReduceOp::kAverage) {
-    reduce::divide_integer(data, params.count, params.dtype, world_size_);
+    reduce::divide_integer(data, count, params.dtype, world_size_);
   }
 }
 
@@ -110,7 +156,32 @@ Status Executor::run_alone(TensorEntry& entry, const TensorParams& params) {
     input = entry.output;
   }
   KOLO_RETURN_IF_ERROR(reduce(input, entry.output, params));
-  finish_in_place(entry.output, params);
+  finish_in_place(entry.output, params.count, params);
+  return Status::OK();
+}
+
+// A group is one bucket: packed into the fusion buffer when it fits; otherwise its
+// members are reduced one after another, in order, still never mixed with others.
+Status Executor::run_group(TensorEntry& entry, const TensorParams& params) {
+  if (params.bytes() <= fusion_.size() && entry.members.size() > 1) {
+    std::vector<TensorEntry> members(entry.members.size());
+    std::vector<TensorEntry*> ptrs;
+    for (size_t i = 0; i < members.size(); ++i) {
+      members[i].input = entry.members[i].input;
+      members[i].output = entry.members[i].output;
+      members[i].request.params.count = entry.members[i].count;
+      ptrs.push_back(&members[i]);
+    }
+    return run_fused(ptrs, params);
+  }
+  for (const TensorEntry::Member& m : entry.members) {
+    TensorEntry one;
+    one.input = m.input;
+    one.output = m.output;
+    TensorParams p = params;
+    p.count = m.count;
+    KOLO_RETURN_IF_ERROR(run_alone(one, p));
+  }
   return Status::OK();
 }
 

@@ -26,24 +26,43 @@ class Executor {
   // Completes one local tensor (the runtime forgets it and completes its handle).
   using Complete = std::function<void(TensorEntry&, Status)>;
 
-  Executor(transport::Selector& selector, FusionBuffer& fusion, int world_size,
+  Executor(transport::Selector& selector, FusionBuffer& fusion, int rank, int world_size,
            Complete complete);
 
   // `pending` maps this rank's in-flight names to their entries; every OK response
-  // names an entry in it. Error responses complete the entry if this rank has one.
+  // names an entry in it — except allreduces this rank takes part in after it
+  // joined, for which it contributes zeros. Error responses complete the entry if
+  // this rank has one. Allreduce buckets run first, then the other collectives in
+  // response order; both orders are the same on every rank.
   void execute(const std::vector<Response>& responses, std::map<std::string, TensorEntry>* pending);
 
  private:
+  void run_allreduces(const std::vector<const Response*>& ok,
+                      std::map<std::string, TensorEntry>* pending);
   Status run_fused(const std::vector<TensorEntry*>& entries, const TensorParams& params);
   Status run_alone(TensorEntry& entry, const TensorParams& params);
+  Status run_group(TensorEntry& entry, const TensorParams& params);
   Status reduce(const void* input, void* output, const TensorParams& params);
-  void finish_in_place(void* data, const TensorParams& params);
+  void finish_in_place(void* data, int64_t count, const TensorParams& params);
+  TensorEntry zero_entry(const Response& response);
+
+  // executor_collectives.cc: everything but allreduce.
+  Status run_collective(TensorEntry& entry, const Response& response);
+  Status run_broadcast(TensorEntry& entry, const TensorParams& params);
+  Status run_allgather(TensorEntry& entry, const Response& response);
+  Status run_alltoall(TensorEntry& entry, const Response& response);
+  Status run_reducescatter(TensorEntry& entry, const TensorParams& params);
+  Status transport_collective(transport::CollectiveOp op, transport::CollectiveView view);
 
   transport::Selector& selector_;
   FusionBuffer& fusion_;
+  int rank_;
   int world_size_;
   Complete complete_;
   uint64_t sequence_ = 0;
+  std::vector<char> zeros_;    // a joined rank's contribution; grow-only, all zero
+  std::vector<char> sink_;     // where a joined rank's results go; grow-only
+  std::vector<char> scratch_;  // prescaled reducescatter input; grow-only
 };
 
 // Note [Scaling and average]

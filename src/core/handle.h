@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -31,6 +32,12 @@ class HandleState {
   // Blocks until done or until timeout_seconds pass (negative: forever).
   // Returns done().
   bool wait(double timeout_seconds);
+
+  // Results some collectives hand back (allgather and alltoall: the output kolo
+  // allocated and the per-rank rows; join: the last rank). Written by the
+  // coordinator before complete(); read by anyone after done().
+  std::vector<char> output;
+  std::vector<int64_t> splits;
 
  private:
   std::atomic<bool> done_{false};

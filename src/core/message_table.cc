@@ -5,7 +5,30 @@
 
 namespace kolo::core {
 
-std::optional<Response> MessageTable::add(int rank, Request request, Clock::time_point now) {
+bool MessageTable::complete(const Pending& p, Collective c) const {
+  for (int r = 0; r < world_size_; ++r)
+    if (!p.by_rank[r] && !(joined_[r] && is_allreduce(c))) return false;
+  return true;
+}
+
+Response MessageTable::finish(std::map<std::string, Pending>::iterator it) {
+  Response r = validate(it->second.by_rank);
+  pending_.erase(it);
+  return r;
+}
+
+std::vector<Response> MessageTable::add(int rank, Request request, Clock::time_point now) {
+  if (joined_.empty()) joined_.assign(world_size_, false);
+  const Collective c = request.params.collective;
+  if (c == Collective::kJoin) return join(rank, std::move(request), now);
+  if (joined_count_ > 0 && !is_allreduce(c)) {
+    Response err{request.name, request.params, Code::kInvalidArgument,
+                 "tensor '" + request.name + "': " + collective_name(c) +
+                     " cannot run while ranks have joined (only allreduce can: joined "
+                     "ranks contribute zeros); call it after every rank's join returns",
+                 {}};
+    return {err};
+  }
   auto [it, inserted] = pending_.try_emplace(request.name);
   Pending& p = it->second;
   if (inserted) {
@@ -14,13 +37,55 @@ std::optional<Response> MessageTable::add(int rank, Request request, Clock::time
   }
   if (!p.by_rank[rank].has_value()) ++p.arrived;
   p.by_rank[rank] = std::move(request);
-  if (p.arrived < world_size_) return std::nullopt;
+  if (!complete(p, c)) return {};
+  return {finish(it)};
+}
 
-  std::vector<Request> requests;
-  requests.reserve(world_size_);
-  for (auto& r : p.by_rank) requests.push_back(std::move(*r));
-  pending_.erase(it);
-  return validate(requests);
+std::vector<Response> MessageTable::join(int rank, Request request, Clock::time_point now) {
+  std::vector<Response> out;
+  if (!joined_[rank]) {
+    joined_[rank] = true;
+    ++joined_count_;
+  }
+  // What the join releases: allreduces now complete, every other collective fails.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    const std::optional<Request>* any = nullptr;
+    for (const auto& r : it->second.by_rank)
+      if (r) any = &r;
+    if (!any || (*any)->params.collective == Collective::kJoin) {
+      ++it;
+      continue;
+    }
+    const Collective c = (*any)->params.collective;
+    if (!is_allreduce(c)) {
+      out.push_back(Response{it->first, (*any)->params, Code::kInvalidArgument,
+                             "tensor '" + it->first + "': " + collective_name(c) + " failed: rank " +
+                                 std::to_string(rank) + " joined before submitting it",
+                             {}});
+      it = pending_.erase(it);
+    } else if (complete(it->second, c)) {
+      auto done = it++;
+      out.push_back(finish(done));
+    } else {
+      ++it;
+    }
+  }
+  auto [it, inserted] = pending_.try_emplace(request.name);
+  Pending& p = it->second;
+  if (inserted) {
+    p.by_rank.resize(world_size_);
+    p.first_seen = now;
+  }
+  if (!p.by_rank[rank]) ++p.arrived;
+  p.by_rank[rank] = std::move(request);
+  if (p.arrived == world_size_) {
+    Response r = finish(it);
+    r.sizes = {rank};  // the last rank to join
+    out.push_back(std::move(r));
+    joined_.assign(world_size_, false);
+    joined_count_ = 0;
+  }
+  return out;
 }
 
 std::vector<MessageTable::Stall> MessageTable::stalls(Clock::time_point now,

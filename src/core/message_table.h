@@ -24,10 +24,11 @@ class MessageTable {
 
   explicit MessageTable(int world_size) : world_size_(world_size) {}
 
-  // Records rank's request. Returns the validated response once every rank has
-  // asked for the name (and forgets the name), else nullopt. A rank asking twice
-  // for a pending name replaces its earlier request.
-  std::optional<Response> add(int rank, Request request, Clock::time_point now);
+  // Records rank's request and returns the responses it makes ready: the
+  // validated response for the name once every rank has asked for it (the name is
+  // then forgotten), errors, and — for a join — what the join releases. See
+  // Note [Join]. A rank asking twice for a pending name replaces its request.
+  std::vector<Response> add(int rank, Request request, Clock::time_point now);
 
   struct Stall {
     std::string name;
@@ -48,9 +49,23 @@ class MessageTable {
     int arrived = 0;
     Clock::time_point first_seen;
   };
+  bool complete(const Pending& p, Collective c) const;
+  Response finish(std::map<std::string, Pending>::iterator it);
+  std::vector<Response> join(int rank, Request request, Clock::time_point now);
+
   int world_size_;
   std::map<std::string, Pending> pending_;
+  std::vector<bool> joined_;  // by rank
+  int joined_count_ = 0;
 };
+
+// Note [Join]
+// A rank that runs out of data joins (Horovod's hvd.join). From then until every
+// rank has joined, an allreduce counts as submitted by the joined ranks, which
+// contribute zeros (AVERAGE still divides by the full world size); every other
+// collective fails on the ranks that submit it, because a joined rank cannot take
+// part. When the last rank joins, every rank's join completes with that rank's
+// number and the joined state is cleared.
 
 // "Missing ranks: 1: [grad/w1, grad/b1]; 2: [grad/w1]" — Horovod's stall report
 // shape, one line per call.

@@ -36,6 +36,11 @@ Negotiator::Negotiator(transport::ControlPlane& control, const Config& config)
 }
 
 void Negotiator::add(const Request& request, Clock::time_point enqueued) {
+  if (request.params.collective == Collective::kJoin) joined_ = true;
+  if (!is_cacheable(request.params.collective)) {
+    to_send_.push_back(request);
+    return;
+  }
   uint32_t bit = 0;
   switch (cache_.lookup(request, &bit)) {
     case ResponseCache::Lookup::kHit:
@@ -74,14 +79,29 @@ Negotiator::Clock::time_point Negotiator::next_deadline(Clock::time_point now) c
 }
 
 std::vector<uint64_t> Negotiator::build_bits(bool shutdown, bool slow_path) const {
-  const size_t words = 1 + 2 * cache_words();
+  const size_t words = 1 + 3 * cache_words();
   std::vector<uint64_t> bits(words, 0);
   uint64_t flags = (slow_path ? kFlagSlowPath : 0) | (shutdown ? kFlagShutdown : 0);
   bits[0] = ~flags;  // inverted: the AND computes the OR of the flags
   for (size_t w = 1 + cache_words(); w < words; ++w) bits[w] = ~0ull;
-  for (const auto& [bit, w] : waiting_)
-    if (invalid_.count(bit) == 0) bits[ready_word(bit)] |= 1ull << (bit % 64);
+  for (const auto& [bit, w] : waiting_) {
+    if (invalid_.count(bit) != 0) continue;
+    bits[ready_word(bit)] |= 1ull << (bit % 64);
+    bits[held_word(bit)] &= ~(1ull << (bit % 64));
+  }
   for (uint32_t bit : invalid_) bits[invalid_word(bit)] &= ~(1ull << (bit % 64));
+  if (joined_) {
+    // See Note [Join]: a joined rank agrees to every cached allreduce (it will
+    // contribute zeros) and declares every other cached entry invalid, so that
+    // those names take the slow path and fail there.
+    for (uint32_t bit = 0; bit < cache_.capacity(); ++bit) {
+      if (!cache_.occupied(bit)) continue;
+      if (is_allreduce(cache_.at(bit).params.collective))
+        bits[ready_word(bit)] |= 1ull << (bit % 64);
+      else
+        bits[invalid_word(bit)] &= ~(1ull << (bit % 64));
+    }
+  }
   return bits;
 }
 
@@ -120,7 +140,7 @@ Status Negotiator::cycle(bool shutdown, std::vector<Response>* ready, bool* stop
 
   // Ready everywhere, in bit order.
   for (size_t bit = 0; bit < cache_.capacity(); ++bit) {
-    if (!test_bit(bits, ready_word(bit), bit)) continue;
+    if (!test_bit(bits, ready_word(bit), bit) || test_bit(bits, held_word(bit), bit)) continue;
     KOLO_CHECK(cache_.occupied(static_cast<uint32_t>(bit)));
     ready->push_back(cache_.at(static_cast<uint32_t>(bit)));
     cache_.touch(static_cast<uint32_t>(bit));
@@ -149,8 +169,7 @@ Status Negotiator::slow_path(std::vector<Response>* ready) {
       std::vector<Request> requests;
       KOLO_RETURN_IF_ERROR(decode_requests(gathered[r], &requests));
       for (Request& req : requests) {
-        std::optional<Response> resp = table_.add(r, std::move(req), now);
-        if (resp) responses.push_back(std::move(*resp));
+        for (Response& resp : table_.add(r, std::move(req), now)) responses.push_back(std::move(resp));
       }
     }
     encoded = encode_responses(responses);
@@ -159,7 +178,8 @@ Status Negotiator::slow_path(std::vector<Response>* ready) {
   std::vector<Response> responses;
   KOLO_RETURN_IF_ERROR(decode_responses(encoded, &responses));
   for (Response& resp : responses) {
-    if (resp.code == Code::kOk) {
+    if (resp.params.collective == Collective::kJoin) joined_ = false;
+    if (resp.code == Code::kOk && is_cacheable(resp.params.collective)) {
       std::optional<uint32_t> evicted;
       cache_.put(resp, &evicted);
       // put() already dropped the victim (and may have reused its bit).

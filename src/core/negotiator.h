@@ -4,7 +4,7 @@
 // the doorbell in control_plane.h for how idle ranks join):
 //
 //   1. Fast path, always: one bitwise AND over a bit vector
-//        [ flags | ready bits | invalid bits ]
+//        [ flags | ready bits | invalid bits | held bits ]
 //      A set "ready" bit b means: this rank has a request pending whose name and
 //      parameters equal cache entry b. After the AND, a bit set on every rank is
 //      ready everywhere and executes, in bit order, with no message to rank 0.
@@ -12,7 +12,10 @@
 //      "someone has uncached requests", "someone asks to shut down", "someone
 //      found cache entry b stale (its name was resubmitted with other parameters,
 //      or it has waited too long)". Invalid entries are evicted on every rank and
-//      their pending requests take the slow path.
+//      their pending requests take the slow path. "Held" bits (also inverted, so
+//      OR-ed) say that some rank really has the request: a rank that has joined
+//      marks every cached allreduce ready (it contributes zeros, Note [Join]), and
+//      an entry is ready only if also held somewhere.
 //   2. Slow path, only when some rank has uncached requests (or rank 0 has stall
 //      failures to announce): every rank gathers its new requests to rank 0, rank 0
 //      records them in its MessageTable, validates every name that all ranks have
@@ -63,6 +66,7 @@ class Negotiator {
   Status cycle(bool shutdown, std::vector<Response>* ready, bool* stop);
 
   uint64_t cycles() const { return cycle_; }
+  bool joined() const { return joined_; }
 
   // Rank 0: logs a stall warning if names have waited longer than the check time
   // and the last warning is older than that. Cheap; call when idle.
@@ -78,6 +82,7 @@ class Negotiator {
   size_t cache_words() const { return (cache_.capacity() + 63) / 64; }
   size_t ready_word(size_t bit) const { return 1 + bit / 64; }
   size_t invalid_word(size_t bit) const { return 1 + cache_words() + bit / 64; }
+  size_t held_word(size_t bit) const { return 1 + 2 * cache_words() + bit / 64; }
 
   std::vector<uint64_t> build_bits(bool shutdown, bool slow_path) const;
   void collect_stale_waits(Clock::time_point now);
@@ -97,6 +102,7 @@ class Negotiator {
   std::set<uint32_t> invalid_;                // bits to announce as invalid
   std::vector<Response> stall_failures_;      // rank 0: kStalled responses to announce
   uint64_t cycle_ = 0;
+  bool joined_ = false;                       // this rank has joined (Note [Join])
   double cache_stall_seconds_;                // waits longer than this leave the cache
   Clock::time_point last_stall_warning_;
 };

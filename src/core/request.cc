@@ -9,6 +9,13 @@ namespace kolo::core {
 const char* collective_name(Collective c) {
   switch (c) {
     case Collective::kAllreduce: return "allreduce";
+    case Collective::kAllgather: return "allgather";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kAlltoall: return "alltoall";
+    case Collective::kReducescatter: return "reducescatter";
+    case Collective::kBarrier: return "barrier";
+    case Collective::kJoin: return "join";
+    case Collective::kGroupedAllreduce: return "grouped allreduce";
   }
   return "invalid";
 }
@@ -41,38 +48,62 @@ std::string describe_values(const std::vector<std::string>& values) {
   return os.str();
 }
 
+std::string join_values(const std::vector<int64_t>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out + "]";
+}
+
 struct Field {
   const char* name;
+  bool (*applies)(Collective);
   std::function<std::string(const TensorParams&)> show;
 };
 
+bool always(Collective) { return true; }
+bool has_dtype(Collective c) { return c != Collective::kBarrier && c != Collective::kJoin; }
+bool has_count(Collective c) {
+  return is_allreduce(c) || c == Collective::kBroadcast || c == Collective::kReducescatter;
+}
+bool has_rows(Collective c) { return has_per_rank_sizes(c) || c == Collective::kReducescatter; }
+bool has_op(Collective c) { return is_allreduce(c) || c == Collective::kReducescatter; }
+bool has_root(Collective c) { return c == Collective::kBroadcast; }
+bool is_group(Collective c) { return c == Collective::kGroupedAllreduce; }
+
 const std::vector<Field>& fields() {
   static const std::vector<Field> kFields = {
-      {"collective", [](const TensorParams& p) { return std::string(collective_name(p.collective)); }},
-      {"device", [](const TensorParams& p) { return std::string(p.device == DeviceKind::kCuda ? "cuda" : "cpu"); }},
-      {"dtype", [](const TensorParams& p) { return dtype_name(p.dtype); }},
-      {"count", [](const TensorParams& p) { return std::to_string(p.count); }},
-      {"op", [](const TensorParams& p) { return op_name(p.op); }},
-      {"prescale", [](const TensorParams& p) { return format_double(p.prescale); }},
-      {"postscale", [](const TensorParams& p) { return format_double(p.postscale); }},
-      {"root", [](const TensorParams& p) { return std::to_string(p.root); }},
+      {"collective", always, [](const TensorParams& p) { return std::string(collective_name(p.collective)); }},
+      {"device", always, [](const TensorParams& p) { return std::string(p.device == DeviceKind::kCuda ? "cuda" : "cpu"); }},
+      {"dtype", has_dtype, [](const TensorParams& p) { return dtype_name(p.dtype); }},
+      {"count", has_count, [](const TensorParams& p) { return std::to_string(p.count); }},
+      {"row size (trailing dimensions)", has_rows, [](const TensorParams& p) { return std::to_string(p.row_count); }},
+      {"op", has_op, [](const TensorParams& p) { return op_name(p.op); }},
+      {"prescale", has_op, [](const TensorParams& p) { return format_double(p.prescale); }},
+      {"postscale", has_op, [](const TensorParams& p) { return format_double(p.postscale); }},
+      {"root", has_root, [](const TensorParams& p) { return std::to_string(p.root); }},
+      {"group member counts", is_group, [](const TensorParams& p) { return join_values(p.splits); }},
+      {"group member names", is_group, [](const TensorParams& p) { return std::to_string(p.names_hash); }},
   };
   return kFields;
 }
 
 }  // namespace
 
-Response validate(const std::vector<Request>& per_rank) {
+Response validate(const std::vector<std::optional<Request>>& per_rank) {
+  const Request* first = nullptr;
+  for (const auto& r : per_rank)
+    if (r && !first) first = &*r;
   Response response;
-  response.name = per_rank.at(0).name;
-  response.params = per_rank[0].params;
+  response.name = first->name;
+  response.params = first->params;
   for (const Field& field : fields()) {
+    // The collective is compared first, so later fields may trust it.
+    if (!field.applies(response.params.collective)) continue;
     std::vector<std::string> values;
-    values.reserve(per_rank.size());
     bool differs = false;
-    for (const Request& r : per_rank) {
-      values.push_back(field.show(r.params));
-      differs |= values.back() != values.front();
+    for (const auto& r : per_rank) {
+      values.push_back(r ? field.show(r->params) : std::string("(joined)"));
+      if (r) differs |= values.back() != field.show(first->params);
     }
     if (differs) {
       response.code = Code::kMismatch;
@@ -80,6 +111,13 @@ Response validate(const std::vector<Request>& per_rank) {
                          ": " + describe_values(values);
       return response;
     }
+  }
+  const Collective c = response.params.collective;
+  if (c == Collective::kAllgather) {
+    for (const auto& r : per_rank) response.sizes.push_back(r->params.count / r->params.row_count);
+  } else if (c == Collective::kAlltoall) {
+    for (const auto& r : per_rank)
+      response.sizes.insert(response.sizes.end(), r->params.splits.begin(), r->params.splits.end());
   }
   return response;
 }

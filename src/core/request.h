@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,30 @@ namespace kolo::core {
 
 enum class Collective : uint8_t {
   kAllreduce = 0,
+  kAllgather = 1,
+  kBroadcast = 2,
+  kAlltoall = 3,
+  kReducescatter = 4,
+  kBarrier = 5,
+  kJoin = 6,
+  kGroupedAllreduce = 7,
 };
-constexpr int kNumCollectives = 1;
+constexpr int kNumCollectives = 8;
+
+// Allreduce-like: reduced with the fusion buffer, and a joined rank contributes
+// zeros to them (see Note [Join]).
+inline bool is_allreduce(Collective c) {
+  return c == Collective::kAllreduce || c == Collective::kGroupedAllreduce;
+}
+// Per-rank shapes differ (allgather rows, alltoall splits): the response carries
+// every rank's sizes, and the response cache does not apply.
+inline bool has_per_rank_sizes(Collective c) {
+  return c == Collective::kAllgather || c == Collective::kAlltoall;
+}
+inline bool is_cacheable(Collective c) {
+  return c == Collective::kAllreduce || c == Collective::kGroupedAllreduce ||
+         c == Collective::kBroadcast || c == Collective::kReducescatter;
+}
 
 const char* collective_name(Collective c);
 
@@ -32,11 +55,19 @@ struct TensorParams {
   double prescale = 1.0;
   double postscale = 1.0;
   int32_t root = -1;  // rooted collectives only; -1 otherwise
+  // Elements per row along the first dimension (allgather, alltoall,
+  // reducescatter; count = rows * row_count). 1 otherwise.
+  int64_t row_count = 1;
+  // Alltoall: rows sent to each rank. Grouped allreduce: each member's count.
+  std::vector<int64_t> splits;
+  // Grouped allreduce: a hash of the member names, so ranks agree on membership.
+  uint64_t names_hash = 0;
 
   bool operator==(const TensorParams& o) const {
     return collective == o.collective && dtype == o.dtype && op == o.op &&
            device == o.device && count == o.count && prescale == o.prescale &&
-           postscale == o.postscale && root == o.root;
+           postscale == o.postscale && root == o.root && row_count == o.row_count &&
+           splits == o.splits && names_hash == o.names_hash;
   }
   bool operator!=(const TensorParams& o) const { return !(*this == o); }
 
@@ -53,6 +84,9 @@ struct Response {
   TensorParams params;          // the agreed parameters (rank 0's on error)
   Code code = Code::kOk;        // kOk: execute; otherwise complete with this error
   std::string message;          // why, for errors
+  // Allgather: rows contributed by each rank. Alltoall: the size x size matrix of
+  // rows sent, row-major [source][destination]. Join: {last rank to join}.
+  std::vector<int64_t> sizes;
 };
 
 // Note [What ranks must agree on]
@@ -62,9 +96,11 @@ struct Response {
 // that names the field and the value on each rank. The device *index* is not
 // compared (rank 0 may use GPU 0 while rank 1 uses GPU 1); the device kind is.
 
-// Compares the requests for one name (one per rank, in rank order). Returns the
-// OK response with requests[0]'s parameters, or a mismatch response whose message
-// names the tensor, the first field that differs, and the value on each rank.
-Response validate(const std::vector<Request>& per_rank);
+// Compares the requests for one name, one per rank in rank order (a rank that has
+// joined is absent: nullopt). Returns the OK response — with the first present
+// rank's parameters and, for allgather and alltoall, every rank's sizes — or a
+// mismatch response whose message names the tensor, the first field that differs,
+// and the value on each rank.
+Response validate(const std::vector<std::optional<Request>>& per_rank);
 
 }  // namespace kolo::core

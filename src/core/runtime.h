@@ -37,6 +37,25 @@ struct AllreduceArgs {
   Device device;
 };
 
+// Any collective. Fields a collective does not use are ignored.
+struct CollectiveArgs {
+  Collective collective = Collective::kAllreduce;
+  std::string name;
+  const void* input = nullptr;
+  void* output = nullptr;
+  int64_t rows = 0;       // elements for allreduce/broadcast; rows otherwise
+  int64_t row_count = 1;  // elements per row (allgather, alltoall, reducescatter)
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  Device device;
+  int root = 0;                            // broadcast
+  const int64_t* splits = nullptr;         // alltoall: rows per destination, or null
+  std::vector<std::string> member_names;   // grouped allreduce
+  std::vector<TensorEntry::Member> members;
+};
+
 class Runtime {
  public:
   // Validates the configuration against the world (e.g. KOLO_TRANSPORT names a
@@ -49,6 +68,13 @@ class Runtime {
 
   // Validates the arguments and enqueues the tensor. On error nothing is enqueued.
   Status allreduce_async(const AllreduceArgs& args, std::shared_ptr<HandleState>* handle);
+
+  // Any collective (collective_args.cc validates per collective).
+  Status submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle);
+
+  // A barrier's or join's internal name; the barrier counter advances per call, so
+  // every rank must call barrier the same number of times in the same order.
+  std::string next_barrier_name() { return "kolo.barrier." + std::to_string(barriers_++); }
 
   // Asks every rank to stop, waits for this rank's coordinator to finish, and
   // releases the world. Idempotent.
@@ -70,6 +96,7 @@ class Runtime {
   std::thread thread_;
   std::mutex shutdown_mu_;
   bool cuda_supported_ = false;
+  std::atomic<uint64_t> barriers_{0};
 };
 
 }  // namespace kolo::core

@@ -26,9 +26,15 @@ namespace kolo::core {
 using Clock = std::chrono::steady_clock;
 
 struct TensorEntry {
+  struct Member {  // one tensor of a grouped allreduce
+    const void* input;
+    void* output;
+    int64_t count;
+  };
   Request request;
   const void* input = nullptr;
   void* output = nullptr;
+  std::vector<Member> members;  // grouped allreduce only
   Device device;
   std::shared_ptr<HandleState> handle;
   Clock::time_point enqueued;

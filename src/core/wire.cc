@@ -27,6 +27,10 @@ class Writer {
     put<uint32_t>(static_cast<uint32_t>(s.size()));
     out_.append(s);
   }
+  void put_values(const std::vector<int64_t>& v) {
+    put<uint32_t>(static_cast<uint32_t>(v.size()));
+    for (int64_t x : v) put<int64_t>(x);
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -49,6 +53,14 @@ class Reader {
     if (!get(&n) || n > max_length || in_.size() - pos_ < n) return false;
     s->assign(in_.data() + pos_, n);
     pos_ += n;
+    return true;
+  }
+  bool get_values(std::vector<int64_t>* v) {
+    uint32_t n;
+    if (!get(&n) || n > remaining() / sizeof(int64_t)) return false;
+    v->resize(n);
+    for (auto& x : *v)
+      if (!get(&x)) return false;
     return true;
   }
   bool at_end() const { return pos_ == in_.size(); }
@@ -76,6 +88,9 @@ void write_request(Writer* w, const std::string& name, const TensorParams& p) {
   w->put<double>(p.prescale);
   w->put<double>(p.postscale);
   w->put<int32_t>(p.root);
+  w->put<int64_t>(p.row_count);
+  w->put_values(p.splits);
+  w->put<uint64_t>(p.names_hash);
 }
 
 Status corrupt(const char* what) {
@@ -99,7 +114,8 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
   if (!r->get_string(name, KOLO_MAX_NAME_LENGTH)) return corrupt("bad name");
   if (!r->get(&collective) || !r->get(&dtype) || !r->get(&op) || !r->get(&device) ||
       !r->get(&p->count) || !r->get(&p->prescale) || !r->get(&p->postscale) ||
-      !r->get(&p->root))
+      !r->get(&p->root) || !r->get(&p->row_count) || !r->get_values(&p->splits) ||
+      !r->get(&p->names_hash))
     return corrupt("truncated item");
   if (collective >= kNumCollectives) return corrupt("bad collective");
   p->collective = static_cast<Collective>(collective);
@@ -110,11 +126,12 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
   if (!is_valid(p->op)) return corrupt("bad op");
   if (!is_valid(p->device)) return corrupt("bad device");
   if (p->count < 0) return corrupt("negative count");
+  if (p->row_count < 1) return corrupt("row size below 1");
   return Status::OK();
 }
 
 // Each item needs at least this many bytes, which bounds a claimed item count.
-constexpr size_t kMinItemBytes = 4 + 1 + 4 + 4 + 4 + 8 + 8 + 8 + 4;
+constexpr size_t kMinItemBytes = 4 + 1 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 8;
 
 }  // namespace
 
@@ -132,6 +149,7 @@ std::string encode_responses(const std::vector<Response>& responses) {
     write_request(&w, r.name, r.params);
     w.put<int32_t>(static_cast<int32_t>(r.code));
     w.put_string(r.message);
+    w.put_values(r.sizes);
   }
   return w.take();
 }
@@ -157,7 +175,8 @@ Status decode_responses(const std::string& bytes, std::vector<Response>* respons
   for (Response& resp : out) {
     KOLO_RETURN_IF_ERROR(read_request(&r, &resp.name, &resp.params));
     int32_t code;
-    if (!r.get(&code) || !r.get_string(&resp.message, kMaxMessageLength))
+    if (!r.get(&code) || !r.get_string(&resp.message, kMaxMessageLength) ||
+        !r.get_values(&resp.sizes))
       return corrupt("truncated response");
     if (code < 0 || code > static_cast<int32_t>(Code::kInternal)) return corrupt("bad code");
     resp.code = static_cast<Code>(code);

@@ -18,11 +18,11 @@ Request req(const std::string& name, int64_t count = 4, DataType dtype = DataTyp
 }
 
 Response ok_response(const std::string& name, int64_t count = 4) {
-  return Response{name, req(name, count).params, Code::kOk, ""};
+  return Response{name, req(name, count).params, Code::kOk, "", {}};
 }
 
 TEST(Validate, AgreeingRequestsGiveOk) {
-  Response r = validate({req("a"), req("a"), req("a")});
+  Response r = validate({req("a"), req("a"), req("a")});  // optionals by conversion
   EXPECT_EQ(r.code, Code::kOk);
   EXPECT_EQ(r.params, req("a").params);
 }
@@ -39,18 +39,30 @@ TEST(Validate, EachFieldMismatchIsNamedWithValuesPerRank) {
       {[](TensorParams& p) { p.prescale = 2; }, "prescale", "1", "2"},
       {[](TensorParams& p) { p.postscale = 0.5; }, "postscale", "1", "0.5"},
       {[](TensorParams& p) { p.device = DeviceKind::kCuda; }, "device", "cpu", "cuda"},
-      {[](TensorParams& p) { p.root = 1; }, "root", "-1", "1"},
   };
   for (const Case& c : cases) {
     Request other = req("grad");
     c.change(other.params);
-    Response r = validate({req("grad"), other, req("grad")});
+    Response r = validate({req("grad"), other, req("grad")});  // optionals by conversion
     EXPECT_EQ(r.code, Code::kMismatch);
     EXPECT_NE(r.message.find("'grad'"), std::string::npos) << r.message;
     EXPECT_NE(r.message.find(c.field), std::string::npos) << r.message;
     EXPECT_NE(r.message.find(c.rank0 + " on ranks 0,2"), std::string::npos) << r.message;
     EXPECT_NE(r.message.find(c.rank1 + " on rank 1"), std::string::npos) << r.message;
   }
+}
+
+TEST(Validate, BroadcastRootMismatchAndIgnoredFields) {
+  Request a = req("b"), b = req("b");
+  a.params.collective = b.params.collective = Collective::kBroadcast;
+  a.params.root = 0;
+  b.params.root = 1;
+  Response r = validate({a, b});
+  EXPECT_EQ(r.code, Code::kMismatch);
+  EXPECT_NE(r.message.find("root: 0 on rank 0; 1 on rank 1"), std::string::npos) << r.message;
+  b.params.root = 0;
+  b.params.op = ReduceOp::kMax;  // broadcast has no op: not compared
+  EXPECT_EQ(validate({a, b}).code, Code::kOk);
 }
 
 TEST(ResponseCache, HitMissStale) {
@@ -121,13 +133,76 @@ TEST(ResponseCache, SameHistoryGivesSameState) {
 TEST(MessageTable, ReadyWhenEveryRankAsked) {
   MessageTable table(3);
   auto now = MessageTable::Clock::now();
-  EXPECT_FALSE(table.add(2, req("x"), now));
-  EXPECT_FALSE(table.add(0, req("x"), now));
-  EXPECT_FALSE(table.add(0, req("x"), now));  // a repeat does not count twice
+  EXPECT_TRUE(table.add(2, req("x"), now).empty());
+  EXPECT_TRUE(table.add(0, req("x"), now).empty());
+  EXPECT_TRUE(table.add(0, req("x"), now).empty());  // a repeat does not count twice
   auto r = table.add(1, req("x"), now);
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->code, Code::kOk);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].code, Code::kOk);
   EXPECT_EQ(table.pending(), 0u);
+}
+
+Request of(Collective c, const std::string& name) {
+  Request r = req(name);
+  r.params.collective = c;
+  return r;
+}
+
+// Note [Join]: joined ranks count as having submitted allreduces; other collectives
+// fail; the last join completes everyone's join with its rank.
+TEST(MessageTable, JoinReleasesAllreducesAndFailsOtherCollectives) {
+  MessageTable table(3);
+  auto now = MessageTable::Clock::now();
+  EXPECT_TRUE(table.add(0, req("grad"), now).empty());
+  EXPECT_TRUE(table.add(0, of(Collective::kBroadcast, "bcast"), now).empty());
+  EXPECT_TRUE(table.add(1, req("grad"), now).empty());
+  auto released = table.add(2, of(Collective::kJoin, "kolo.join"), now);
+  ASSERT_EQ(released.size(), 2u);  // map order: "bcast" < "grad"
+  EXPECT_EQ(released[0].name, "bcast");
+  EXPECT_EQ(released[0].code, Code::kInvalidArgument);
+  EXPECT_NE(released[0].message.find("rank 2 joined"), std::string::npos) << released[0].message;
+  EXPECT_EQ(released[1].name, "grad");
+  EXPECT_EQ(released[1].code, Code::kOk);
+  // While rank 2 is joined: allreduces from the others complete, others fail at once.
+  EXPECT_TRUE(table.add(1, req("next"), now).empty());
+  ASSERT_EQ(table.add(0, req("next"), now).size(), 1u);
+  auto refused = table.add(0, of(Collective::kAllgather, "gather"), now);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].code, Code::kInvalidArgument);
+  EXPECT_TRUE(table.add(0, of(Collective::kJoin, "kolo.join"), now).empty());
+  auto done = table.add(1, of(Collective::kJoin, "kolo.join"), now);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].code, Code::kOk);
+  EXPECT_EQ(done[0].sizes, std::vector<int64_t>{1});
+  // Joined state is cleared: an allreduce waits for everyone again.
+  EXPECT_TRUE(table.add(0, req("after"), now).empty());
+  EXPECT_TRUE(table.add(1, req("after"), now).empty());
+  EXPECT_EQ(table.add(2, req("after"), now).size(), 1u);
+}
+
+TEST(Validate, AllgatherAndAlltoallCarryEveryRanksSizes) {
+  auto gather = [](int64_t rows) {
+    Request r = of(Collective::kAllgather, "g");
+    r.params.row_count = 3;
+    r.params.count = rows * 3;
+    return std::optional<Request>(r);
+  };
+  Response r = validate({gather(2), gather(0), gather(5)});
+  EXPECT_EQ(r.code, Code::kOk);
+  EXPECT_EQ(r.sizes, (std::vector<int64_t>{2, 0, 5}));
+  auto bad = gather(1);
+  bad->params.row_count = 4;
+  r = validate({gather(2), bad});
+  EXPECT_EQ(r.code, Code::kMismatch);
+  EXPECT_NE(r.message.find("trailing dimensions"), std::string::npos) << r.message;
+  auto a2a = [](std::vector<int64_t> splits) {
+    Request r = of(Collective::kAlltoall, "a");
+    r.params.splits = splits;
+    r.params.count = splits[0] + splits[1];
+    return std::optional<Request>(r);
+  };
+  r = validate({a2a({1, 2}), a2a({3, 4})});
+  EXPECT_EQ(r.sizes, (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
 TEST(MessageTable, StallsNameMissingRanksAndFailOnRequest) {

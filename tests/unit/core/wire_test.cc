@@ -19,6 +19,9 @@ std::vector<Request> sample_requests() {
     r.params.prescale = 0.5 * i;
     r.params.postscale = 1.0 / (i + 1);
     r.params.root = i - 1;
+    r.params.row_count = i + 1;
+    r.params.splits.assign(i, 7 * i);
+    r.params.names_hash = 0x9e3779b97f4a7c15ull * i;
     out.push_back(r);
   }
   out.push_back(Request{std::string(1024, 'x'), TensorParams{}});
@@ -41,7 +44,7 @@ TEST(Wire, ResponsesRoundTrip) {
   std::vector<Response> in;
   for (const auto& r : sample_requests()) {
     Response resp{r.name, r.params, r.name.size() % 2 ? Code::kMismatch : Code::kOk,
-                  "message for " + r.name};
+                  "message for " + r.name, r.params.splits};
     in.push_back(resp);
   }
   std::vector<Response> out;
@@ -52,6 +55,7 @@ TEST(Wire, ResponsesRoundTrip) {
     EXPECT_EQ(out[i].params, in[i].params);
     EXPECT_EQ(out[i].code, in[i].code);
     EXPECT_EQ(out[i].message, in[i].message);
+    EXPECT_EQ(out[i].sizes, in[i].sizes);
   }
 }
 
@@ -67,7 +71,7 @@ TEST(Wire, EveryTruncationIsRejected) {
     std::vector<Request> out;
     EXPECT_FALSE(decode_requests(full.substr(0, n), &out).ok()) << "length " << n;
   }
-  const std::string resp = encode_responses({Response{"a", {}, Code::kOk, "m"}});
+  const std::string resp = encode_responses({Response{"a", TensorParams(), Code::kOk, "m", {1, 2}}});
   for (size_t n = 0; n < resp.size(); ++n) {
     std::vector<Response> out;
     EXPECT_FALSE(decode_responses(resp.substr(0, n), &out).ok()) << "length " << n;

@@ -1,0 +1,203 @@
+#include "core/collective_args.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "common/check.h"
+#include "kolo/kolo.h"
+
+namespace kolo::core {
+namespace {
+
+bool ranges_overlap(const void* a, const void* b, size_t bytes) {
+  auto x = reinterpret_cast<uintptr_t>(a);
+  auto y = reinterpret_cast<uintptr_t>(b);
+  return x < y + bytes && y < x + bytes;
+}
+
+Status check_name(const std::string& name) {
+  if (name.empty()) return invalid_argument("name is empty");
+  if (name.size() > KOLO_MAX_NAME_LENGTH)
+    return invalid_argument("name is " + std::to_string(name.size()) + " bytes long; the limit is " +
+                            std::to_string(KOLO_MAX_NAME_LENGTH));
+  return Status::OK();
+}
+
+Status check_scale(const std::string& prefix, const char* which, double factor, DataType dtype) {
+  if (!std::isfinite(factor))
+    return invalid_argument(prefix + which + " must be finite, got " + std::to_string(factor));
+  if (factor != 1.0 && !is_floating(dtype))
+    return invalid_argument(prefix + which + " " + std::to_string(factor) +
+                            " needs a floating-point dtype, not " + dtype_name(dtype) +
+                            " (scale factors other than 1.0 apply to float16, bfloat16, "
+                            "float32 and float64 only)");
+  return Status::OK();
+}
+
+// dtype, device, and a non-negative element count that fits in bytes.
+Status check_shape(const std::string& prefix, const CollectiveArgs& a, bool cuda_supported,
+                   int64_t* elements) {
+  if (!is_valid(a.dtype))
+    return invalid_argument(prefix + "unknown dtype " + std::to_string(static_cast<int>(a.dtype)));
+  if (!is_valid(a.device.kind))
+    return invalid_argument(prefix + "unknown device kind " +
+                            std::to_string(static_cast<int>(a.device.kind)));
+  if (a.device.kind == DeviceKind::kCuda && !cuda_supported)
+    return unsupported(prefix + "CUDA memory needs the NCCL transport, which this world does not offer");
+  const char* what = a.collective == Collective::kAllreduce || a.collective == Collective::kBroadcast
+                         ? "count" : "rows";
+  if (a.rows < 0) return invalid_argument(prefix + "negative " + what + " " + std::to_string(a.rows));
+  if (a.row_count < 1)
+    return invalid_argument(prefix + "row size (elements per row) must be at least 1, got " +
+                            std::to_string(a.row_count));
+  const int64_t limit = std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(a.dtype));
+  if (a.rows > limit / a.row_count)
+    return invalid_argument(prefix + what + " " + std::to_string(a.rows) + " of " +
+                            dtype_name(a.dtype) + " overflows the byte size");
+  *elements = a.rows * a.row_count;
+  return Status::OK();
+}
+
+Status check_buffers(const std::string& prefix, const void* in, const void* out, int64_t count,
+                     DataType dtype, bool need_in, bool need_out) {
+  if (count == 0) return Status::OK();
+  if (need_in && in == nullptr) return invalid_argument(prefix + "input is NULL");
+  if (need_out && out == nullptr) return invalid_argument(prefix + "output is NULL");
+  if (need_in && need_out && in != out &&
+      ranges_overlap(in, out, static_cast<size_t>(count) * dtype_size(dtype)))
+    return invalid_argument(prefix + "input and output overlap without being equal");
+  return Status::OK();
+}
+
+Status check_reduction(const std::string& prefix, const CollectiveArgs& a) {
+  if (!is_valid(a.op)) return invalid_argument(prefix + "unknown op " + std::to_string(static_cast<int>(a.op)));
+  if (a.op == ReduceOp::kAverage && a.dtype == DataType::kBool)
+    return invalid_argument(prefix + "average is not defined for bool");
+  KOLO_RETURN_IF_ERROR_AS_IS(check_scale(prefix, "prescale", a.prescale, a.dtype));
+  return check_scale(prefix, "postscale", a.postscale, a.dtype);
+}
+
+uint64_t hash_names(const std::vector<std::string>& names) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const std::string& n : names) {
+    for (unsigned char c : n) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;  // separator
+  }
+  return h;
+}
+
+Status make_grouped(const CollectiveArgs& a, bool cuda_supported, TensorEntry* e) {
+  if (a.members.empty()) return invalid_argument("grouped allreduce of no tensors");
+  if (a.member_names.size() != a.members.size())
+    return invalid_argument("grouped allreduce: names and tensors differ in number");
+  std::set<std::string> seen;
+  int64_t total = 0;
+  for (size_t i = 0; i < a.members.size(); ++i) {
+    KOLO_RETURN_IF_ERROR_AS_IS(check_name(a.member_names[i]));
+    const std::string prefix = "tensor '" + a.member_names[i] + "' (grouped): ";
+    if (!seen.insert(a.member_names[i]).second)
+      return invalid_argument(prefix + "appears twice in the group");
+    CollectiveArgs m = a;
+    m.collective = Collective::kAllreduce;
+    m.rows = a.members[i].count;
+    m.row_count = 1;
+    int64_t n = 0;
+    KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, m, cuda_supported, &n));
+    KOLO_RETURN_IF_ERROR_AS_IS(check_buffers(prefix, a.members[i].input, a.members[i].output, n, a.dtype, true, true));
+    e->request.params.splits.push_back(n);
+    if (total > std::numeric_limits<int64_t>::max() / 16 - n)
+      return invalid_argument(prefix + "the group's total size overflows");
+    total += n;
+  }
+  KOLO_RETURN_IF_ERROR_AS_IS(check_reduction("grouped allreduce: ", a));
+  e->members = a.members;
+  e->request.name = "group:" + a.member_names[0] + ":" + std::to_string(a.members.size());
+  e->request.params.count = total;
+  e->request.params.names_hash = hash_names(a.member_names);
+  return Status::OK();
+}
+
+}  // namespace
+
+int64_t shard_rows(int64_t rows, int rank, int size) {
+  return rows / size + (rank < rows % size ? 1 : 0);
+}
+
+Status make_entry(const CollectiveArgs& a, const transport::Topology& topo, bool cuda_supported,
+                  TensorEntry* e) {
+  TensorParams& p = e->request.params;
+  p.collective = a.collective;
+  p.dtype = a.dtype;
+  p.device = a.device.kind;
+  e->input = a.input;
+  e->output = a.output;
+  e->device = a.device;
+  if (a.collective == Collective::kGroupedAllreduce) {
+    p.op = a.op;
+    p.prescale = a.prescale;
+    p.postscale = a.postscale;
+    return make_grouped(a, cuda_supported, e);
+  }
+  KOLO_RETURN_IF_ERROR_AS_IS(check_name(a.name));
+  e->request.name = a.name;
+  const std::string prefix = "tensor '" + a.name + "': ";
+  if (a.collective == Collective::kBarrier || a.collective == Collective::kJoin) return Status::OK();
+  int64_t n = 0;
+  KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, a, cuda_supported, &n));
+  p.count = n;
+  p.row_count = a.row_count;
+  switch (a.collective) {
+    case Collective::kAllreduce:
+      KOLO_RETURN_IF_ERROR_AS_IS(check_reduction(prefix, a));
+      p.op = a.op;
+      p.prescale = a.prescale;
+      p.postscale = a.postscale;
+      return check_buffers(prefix, a.input, a.output, n, a.dtype, true, true);
+    case Collective::kAllgather:
+      return check_buffers(prefix, a.input, nullptr, n, a.dtype, true, false);
+    case Collective::kBroadcast:
+      if (a.root < 0 || a.root >= topo.size)
+        return invalid_argument(prefix + "root " + std::to_string(a.root) + " is not a rank (size " +
+                                std::to_string(topo.size) + ")");
+      p.root = a.root;
+      return check_buffers(prefix, a.input, a.output, n, a.dtype, topo.rank == a.root, true);
+    case Collective::kAlltoall: {
+      if (a.splits == nullptr) {
+        if (a.rows % topo.size != 0)
+          return invalid_argument(prefix + "rows " + std::to_string(a.rows) +
+                                  " do not split evenly over " + std::to_string(topo.size) +
+                                  " ranks; pass splits");
+        p.splits.assign(topo.size, a.rows / topo.size);
+      } else {
+        p.splits.assign(a.splits, a.splits + topo.size);
+        int64_t sum = 0;
+        for (int64_t s : p.splits) {
+          if (s < 0) return invalid_argument(prefix + "negative split " + std::to_string(s));
+          sum += s;
+        }
+        if (sum != a.rows)
+          return invalid_argument(prefix + "splits add up to " + std::to_string(sum) +
+                                  " rows, but the input has " + std::to_string(a.rows));
+      }
+      return check_buffers(prefix, a.input, nullptr, n, a.dtype, true, false);
+    }
+    case Collective::kReducescatter: {
+      if (a.op != ReduceOp::kSum && a.op != ReduceOp::kAverage)
+        return invalid_argument(prefix + "reducescatter takes op sum or average, not " + op_name(a.op));
+      KOLO_RETURN_IF_ERROR_AS_IS(check_reduction(prefix, a));
+      p.op = a.op;
+      p.prescale = a.prescale;
+      p.postscale = a.postscale;
+      const int64_t shard = shard_rows(a.rows, topo.rank, topo.size) * a.row_count;
+      if (n > 0 && a.input == nullptr) return invalid_argument(prefix + "input is NULL");
+      if (shard > 0 && a.output == nullptr) return invalid_argument(prefix + "output is NULL");
+      return Status::OK();
+    }
+    default:
+      return internal_error("unexpected collective");
+  }
+}
+
+}  // namespace kolo::core

@@ -1,0 +1,19 @@
+// Turning a caller's collective arguments into a TensorEntry, with every check a
+// caller can fail on its own rank (before anything is enqueued). The messages
+// name the tensor and the argument.
+#pragma once
+
+#include "common/status.h"
+#include "core/runtime.h"
+#include "transport/control_plane.h"
+
+namespace kolo::core {
+
+Status make_entry(const CollectiveArgs& args, const transport::Topology& topology,
+                  bool cuda_supported, TensorEntry* entry);
+
+// Horovod's reducescatter shards: with q = rows / size and m = rows % size, ranks
+// below m get q + 1 rows, the others q.
+int64_t shard_rows(int64_t rows, int rank, int size);
+
+}  // namespace kolo::core
