@@ -1,6 +1,9 @@
 #include "transports/mpi/mpi_wait.h"
 
 #include <sched.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include <algorithm>
 #include <thread>
@@ -9,6 +12,16 @@
 
 namespace kolo::mpi {
 
+namespace {
+constexpr unsigned long kSleepSlackNs = 1000;
+}  // namespace
+
+Backoff::~Backoff() {
+#ifdef __linux__
+  if (slack_lowered_) prctl(PR_SET_TIMERSLACK, saved_slack_ns_, 0, 0, 0);
+#endif
+}
+
 void Backoff::pause() {
   ++tests_;
   if (tests_ <= kSpinTests) return;
@@ -16,6 +29,15 @@ void Backoff::pause() {
     sched_yield();
     return;
   }
+#ifdef __linux__
+  if (!slack_lowered_) {
+    int saved = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (saved > 0 && prctl(PR_SET_TIMERSLACK, kSleepSlackNs, 0, 0, 0) == 0) {
+      saved_slack_ns_ = static_cast<unsigned long>(saved);
+      slack_lowered_ = true;
+    }
+  }
+#endif
   std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
   sleep_us_ = std::min<int64_t>(sleep_us_ * 2, kMaxSleep.count());
 }

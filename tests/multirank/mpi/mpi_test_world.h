@@ -16,6 +16,7 @@
 
 #include "transport/world.h"
 #include "transports/mpi/mpi_comm.h"
+#include "transports/mpi/mpi_wait.h"
 #include "transports/mpi/mpi_world.h"
 
 namespace kolo::mpi::testing {
@@ -39,7 +40,9 @@ inline transport::Transport* find_transport(const std::string& name) {
 inline SharedComms dup_world_comms() {
   auto comms = std::make_shared<Comms>();
   for (MPI_Comm* comm : {&comms->control, &comms->data}) {
-    MPI_Comm_dup(MPI_COMM_WORLD, comm);
+    MPI_Request request;
+    MPI_Comm_idup(MPI_COMM_WORLD, comm, &request);
+    EXPECT_TRUE(wait(&request).ok());  // not MPI_Comm_dup: it spins
     MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
   }
   return comms;
