@@ -1,0 +1,54 @@
+"""kolo: collective communication for data-parallel training, from Python.
+
+The package calls libkolo's C API (include/kolo/kolo.h) through ctypes: there is no
+compiled extension, so it does not depend on any framework's C++ ABI. This module
+is the framework-neutral API on NumPy arrays; ``kolo.torch`` is a drop-in for
+``horovod.torch``.
+
+    import numpy as np, kolo
+    kolo.init()
+    total = kolo.allreduce(np.ones(4, np.float32), op=kolo.Sum)   # == size()
+    kolo.shutdown()
+
+libkolo is found through ``KOLO_LIBRARY``, the build tree, or an install prefix
+(see ``kolo._lib``); ``kolo.library_path()`` says which file was loaded.
+"""
+
+from . import _lib
+from ._core import (Adasum, Average, Handle, Max, Min, Product, Sum, barrier, cross_rank,
+                    cross_size, init, is_initialized, join, local_rank, local_size, rank,
+                    shutdown, size, transport_built, version)
+from ._numpy_ops import (allgather, allgather_async, allreduce, allreduce_async, alltoall,
+                         alltoall_async, broadcast, broadcast_async, grouped_allreduce,
+                         grouped_allreduce_async, poll, reducescatter, reducescatter_async,
+                         synchronize)
+from .exceptions import (DuplicateNameError, HorovodInternalError, KoloError, KoloTimeoutError,
+                         KoloValueError, LibraryNotFoundError, MismatchError,
+                         NotInitializedError, ShutdownError, StalledError, TransportError,
+                         UnsupportedError)
+
+__version__ = "0.1.0"
+
+
+def library_path():
+    """The libkolo file this process loaded (loading it if needed)."""
+    return _lib.load().path
+
+
+def build_info():
+    """libkolo's build and configuration, as a dict (kolo_build_info_json)."""
+    import json
+    return json.loads(_lib.load().kolo_build_info_json().decode())
+
+
+__all__ = [
+    "Adasum", "Average", "Handle", "Max", "Min", "Product", "Sum",
+    "allgather", "allgather_async", "allreduce", "allreduce_async", "alltoall",
+    "alltoall_async", "barrier", "broadcast", "broadcast_async", "build_info", "cross_rank",
+    "cross_size", "grouped_allreduce", "grouped_allreduce_async", "init", "is_initialized",
+    "join", "library_path", "local_rank", "local_size", "poll", "rank", "reducescatter",
+    "reducescatter_async", "shutdown", "size", "synchronize", "transport_built", "version",
+    "DuplicateNameError", "HorovodInternalError", "KoloError", "KoloTimeoutError",
+    "KoloValueError", "LibraryNotFoundError", "MismatchError", "NotInitializedError",
+    "ShutdownError", "StalledError", "TransportError", "UnsupportedError",
+]

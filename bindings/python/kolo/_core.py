@@ -1,0 +1,384 @@
+"""Lifecycle, topology, handles and errors: the framework-independent half of kolo.
+
+Both front ends (NumPy in ``kolo``, PyTorch in ``kolo.torch``) reduce every call to
+raw pointers, counts and kolo dtypes and hand them to :func:`submit`; this module
+turns statuses into exceptions and handles into :class:`Handle` objects.
+
+Note [Buffers live until the handle completes]
+A collective reads and writes the caller's memory from kolo's coordinator thread,
+so every object whose memory a handle touches is referenced by the handle's state
+until the operation has completed - even if the caller drops the Handle early. A
+dropped, incomplete handle is parked in ``_orphans`` and released by a later call
+once it has completed (or by shutdown, which completes every handle).
+"""
+
+import atexit
+import ctypes
+import itertools
+import threading
+
+from . import _lib
+from .exceptions import (DuplicateNameError, KoloError, KoloTimeoutError, KoloValueError,
+                         MismatchError, NotInitializedError, ShutdownError, StalledError,
+                         TransportError, UnsupportedError)
+
+# Reduction operators, as kolo numbers them (the names are Horovod's).
+Sum = _lib.OP_SUM
+Average = _lib.OP_AVERAGE
+Min = _lib.OP_MIN
+Max = _lib.OP_MAX
+Product = _lib.OP_PRODUCT
+Adasum = 100  # Horovod's; kolo does not implement it (rejected with a ValueError)
+
+_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
+
+_EXCEPTIONS = {
+    _lib.ERR_INVALID_ARGUMENT: KoloValueError,
+    _lib.ERR_NOT_INITIALIZED: NotInitializedError,
+    _lib.ERR_ALREADY_INITIALIZED: KoloValueError,
+    _lib.ERR_DUPLICATE_NAME: DuplicateNameError,
+    _lib.ERR_MISMATCH: MismatchError,
+    _lib.ERR_SHUTDOWN: ShutdownError,
+    _lib.ERR_TIMEOUT: KoloTimeoutError,
+    _lib.ERR_STALLED: StalledError,
+    _lib.ERR_UNSUPPORTED: UnsupportedError,
+    _lib.ERR_TRANSPORT: TransportError,
+    _lib.ERR_INTERNAL: KoloError,
+}
+
+# How long one kolo_wait call blocks before Python gets a chance to handle signals
+# (Ctrl-C). kolo_wait itself polls briefly, then sleeps.
+_WAIT_SLICE_SECONDS = 0.2
+
+
+def lib():
+    return _lib.load()
+
+
+def status_name(status):
+    return lib().kolo_status_string(status).decode()
+
+
+def error(status, message, what=None):
+    """The exception for a kolo status (never called with KOLO_OK)."""
+    cls = _EXCEPTIONS.get(status, KoloError)
+    text = "%s: %s" % (status_name(status), message or "(no message)")
+    if what:
+        text = "%s: %s" % (what, text)
+    return cls(text, status_name(status))
+
+
+def check(status, what=None):
+    """Raises the exception for a non-OK status returned by a kolo call."""
+    if status != _lib.OK:
+        raise error(status, lib().kolo_last_error().decode(errors="replace"), what)
+
+
+# ---- lifecycle and topology ------------------------------------------------------
+
+_atexit_registered = False
+
+
+def init(comm=None):
+    """Starts kolo on MPI_COMM_WORLD, or on ``comm`` (an mpi4py communicator or a
+    Fortran communicator handle, as ``MPI_Comm_c2f`` gives). Collective. Calling it
+    again while initialised does nothing, as in Horovod."""
+    global _atexit_registered
+    if comm is None:
+        status = lib().kolo_init()
+    elif isinstance(comm, (list, tuple)):
+        raise KoloValueError("kolo.init(comm=[ranks]) is not supported; pass an MPI communicator")
+    else:
+        handle = comm.py2f() if hasattr(comm, "py2f") else comm
+        if not isinstance(handle, int):
+            raise KoloValueError("comm must be an mpi4py communicator or an int Fortran handle")
+        status = lib().kolo_init_comm(handle)
+    if status == _lib.ERR_ALREADY_INITIALIZED:
+        return
+    check(status, "kolo.init")
+    if not _atexit_registered:
+        atexit.register(shutdown)
+        _atexit_registered = True
+
+
+def shutdown():
+    """Stops kolo; pending operations complete with ShutdownError on every rank."""
+    check(lib().kolo_shutdown(), "kolo.shutdown")
+    _reap_orphans()
+
+
+def is_initialized():
+    return bool(lib().kolo_is_initialized())
+
+
+def _topology(fn, what):
+    value = fn()
+    if value < 0:
+        raise NotInitializedError(
+            "kolo.%s(): kolo has not been initialized; call kolo.init() first" % what)
+    return value
+
+
+def rank():
+    return _topology(lib().kolo_rank, "rank")
+
+
+def size():
+    return _topology(lib().kolo_size, "size")
+
+
+def local_rank():
+    return _topology(lib().kolo_local_rank, "local_rank")
+
+
+def local_size():
+    return _topology(lib().kolo_local_size, "local_size")
+
+
+def cross_rank():
+    return _topology(lib().kolo_cross_rank, "cross_rank")
+
+
+def cross_size():
+    return _topology(lib().kolo_cross_size, "cross_size")
+
+
+def require_initialized(what):
+    if not lib().kolo_is_initialized():
+        raise NotInitializedError(
+            "%s: kolo has not been initialized; call init() first" % what)
+
+
+def transport_built(name):
+    """(built, reason) for a transport name ("mpi", "ring", "nccl", ...)."""
+    reason = ctypes.c_char_p()
+    built = lib().kolo_transport_built(name.encode(), ctypes.byref(reason))
+    return bool(built), (reason.value or b"").decode()
+
+
+def version():
+    return lib().kolo_version().decode()
+
+
+# ---- names -------------------------------------------------------------------------
+
+_name_counter = itertools.count()
+
+
+def op_name(kind, name):
+    """The tensor name to submit. Unnamed tensors get Horovod's "<kind>.noname.<n>",
+    with a per-process counter: ranks that make the same calls in the same order
+    generate the same names."""
+    if name is None:
+        return "%s.noname.%d" % (kind, next(_name_counter))
+    if not isinstance(name, str):
+        raise KoloValueError("name must be a str, got %s" % type(name).__name__)
+    return name
+
+
+def check_op(op, allowed=None):
+    if op == Adasum:
+        raise KoloValueError("op=Adasum is not supported by kolo")
+    if op not in _OP_NAMES:
+        raise KoloValueError("unknown reduce op %r (use Sum, Average, Min, Max or Product)" % op)
+    if allowed is not None and op not in allowed:
+        raise KoloValueError("op=%s is not supported here (use %s)" % (
+            _OP_NAMES[op], " or ".join(_OP_NAMES[a] for a in allowed)))
+    return op
+
+
+# ---- handles -----------------------------------------------------------------------
+
+_registry_lock = threading.Lock()
+_orphans = set()
+
+
+class _State:
+    """One operation in flight: the C handle and everything it must keep alive."""
+
+    __slots__ = ("ptr", "keep", "finish", "what", "done", "result", "exc", "__weakref__")
+
+    def __init__(self, ptr, keep, finish, what):
+        self.ptr = ptr
+        self.keep = keep
+        self.finish = finish
+        self.what = what
+        self.done = False
+        self.result = None
+        self.exc = None
+
+    def complete(self, status):
+        """Reads the outcome of a completed handle, then releases it."""
+        try:
+            if status != _lib.OK:
+                message = lib().kolo_handle_message(self.ptr).decode(errors="replace")
+                self.exc = error(status, message, self.what)
+            elif self.finish is not None:
+                self.result = self.finish(self.ptr)
+        except BaseException as e:  # a failing finish still releases the handle
+            self.exc = e
+        finally:
+            lib().kolo_handle_release(self.ptr)
+            self.ptr = None
+            self.keep = None
+            self.finish = None
+            self.done = True
+
+
+class Handle:
+    """An asynchronous collective. ``poll()`` never blocks; ``wait()`` blocks until it
+    completes and returns its result (or raises its error); both may be called from
+    any thread. The result stays available after completion. See
+    Note [Buffers live until the handle completes]."""
+
+    __slots__ = ("_state", "_lock", "__weakref__")
+
+    def __init__(self, state):
+        self._state = state
+        self._lock = threading.Lock()
+
+    def poll(self):
+        st = self._state
+        if st.done:
+            return True
+        done = ctypes.c_int(0)
+        with self._lock:
+            if st.done:
+                return True
+            check(lib().kolo_poll(st.ptr, ctypes.byref(done)), "kolo_poll")
+            if done.value:
+                st.complete(lib().kolo_handle_status(st.ptr))
+        return bool(done.value)
+
+    def wait(self, timeout=None):
+        st = self._state
+        with self._lock:
+            if not st.done:
+                self._wait_locked(st, timeout)
+        if st.exc is not None:
+            raise st.exc
+        return st.result
+
+    def _wait_locked(self, st, timeout):
+        remaining = None if timeout is None else float(timeout)
+        while True:
+            slice_s = _WAIT_SLICE_SECONDS if remaining is None else min(remaining, _WAIT_SLICE_SECONDS)
+            status = lib().kolo_wait(st.ptr, slice_s)
+            if status != _lib.ERR_TIMEOUT:
+                st.complete(status)
+                return
+            if remaining is not None:
+                remaining -= slice_s
+                if remaining <= 0:
+                    raise KoloTimeoutError("%s: not complete after %g s" % (st.what, timeout),
+                                           "KOLO_ERR_TIMEOUT")
+
+    def done(self):
+        return self._state.done
+
+    def __del__(self):
+        st = getattr(self, "_state", None)
+        if st is not None and not st.done:
+            with _registry_lock:
+                _orphans.add(st)
+
+
+def _reap_orphans():
+    if not _orphans:
+        return
+    with _registry_lock:
+        states = list(_orphans)
+    for st in states:
+        done = ctypes.c_int(0)
+        if st.ptr is None or lib().kolo_poll(st.ptr, ctypes.byref(done)) != _lib.OK or done.value:
+            if st.ptr is not None:
+                st.complete(lib().kolo_handle_status(st.ptr))
+            with _registry_lock:
+                _orphans.discard(st)
+
+
+def submit(fn_name, args, keep, finish, what):
+    """Calls an async kolo function whose last argument is the handle out-pointer.
+
+    keep: objects whose memory the operation uses (held until completion).
+    finish: called with the completed C handle; its return value is the result.
+    """
+    _reap_orphans()
+    fn = lib().fn(fn_name)
+    ptr = ctypes.c_void_p()
+    status = fn(*args, ctypes.byref(ptr))
+    check(status, what)
+    return Handle(_State(ptr.value, keep, finish, what))
+
+
+def handle_output(ptr):
+    """(address, bytes) of a completed allgather/alltoall's handle-owned output."""
+    data = ctypes.c_void_p()
+    nbytes = ctypes.c_int64()
+    check(lib().kolo_handle_output(ptr, ctypes.byref(data), ctypes.byref(nbytes)),
+          "kolo_handle_output")
+    return data.value, nbytes.value
+
+
+def handle_splits(ptr, n):
+    splits = (ctypes.c_int64 * n)()
+    check(lib().kolo_handle_splits(ptr, splits, n), "kolo_handle_splits")
+    return list(splits)
+
+
+def barrier():
+    """Blocks until every rank has entered the barrier."""
+    require_initialized("barrier")
+    check(lib().fn("kolo_barrier")(), "kolo.barrier")
+
+
+def join():
+    """This rank has run out of data: blocks until every rank has joined; meanwhile
+    allreduces of other ranks complete as if this rank contributed zeros. Returns
+    the last rank to join."""
+    require_initialized("join")
+    last = ctypes.c_int(-1)
+    check(lib().fn("kolo_join")(ctypes.byref(last)), "kolo.join")
+    return last.value
+
+
+def reducescatter_shard_rows(rows, rank_, size_):
+    """Rows of rank_'s shard when `rows` are scattered over size_ ranks (Horovod's
+    split: the first rows % size_ ranks get one more)."""
+    try:
+        return lib().fn("kolo_reducescatter_shard_rows")(rows, rank_, size_)
+    except UnsupportedError:
+        q, m = divmod(rows, size_)
+        return q + 1 if rank_ < m else q
+
+
+def submit_grouped(base, inputs, outputs, counts, dtype, op, prescale, postscale, device, keep,
+                   finish):
+    """kolo_grouped_allreduce_async over raw addresses; tensor i is named "<base>.<i>"."""
+    n = len(inputs)
+    names = [("%s.%d" % (base, i)).encode() for i in range(n)]
+    c_names = (ctypes.c_char_p * n)(*names)
+    c_in = (ctypes.c_void_p * n)(*inputs)
+    c_out = (ctypes.c_void_p * n)(*outputs)
+    c_counts = (ctypes.c_int64 * n)(*counts)
+    args = (n, c_names, c_in, c_out, c_counts, dtype, check_op(op), float(prescale),
+            float(postscale), device)
+    return submit("kolo_grouped_allreduce_async", args,
+                  (keep, names, c_names, c_in, c_out, c_counts), finish,
+                  "grouped_allreduce %r" % base)
+
+
+def int64_splits(splits, nranks, rows, what):
+    """An alltoall's send splits as a C int64 array (None: an even split)."""
+    if splits is None:
+        if rows % nranks:
+            raise KoloValueError("%s: %d rows do not split evenly over %d ranks; pass splits" % (
+                what, rows, nranks))
+        return None
+    values = [int(s) for s in splits]
+    if len(values) != nranks:
+        raise KoloValueError("%s: splits has %d entries for %d ranks" % (what, len(values), nranks))
+    if any(v < 0 for v in values) or sum(values) != rows:
+        raise KoloValueError("%s: splits %s must be non-negative and sum to the %d rows" % (
+            what, values, rows))
+    return (ctypes.c_int64 * nranks)(*values)

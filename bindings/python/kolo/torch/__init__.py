@@ -1,0 +1,95 @@
+"""kolo.torch: horovod.torch's API over kolo, for CPU tensors (and CUDA tensors when
+libkolo has the NCCL transport).
+
+An existing Horovod PyTorch script runs by changing its import:
+
+    import kolo.torch as hvd
+    hvd.init()
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+
+Errors are Horovod's types: a collective that fails (e.g. ranks disagree on a
+tensor) raises HorovodInternalError, a RuntimeError, on every rank; a bad argument
+raises ValueError.
+"""
+
+from .. import _core
+from .._core import (Adasum, Average, Max, Min, Product, Sum, cross_rank, cross_size,
+                     is_initialized, local_rank, local_size, rank, shutdown, size)
+from ..exceptions import (DuplicateNameError, HorovodInternalError, KoloError, MismatchError,
+                          NotInitializedError, UnsupportedError)
+from .compression import Compression
+from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
+                        broadcast_parameters)
+from .mpi_ops import (HorovodAllgather, HorovodAllreduce, HorovodAlltoall, HorovodBroadcast,
+                      HorovodGroupedAllreduce, HorovodReducescatter, ProcessSet, allgather,
+                      allgather_async, allreduce, allreduce_, allreduce_async, allreduce_async_,
+                      alltoall, alltoall_async, barrier, broadcast, broadcast_, broadcast_async,
+                      broadcast_async_, global_process_set, grouped_allreduce,
+                      grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
+                      join, poll, reducescatter, reducescatter_async, synchronize)
+from .optimizer import DistributedOptimizer
+
+
+def init(comm=None, process_sets=None):
+    """Starts kolo (collective). `comm`: an mpi4py communicator or Fortran handle."""
+    if process_sets:
+        raise ValueError("kolo supports only the global process set")
+    _core.init(comm)
+
+
+# ---- capability queries (Horovod's names) --------------------------------------------
+
+def mpi_built():
+    return _core.transport_built("mpi")[0]
+
+
+def mpi_enabled():
+    """kolo always runs over MPI once initialised."""
+    return mpi_built() and is_initialized()
+
+
+def mpi_threads_supported():
+    """kolo asks MPI for MPI_THREAD_MULTIPLE when it initialises MPI."""
+    return True
+
+
+def nccl_built():
+    return _core.transport_built("nccl")[0]
+
+
+def cuda_built():
+    return nccl_built()
+
+
+def gloo_built():
+    return False
+
+
+def gloo_enabled():
+    return False
+
+
+def rocm_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+def is_homogeneous():
+    return True
+
+
+def start_timeline(file_path, mark_cycles=False):
+    raise UnsupportedError("kolo.torch.start_timeline: set KOLO_TIMELINE=<file> before init")
+
+
+def stop_timeline():
+    raise UnsupportedError("kolo.torch.stop_timeline: set KOLO_TIMELINE=<file> before init")

@@ -1,0 +1,75 @@
+"""Model and optimizer state across ranks, and arbitrary picklable objects:
+horovod.torch's broadcast_parameters, broadcast_optimizer_state, broadcast_object
+and allgather_object."""
+
+import pickle
+
+import torch
+
+from .. import _core
+from ..exceptions import KoloValueError
+from .mpi_ops import allgather, broadcast_, broadcast_async_, synchronize
+
+
+def broadcast_parameters(params, root_rank):
+    """Overwrites every tensor of `params` (a state_dict, or a list of (name, tensor)
+    pairs such as model.named_parameters()) with root_rank's, in place. All
+    broadcasts are started before any is waited for."""
+    if isinstance(params, dict):
+        params = sorted(params.items())
+    elif isinstance(params, (list, tuple)) or hasattr(params, "__iter__"):
+        params = [p if isinstance(p, tuple) else (None, p) for p in params]
+    else:
+        raise KoloValueError("invalid params of type %s" % type(params).__name__)
+    handles = []
+    for name, p in params:
+        if p is None:
+            continue
+        if not isinstance(p, torch.Tensor):
+            raise KoloValueError("broadcast_parameters: %r is a %s, not a tensor" % (
+                name, type(p).__name__))
+        handles.append(broadcast_async_(p, root_rank, name))
+    for handle in handles:
+        synchronize(handle)
+
+
+def broadcast_optimizer_state(optimizer, root_rank):
+    """Leaves every rank's optimizer with root_rank's state and options (learning
+    rate, momentum buffers, step counts, ...): root_rank's state_dict is broadcast
+    as an object and loaded on the other ranks."""
+    if isinstance(optimizer, torch.optim.LBFGS):
+        raise KoloValueError("cannot broadcast torch.optim.LBFGS state")
+    state = optimizer.state_dict() if _core.rank() == root_rank else None
+    state = broadcast_object(state, root_rank, name="broadcast_optimizer_state")
+    if _core.rank() != root_rank:
+        optimizer.load_state_dict(state)
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=None):
+    """root_rank's `obj` (any picklable object) on every rank."""
+    name = name or type(obj).__name__
+    if _core.rank() == root_rank:
+        payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+        size = torch.tensor([payload.numel()], dtype=torch.int64)
+        broadcast_(size, root_rank, name + ".sz")
+    else:
+        size = torch.zeros(1, dtype=torch.int64)
+        broadcast_(size, root_rank, name + ".sz")
+        payload = torch.empty(int(size[0]), dtype=torch.uint8)
+    broadcast_(payload, root_rank, name + ".t")
+    if _core.rank() == root_rank:
+        return obj
+    return pickle.loads(payload.numpy().tobytes())
+
+
+def allgather_object(obj, name=None, process_set=None):
+    """The list of every rank's `obj` (any picklable object), in rank order."""
+    name = name or type(obj).__name__
+    payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+    sizes = allgather(torch.tensor([payload.numel()], dtype=torch.int64), name=name + ".sz")
+    gathered = allgather(payload, name=name + ".t").numpy()
+    out, offset = [], 0
+    for n in sizes.tolist():
+        out.append(pickle.loads(gathered[offset:offset + n].tobytes()))
+        offset += n
+    return out

@@ -1,0 +1,519 @@
+"""The collectives on torch tensors, with horovod.torch's names and semantics.
+
+Tensors go to kolo by address (``tensor.data_ptr()``): a contiguous tensor is read
+and written in place. A non-contiguous input is first made contiguous (a copy, as
+Horovod does); an in-place operation on a non-contiguous tensor works on a
+contiguous copy and copies the result back when it completes.
+
+Names follow Horovod: a given name becomes "<op>.<name>", and unnamed tensors get
+"<op>.noname.<n>" from a per-process counter, so ranks that call in the same order
+agree. Every tensor a handle touches is referenced by it until it completes.
+
+GPU tensors are handed to kolo with their device and current CUDA stream when the
+NCCL transport is built; otherwise they are rejected with an UnsupportedError.
+"""
+
+import ctypes
+import warnings
+
+import torch
+
+from .. import _core, _lib
+from .._core import Average, Sum
+from ..exceptions import KoloValueError, UnsupportedError
+
+_DTYPES = {
+    torch.uint8: _lib.UINT8,
+    torch.int8: _lib.INT8,
+    torch.int16: _lib.INT16,
+    torch.int32: _lib.INT32,
+    torch.int64: _lib.INT64,
+    torch.float16: _lib.FLOAT16,
+    torch.bfloat16: _lib.BFLOAT16,
+    torch.float32: _lib.FLOAT32,
+    torch.float64: _lib.FLOAT64,
+    torch.bool: _lib.BOOL,
+}
+
+
+class ProcessSet:
+    """Horovod's process sets; kolo has one, the global set of all ranks."""
+
+    process_set_id = 0
+
+    def rank(self):
+        return _core.rank()
+
+    def size(self):
+        return _core.size()
+
+    def included(self):
+        return True
+
+    def __repr__(self):
+        return "ProcessSet(global)"
+
+
+global_process_set = ProcessSet()
+
+
+def _check_process_set(process_set):
+    if process_set is not None and process_set is not global_process_set:
+        raise KoloValueError("kolo supports only the global process set")
+
+
+def _op(average, op, what):
+    """Horovod's (deprecated) `average` flag and `op`, resolved to one kolo op."""
+    if average is not None:
+        if op is not None:
+            raise KoloValueError("%s: pass either op or average, not both" % what)
+        warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
+                      DeprecationWarning, stacklevel=3)
+        return Average if average else Sum
+    return _core.check_op(Average if op is None else op)
+
+
+def _name(kind, name):
+    return _core.op_name(kind, None) if name is None else "%s.%s" % (kind, _core.op_name(kind, name))
+
+
+def _kolo_dtype(tensor, what):
+    dtype = _DTYPES.get(tensor.dtype)
+    if dtype is None:
+        raise KoloValueError("%s: dtype %s is not supported (supported: %s)" % (
+            what, tensor.dtype, ", ".join(str(d) for d in _DTYPES)))
+    return dtype
+
+
+def _device(tensor, what):
+    if tensor.device.type == "cpu":
+        return _lib.CPU_DEVICE
+    if tensor.device.type == "cuda":
+        built, reason = _core.transport_built("nccl")
+        if not built:
+            raise UnsupportedError(
+                "%s: the tensor is on %s, but this libkolo (%s) was built without the NCCL "
+                "transport (%s); move the tensor to the CPU or build kolo with NCCL" % (
+                    what, tensor.device, _lib.load().path, reason or "not built"))
+        stream = torch.cuda.current_stream(tensor.device).cuda_stream
+        return _lib.Device(_lib.DEVICE_CUDA, tensor.device.index, stream)
+    raise KoloValueError("%s: tensors on %s are not supported (CPU or CUDA only)" % (
+        what, tensor.device))
+
+
+def _check_tensor(tensor, what):
+    if not isinstance(tensor, torch.Tensor):
+        raise KoloValueError("%s: expected a torch.Tensor, got %s" % (what, type(tensor).__name__))
+    if tensor.is_sparse:
+        raise KoloValueError("%s: sparse tensors are not supported" % what)
+    return _kolo_dtype(tensor, what), _device(tensor, what)
+
+
+def _rows(tensor):
+    if tensor.dim() == 0:
+        return 1, 1
+    row_count = 1
+    for d in tensor.shape[1:]:
+        row_count *= d
+    return tensor.shape[0], row_count
+
+
+def _writable(output):
+    """(buffer to write, copy-back) for an output tensor that may be non-contiguous."""
+    if output.is_contiguous():
+        return output, None
+    return output.contiguous(), output
+
+
+def _finish_into(output, buffer, copy_back):
+    def finish(ptr):
+        if copy_back is not None:
+            copy_back.copy_(buffer)
+        return output
+    return finish
+
+
+# ---- allreduce -----------------------------------------------------------------------
+
+def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor):
+    what = "allreduce %r" % name
+    _core.require_initialized("allreduce")
+    dtype, device = _check_tensor(tensor, what)
+    src = tensor.detach().contiguous()
+    buffer, copy_back = _writable(output)
+    if tensor is output and copy_back is not None:
+        src = buffer
+    args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, op,
+            float(prescale_factor), float(postscale_factor), device)
+    return _core.submit("kolo_allreduce_async", args, (tensor, src, buffer, output),
+                        _finish_into(output, buffer, copy_back), what)
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Starts an allreduce of `tensor` into a new tensor; synchronize() returns it."""
+    _check_process_set(process_set)
+    op = _op(average, op, "allreduce_async")
+    output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+    return _allreduce_async(tensor, output, _name("allreduce", name), op, prescale_factor,
+                            postscale_factor)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set):
+    """Starts an in-place allreduce of `tensor`; synchronize() returns it."""
+    _check_process_set(process_set)
+    op = _op(average, op, "allreduce_async_")
+    return _allreduce_async(tensor, tensor, _name("allreduce", name), op, prescale_factor,
+                            postscale_factor)
+
+
+class HorovodAllreduce(torch.autograd.Function):
+    """Allreduce whose gradient is the allreduce (same op and factors) of the gradient."""
+
+    @staticmethod
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
+        ctx.op, ctx.prescale, ctx.postscale = op, prescale_factor, postscale_factor
+        output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+        return _allreduce_async(tensor, output, _name("allreduce", name), op, prescale_factor,
+                                postscale_factor).wait()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale,
+                         postscale_factor=ctx.postscale)
+        return grad, None, None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
+              postscale_factor=1.0, process_set=global_process_set):
+    """Allreduce of `tensor` into a new tensor (differentiable). `compression` (e.g.
+    Compression.fp16) compresses for the wire and decompresses the result."""
+    _check_process_set(process_set)
+    op = _op(average, op, "allreduce")
+    if compression is not None:
+        compressed, ctx = compression.compress(tensor)
+        summed = HorovodAllreduce.apply(compressed, name, op, prescale_factor, postscale_factor)
+        return compression.decompress(summed, ctx)
+    return HorovodAllreduce.apply(tensor, name, op, prescale_factor, postscale_factor)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    """In-place allreduce of `tensor`; returns it."""
+    return allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor,
+                            process_set).wait()
+
+
+# ---- grouped allreduce ---------------------------------------------------------------
+
+def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postscale_factor):
+    what = "grouped_allreduce %r" % name
+    _core.require_initialized("grouped_allreduce")
+    tensors = list(tensors)
+    if not tensors:
+        raise KoloValueError("%s: the group is empty" % what)
+    checked = [_check_tensor(t, what) for t in tensors]
+    if len({d for d, _ in checked}) != 1:
+        raise KoloValueError("%s: all tensors must share one dtype, got %s" % (
+            what, sorted({str(t.dtype) for t in tensors})))
+    srcs, buffers, copies = [], [], []
+    for t, out in zip(tensors, outputs):
+        src = t.detach().contiguous()
+        buffer, copy_back = _writable(out)
+        srcs.append(buffer if (t is out and copy_back is not None) else src)
+        buffers.append(buffer)
+        copies.append((copy_back, buffer))
+
+    def finish(ptr):
+        for copy_back, buffer in copies:
+            if copy_back is not None:
+                copy_back.copy_(buffer)
+        return list(outputs)
+
+    return _core.submit_grouped(name, [s.data_ptr() for s in srcs],
+                                [b.data_ptr() for b in buffers], [s.numel() for s in srcs],
+                                checked[0][0], op, prescale_factor, postscale_factor,
+                                checked[0][1], (tensors, srcs, buffers, outputs), finish)
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    """Starts one allreduce of a list of tensors, negotiated and reduced as a unit."""
+    _check_process_set(process_set)
+    op = _op(average, op, "grouped_allreduce_async")
+    outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
+    return _grouped_allreduce_async(tensors, outputs, _name("grouped_allreduce", name), op,
+                                    prescale_factor, postscale_factor)
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    _check_process_set(process_set)
+    op = _op(average, op, "grouped_allreduce_async_")
+    tensors = list(tensors)
+    return _grouped_allreduce_async(tensors, tensors, _name("grouped_allreduce", name), op,
+                                    prescale_factor, postscale_factor)
+
+
+class HorovodGroupedAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, prescale_factor, postscale_factor, *tensors):
+        ctx.op, ctx.prescale, ctx.postscale = op, prescale_factor, postscale_factor
+        outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
+        return tuple(_grouped_allreduce_async(tensors, outputs, _name("grouped_allreduce", name),
+                                              op, prescale_factor, postscale_factor).wait())
+
+    @staticmethod
+    def backward(ctx, *grads):
+        reduced = grouped_allreduce(list(grads), op=ctx.op, prescale_factor=ctx.prescale,
+                                    postscale_factor=ctx.postscale)
+        return (None, None, None, None) + tuple(reduced)
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Allreduce of a list of tensors as one unit (differentiable); returns a list."""
+    _check_process_set(process_set)
+    op = _op(average, op, "grouped_allreduce")
+    tensors = list(tensors)
+    if compression is not None:
+        pairs = [compression.compress(t) for t in tensors]
+        reduced = HorovodGroupedAllreduce.apply(name, op, prescale_factor, postscale_factor,
+                                                *[p[0] for p in pairs])
+        return [compression.decompress(r, ctx) for r, (_, ctx) in zip(reduced, pairs)]
+    return list(HorovodGroupedAllreduce.apply(name, op, prescale_factor, postscale_factor,
+                                              *tensors))
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    return grouped_allreduce_async_(tensors, average, name, op, prescale_factor,
+                                    postscale_factor, process_set).wait()
+
+
+# ---- allgather, alltoall: outputs sized by the negotiation ---------------------------
+
+def _copy_out(tensor, row_shape, nranks, what):
+    """finish() for a handle-owned output: copies it into a new CPU tensor."""
+    if tensor.device.type != "cpu":
+        raise UnsupportedError("%s: GPU tensors are not supported for this collective yet" % what)
+
+    def finish(ptr):
+        addr, nbytes = _core.handle_output(ptr)
+        splits = _core.handle_splits(ptr, nranks)
+        out = torch.empty((sum(splits),) + tuple(row_shape), dtype=tensor.dtype)
+        expected = out.numel() * out.element_size()
+        if nbytes != expected:
+            raise _core.KoloError("%s: kolo returned %d bytes, expected %d" % (
+                what, nbytes, expected))
+        if nbytes:
+            ctypes.memmove(out.data_ptr(), addr, nbytes)
+        return out, torch.tensor(splits, dtype=torch.int32)
+
+    return finish
+
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    """Starts an allgather along the first dimension; ranks may differ in it."""
+    _check_process_set(process_set)
+    name = _name("allgather", name)
+    what = "allgather %r" % name
+    _core.require_initialized("allgather")
+    dtype, device = _check_tensor(tensor, what)
+    src = tensor.detach().contiguous()
+    rows, row_count = _rows(src)
+    gathered = _copy_out(tensor, src.shape[1:], _core.size(), what)
+    args = (name.encode(), src.data_ptr(), rows, row_count, dtype, device)
+    return _core.submit("kolo_allgather_async", args, (tensor, src),
+                        lambda ptr: gathered(ptr)[0], what)
+
+
+class HorovodAllgather(torch.autograd.Function):
+    """Allgather; the gradient of this rank's rows is its slice of the averaged gradient."""
+
+    @staticmethod
+    def forward(ctx, tensor, name):
+        ctx.dim = tensor.shape[0] if tensor.dim() else 1
+        return allgather_async(tensor, name).wait()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad_reduced = allreduce(grad_output, op=Average)
+        dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64))
+        offset = int(dims[:_core.rank()].sum())
+        return grad_reduced.narrow(0, offset, ctx.dim), None
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Every rank's tensor concatenated along the first dimension (differentiable)."""
+    _check_process_set(process_set)
+    return HorovodAllgather.apply(tensor, name)
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Starts an alltoall; synchronize() returns (output, received_splits)."""
+    _check_process_set(process_set)
+    name = _name("alltoall", name)
+    what = "alltoall %r" % name
+    _core.require_initialized("alltoall")
+    dtype, device = _check_tensor(tensor, what)
+    src = tensor.detach().contiguous()
+    rows, row_count = _rows(src)
+    nranks = _core.size()
+    if isinstance(splits, torch.Tensor):
+        splits = splits.tolist()
+    send = _core.int64_splits(splits, nranks, rows, what)
+    args = (name.encode(), src.data_ptr(), rows, row_count, send, dtype, device)
+    return _core.submit("kolo_alltoall_async", args, (tensor, src, send),
+                        _copy_out(tensor, src.shape[1:], nranks, what), what)
+
+
+class HorovodAlltoall(torch.autograd.Function):
+    """Alltoall; the gradient travels back by the alltoall with the received splits."""
+
+    @staticmethod
+    def forward(ctx, tensor, splits, name):
+        output, received = alltoall_async(tensor, splits, name).wait()
+        ctx.received = received
+        if splits is None:
+            return output
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx, grad_output, *unused):
+        grad, _ = alltoall(grad_output, splits=ctx.received)
+        return grad, None, None
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Scatters rows (splits[d] to rank d; an even split by default) and gathers what
+    every rank sent here. Returns the output, plus the received splits when `splits`
+    was given (differentiable)."""
+    _check_process_set(process_set)
+    return HorovodAlltoall.apply(tensor, splits, name)
+
+
+# ---- broadcast -----------------------------------------------------------------------
+
+def _broadcast_async(tensor, output, root_rank, name):
+    what = "broadcast %r" % name
+    _core.require_initialized("broadcast")
+    dtype, device = _check_tensor(tensor, what)
+    src = tensor.detach().contiguous()
+    buffer, copy_back = _writable(output)
+    if tensor is output and copy_back is not None:
+        src = buffer
+    args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, int(root_rank),
+            device)
+    return _core.submit("kolo_broadcast_async", args, (tensor, src, buffer, output),
+                        _finish_into(output, buffer, copy_back), what)
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    _check_process_set(process_set)
+    output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+    return _broadcast_async(tensor, output, root_rank, _name("broadcast", name))
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    _check_process_set(process_set)
+    return _broadcast_async(tensor, tensor, root_rank, _name("broadcast", name))
+
+
+class HorovodBroadcast(torch.autograd.Function):
+    """Broadcast; the root's gradient is the average of every rank's, others get zero."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, name):
+        ctx.root_rank = root_rank
+        output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+        return _broadcast_async(tensor, output, root_rank, _name("broadcast", name)).wait()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allreduce(grad_output, op=Average)
+        if _core.rank() != ctx.root_rank:
+            grad = grad * 0
+        return grad, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """root_rank's tensor, on every rank, as a new tensor (differentiable)."""
+    _check_process_set(process_set)
+    return HorovodBroadcast.apply(tensor, root_rank, name)
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Broadcasts root_rank's tensor into `tensor` in place; returns it."""
+    return broadcast_async_(tensor, root_rank, name, process_set).wait()
+
+
+# ---- reducescatter -------------------------------------------------------------------
+
+def reducescatter_async(tensor, op=Average, name=None, prescale_factor=1.0,
+                        postscale_factor=1.0, process_set=global_process_set):
+    """Starts a reducescatter (Sum or Average); synchronize() returns this rank's shard."""
+    _check_process_set(process_set)
+    name = _name("reducescatter", name)
+    what = "reducescatter %r" % name
+    _core.require_initialized("reducescatter")
+    op = _core.check_op(op, (Sum, Average))
+    dtype, device = _check_tensor(tensor, what)
+    src = tensor.detach().contiguous()
+    rows, row_count = _rows(src)
+    shard = _core.reducescatter_shard_rows(rows, _core.rank(), _core.size())
+    out = torch.empty((shard,) + tuple(src.shape[1:]), dtype=tensor.dtype, device=tensor.device)
+    args = (name.encode(), src.data_ptr(), out.data_ptr(), rows, row_count, dtype, op,
+            float(prescale_factor), float(postscale_factor), device)
+    return _core.submit("kolo_reducescatter_async", args, (tensor, src, out), lambda p: out, what)
+
+
+class HorovodReducescatter(torch.autograd.Function):
+    """Reducescatter; the gradient is the allgather of the shards' gradients."""
+
+    @staticmethod
+    def forward(ctx, tensor, op, name, prescale_factor, postscale_factor):
+        ctx.scale = prescale_factor * postscale_factor / (_core.size() if op == Average else 1)
+        return reducescatter_async(tensor, op, name, prescale_factor, postscale_factor).wait()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = allgather(grad_output)
+        if ctx.scale != 1.0:
+            grad = grad * ctx.scale
+        return grad, None, None, None, None
+
+
+def reducescatter(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=global_process_set):
+    """Reduces `tensor` over ranks and returns this rank's shard of the first dimension
+    (differentiable)."""
+    _check_process_set(process_set)
+    return HorovodReducescatter.apply(tensor, op, name, prescale_factor, postscale_factor)
+
+
+# ---- handles and synchronisation -----------------------------------------------------
+
+def poll(handle):
+    """True when the asynchronous operation has completed; never blocks."""
+    return handle.poll()
+
+
+def synchronize(handle):
+    """Waits for the operation and returns its result (raises its error)."""
+    if handle is None:
+        return None
+    return handle.wait()
+
+
+def join(device=-1):
+    """This rank is out of data; blocks until all have joined. Returns the last rank
+    to join. Meanwhile other ranks' allreduces see zeros from this rank."""
+    return _core.join()
+
+
+def barrier(process_set=global_process_set):
+    _check_process_set(process_set)
+    _core.barrier()

@@ -1,0 +1,183 @@
+"""DistributedOptimizer: horovod.torch's gradient averaging around any torch optimizer.
+
+How it works (as in Horovod): a hook on each parameter's gradient accumulator fires
+when backward has produced that parameter's gradient and starts its allreduce at
+once, so communication overlaps the rest of backward. step() (or synchronize())
+waits for every handle, writes the averaged gradients back into ``p.grad`` and
+runs the wrapped optimizer's step.
+
+- Gradients are named after the parameters ("allreduce.<name>"); kolo negotiates
+  by name, so ranks may produce gradients in different orders.
+- ``backward_passes_per_step=k``: the allreduce starts on the k-th backward pass
+  since the last step; the k local gradients are summed by autograd meanwhile.
+- ``op=Average`` with ``gradient_predivide_factor=f`` scales by 1/f before the sum
+  and by f/size after it; ``compression`` compresses each gradient for the wire.
+- A parameter whose gradient never appeared (unused in this step's graph) is
+  still reduced, with zeros, at step(): other ranks may have used it.
+"""
+
+import contextlib
+import warnings
+
+import torch
+
+from .. import _core
+from .._core import Average
+from ..exceptions import KoloValueError
+from .compression import Compression
+from .mpi_ops import allreduce_async_, global_process_set, synchronize
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
+                 op=Average, gradient_predivide_factor=1.0, groups=None, sparse_as_dense=False,
+                 process_set=global_process_set):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        self._parameter_names = self._names(named_parameters)
+        self.backward_passes_per_step = backward_passes_per_step
+        self._allreduce_delay = {p: backward_passes_per_step
+                                 for group in self.param_groups for p in group["params"]}
+        self.op = op
+        self.gradient_predivide_factor = gradient_predivide_factor
+        self._handles = {}
+        self._grad_accs = []
+        self._requires_update = set()
+        self._synchronized = False
+        self._should_synchronize = True
+        self._register_hooks()
+
+    def _names(self, named_parameters):
+        if named_parameters is not None:
+            named_parameters = list(named_parameters)
+        else:
+            named_parameters = [("noname.%d.%d" % (i, j), p)
+                                for i, group in enumerate(self.param_groups)
+                                for j, p in enumerate(group["params"])]
+        if any(not isinstance(item, tuple) or len(item) != 2 for item in named_parameters):
+            raise KoloValueError("named_parameters should be a sequence of (name, parameter) "
+                                 "tuples, usually produced by model.named_parameters()")
+        seen, dups = set(), set()
+        for name, _ in named_parameters:
+            (dups if name in seen else seen).add(name)
+        if dups:
+            raise KoloValueError("parameter names in named_parameters must be unique; "
+                                 "duplicates: %s" % ", ".join(sorted(dups)))
+        named_ids = {id(p) for _, p in named_parameters}
+        unnamed = [id(p) for g in self.param_groups for p in g["params"] if id(p) not in named_ids]
+        if unnamed:
+            raise KoloValueError("named_parameters was given, but %d optimizer parameters are "
+                                 "not named in it" % len(unnamed))
+        return {p: name for name, p in named_parameters}
+
+    def set_backward_passes_per_step(self, passes):
+        self.backward_passes_per_step = passes
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = passes
+
+    def _register_hooks(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.requires_grad:
+                    self._requires_update.add(p)
+                    # The gradient accumulator of p: its hook runs once p.grad is final
+                    # for this backward pass.
+                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
+                    grad_acc.register_hook(self._make_hook(p))
+                    self._grad_accs.append(grad_acc)
+
+    def _make_hook(self, p):
+        def hook(*ignore):
+            if p in self._handles and self._handles[p][0] is not None:
+                if self._allreduce_delay[p] <= 0:
+                    raise AssertionError(
+                        "Gradients were computed more than backward_passes_per_step times "
+                        "before call to step(). Increase backward_passes_per_step to "
+                        "accumulate gradients locally.")
+            assert not p.grad.requires_grad
+            assert self._allreduce_delay[p] > 0
+            handle, ctx = None, None
+            self._allreduce_delay[p] -= 1
+            if self._allreduce_delay[p] == 0:
+                handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
+        return hook
+
+    def _allreduce_grad_async(self, p):
+        if p.grad is None:
+            # Unused here, but another rank may have used it: contribute zeros.
+            p.grad = torch.zeros_like(p)
+        if self.op == Average:
+            prescale, postscale = 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+        else:
+            prescale, postscale = 1.0, 1.0
+        compressed, ctx = self._compression.compress(p.grad)
+        handle = allreduce_async_(compressed, name=self._parameter_names.get(p), op=self.op,
+                                  prescale_factor=prescale, postscale_factor=postscale)
+        return handle, ctx
+
+    def synchronize(self):
+        """Waits for every gradient's allreduce and writes the results into p.grad."""
+        missing = sorted(self._requires_update - set(self._handles),
+                         key=lambda q: self._parameter_names.get(q, ""))
+        for p in missing:
+            self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, ctx) in list(self._handles.items()):
+            if handle is None:
+                self._handles[p] = self._allreduce_grad_async(p)
+        try:
+            for p, (handle, ctx) in self._handles.items():
+                output = synchronize(handle)
+                self._allreduce_delay[p] = self.backward_passes_per_step
+                p.grad.set_(self._compression.decompress(output, ctx))
+        finally:
+            self._handles.clear()
+        self._synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """Within it, step() does not synchronize (call synchronize() yourself first)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(); the gradients were "
+                              "allreduced again.")
+            self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._handles:
+            raise AssertionError(
+                "optimizer.zero_grad() was called after loss.backward() but before "
+                "optimizer.step() or optimizer.synchronize(): the gradients are still being "
+                "reduced.")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         num_groups=0, groups=None, sparse_as_dense=False,
+                         process_set=global_process_set):
+    """Wraps `optimizer` so that step() uses gradients averaged over all ranks.
+
+    Returns an instance of a subclass of the optimizer's own class (as Horovod does),
+    so isinstance checks and the optimizer's options keep working."""
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise KoloValueError("gradient_predivide_factor is supported only with op=Average")
+    if backward_passes_per_step < 1:
+        raise KoloValueError("backward_passes_per_step must be at least 1")
+    if num_groups or groups:
+        warnings.warn("kolo ignores num_groups/groups: kolo's fusion buckets gradients itself")
+    _core.check_op(op)
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+               dict(_DistributedOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
+               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
