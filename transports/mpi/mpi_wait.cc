@@ -25,7 +25,9 @@ Backoff::~Backoff() {
 void Backoff::pause() {
   ++tests_;
   if (tests_ <= kSpinTests) return;
-  if (tests_ <= kSpinTests + kYieldTests) {
+  const auto now = std::chrono::steady_clock::now();
+  if (tests_ == kSpinTests + 1) yield_until_ = now + kYieldFor;
+  if (now < yield_until_) {
     sched_yield();
     return;
   }
