@@ -19,8 +19,7 @@ int op_index(ReduceOp op) {
   for (int i = 0; i < 4; ++i) {
     if (kOps[i] == op) return i;
   }
-  KOLO_CHECK(false && "op_index of an op the transport does not support");
-  return 0;
+  ::kolo::detail::check_failed(__FILE__, __LINE__, "no MPI op for " + op_name(op));
 }
 
 // MPI's user-op signature: inout[i] = in[i] (op) inout[i]. The ops are
