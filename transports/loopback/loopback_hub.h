@@ -113,7 +113,7 @@ struct Hub {
 
   const int size;
   Rendezvous control;    // the control plane's collectives
-  Rendezvous transport;  // the loopback transport's allreduce (kept apart from control)
+  Rendezvous transport;  // the loopback transport's collectives (kept apart from control)
   Mailboxes mailboxes;
   Doorbell doorbell;
 };

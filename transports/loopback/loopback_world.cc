@@ -11,6 +11,7 @@
 #include "algorithms/ring_allreduce.h"
 #include "common/check.h"
 #include "reduce/reduce.h"
+#include "transports/loopback/loopback_collectives.h"
 #include "transports/loopback/loopback_hub.h"
 
 namespace kolo::loopback {
@@ -177,7 +178,8 @@ struct Contribution {
 };
 
 // The reference allreduce: every rank reads every rank's input and reduces them in
-// rank order into its own output, so all ranks compute bit-identical results.
+// rank order into its own output, so all ranks compute bit-identical results. The
+// other collectives work the same way (loopback_collectives.h).
 class LoopbackTransport : public transport::Transport {
  public:
   LoopbackTransport(std::shared_ptr<Hub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
@@ -200,6 +202,17 @@ class LoopbackTransport : public transport::Transport {
 
   std::unique_ptr<transport::Work> allreduce(const BucketView& bucket) override {
     return std::make_unique<transport::CompletedWork>(run(bucket));
+  }
+
+  Status supports_collective(transport::CollectiveOp op,
+                             const transport::CollectiveView& view) const override {
+    return check_collective(op, view);
+  }
+
+  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+                                              const transport::CollectiveView& view) override {
+    return std::make_unique<transport::CompletedWork>(
+        run_collective(hub_->transport, rank_, hub_->size, op, view, &scratch_));
   }
 
  private:
