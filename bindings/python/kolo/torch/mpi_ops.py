@@ -109,6 +109,12 @@ def _check_tensor(tensor, what):
     return _kolo_dtype(tensor, what), _device(tensor, what)
 
 
+def _empty_like(tensor):
+    """A contiguous output for `tensor`, after checking that kolo can take it."""
+    _check_tensor(tensor, "kolo.torch")
+    return torch.empty_like(tensor, memory_format=torch.contiguous_format)
+
+
 def _rows(tensor):
     if tensor.dim() == 0:
         return 1, 1
@@ -154,7 +160,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """Starts an allreduce of `tensor` into a new tensor; synchronize() returns it."""
     _check_process_set(process_set)
     op = _op(average, op, "allreduce_async")
-    output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+    output = _empty_like(tensor)
     return _allreduce_async(tensor, output, _name("allreduce", name), op, prescale_factor,
                             postscale_factor)
 
@@ -174,7 +180,7 @@ class HorovodAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
         ctx.op, ctx.prescale, ctx.postscale = op, prescale_factor, postscale_factor
-        output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+        output = _empty_like(tensor)
         return _allreduce_async(tensor, output, _name("allreduce", name), op, prescale_factor,
                                 postscale_factor).wait()
 
@@ -242,7 +248,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     """Starts one allreduce of a list of tensors, negotiated and reduced as a unit."""
     _check_process_set(process_set)
     op = _op(average, op, "grouped_allreduce_async")
-    outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
+    outputs = [_empty_like(t) for t in tensors]
     return _grouped_allreduce_async(tensors, outputs, _name("grouped_allreduce", name), op,
                                     prescale_factor, postscale_factor)
 
@@ -260,7 +266,7 @@ class HorovodGroupedAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx, name, op, prescale_factor, postscale_factor, *tensors):
         ctx.op, ctx.prescale, ctx.postscale = op, prescale_factor, postscale_factor
-        outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
+        outputs = [_empty_like(t) for t in tensors]
         return tuple(_grouped_allreduce_async(tensors, outputs, _name("grouped_allreduce", name),
                                               op, prescale_factor, postscale_factor).wait())
 
@@ -413,7 +419,7 @@ def _broadcast_async(tensor, output, root_rank, name):
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     _check_process_set(process_set)
-    output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+    output = _empty_like(tensor)
     return _broadcast_async(tensor, output, root_rank, _name("broadcast", name))
 
 
@@ -428,7 +434,7 @@ class HorovodBroadcast(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, root_rank, name):
         ctx.root_rank = root_rank
-        output = torch.empty_like(tensor, memory_format=torch.contiguous_format)
+        output = _empty_like(tensor)
         return _broadcast_async(tensor, output, root_rank, _name("broadcast", name)).wait()
 
     @staticmethod
