@@ -9,7 +9,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   mpich libmpich-dev
   libhwloc-dev libgtest-dev libbenchmark-dev
-  python3-numpy python3-matplotlib
+  python3-numpy python3-matplotlib python3-torch python3-pytest
 )
 
 missing=()
