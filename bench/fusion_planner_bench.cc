@@ -39,7 +39,8 @@ void plan(benchmark::State& state) {
   }
   state.counters["items"] = static_cast<double>(items.size());
   state.counters["buckets"] = static_cast<double>(buckets);
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(items.size()));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(items.size()));
 }
 
 BENCHMARK(plan)->Arg(0)->Arg(1 << 20)->Arg(16 << 20)->Arg(64 << 20)->Unit(benchmark::kMicrosecond);

@@ -24,10 +24,14 @@ int64_t combine(DataType dtype, ReduceOp op, int64_t a, int64_t b) {
   }
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: return a + b;
-    case ReduceOp::kMin: return std::min(a, b);
-    case ReduceOp::kMax: return std::max(a, b);
-    case ReduceOp::kProduct: return a * b;
+    case ReduceOp::kAverage:
+      return a + b;
+    case ReduceOp::kMin:
+      return std::min(a, b);
+    case ReduceOp::kMax:
+      return std::max(a, b);
+    case ReduceOp::kProduct:
+      return a * b;
   }
   return 0;
 }
@@ -37,17 +41,28 @@ void store(DataType dtype, int64_t v, void* element) {
   auto put = [element](auto x) { std::memcpy(element, &x, sizeof(x)); };
   const uint64_t bits = static_cast<uint64_t>(v);
   switch (dtype) {
-    case DataType::kUint8: return put(static_cast<uint8_t>(bits));
-    case DataType::kInt8: return put(static_cast<uint8_t>(bits));
-    case DataType::kUint16: return put(static_cast<uint16_t>(bits));
-    case DataType::kInt16: return put(static_cast<uint16_t>(bits));
-    case DataType::kInt32: return put(static_cast<uint32_t>(bits));
-    case DataType::kInt64: return put(bits);
-    case DataType::kFloat16: return put(float_to_half(static_cast<float>(v)));
-    case DataType::kBfloat16: return put(float_to_bfloat16(static_cast<float>(v)));
-    case DataType::kFloat32: return put(static_cast<float>(v));
-    case DataType::kFloat64: return put(static_cast<double>(v));
-    case DataType::kBool: return put(static_cast<uint8_t>(v != 0));
+    case DataType::kUint8:
+      return put(static_cast<uint8_t>(bits));
+    case DataType::kInt8:
+      return put(static_cast<uint8_t>(bits));
+    case DataType::kUint16:
+      return put(static_cast<uint16_t>(bits));
+    case DataType::kInt16:
+      return put(static_cast<uint16_t>(bits));
+    case DataType::kInt32:
+      return put(static_cast<uint32_t>(bits));
+    case DataType::kInt64:
+      return put(bits);
+    case DataType::kFloat16:
+      return put(float_to_half(static_cast<float>(v)));
+    case DataType::kBfloat16:
+      return put(float_to_bfloat16(static_cast<float>(v)));
+    case DataType::kFloat32:
+      return put(static_cast<float>(v));
+    case DataType::kFloat64:
+      return put(static_cast<double>(v));
+    case DataType::kBool:
+      return put(static_cast<uint8_t>(v != 0));
   }
 }
 

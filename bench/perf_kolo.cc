@@ -46,9 +46,9 @@ void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void
                     int64_t count, DataType dtype, ReduceOp op) {
   const kolo_device_t cpu{KOLO_DEVICE_CPU, 0, nullptr};
   kolo_handle_t handle = nullptr;
-  kolo_status_t status = kolo_allreduce_async(
-      name.c_str(), in, out, count, static_cast<kolo_dtype_t>(dtype),
-      static_cast<kolo_op_t>(op), 1.0, 1.0, cpu, &handle);
+  kolo_status_t status =
+      kolo_allreduce_async(name.c_str(), in, out, count, static_cast<kolo_dtype_t>(dtype),
+                           static_cast<kolo_op_t>(op), 1.0, 1.0, cpu, &handle);
   if (status != KOLO_OK) {
     abort_job(comm, "kolo_allreduce_async", describe(status, kolo_last_error()).c_str());
   }

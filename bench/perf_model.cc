@@ -161,24 +161,27 @@ void print_rows(const ModelRun& m, const std::vector<VariantResult>& rows,
   const PerfOptions& o = m.options;
   const Profile& p = m.profile;
   const double best_mpi = std::min(rows[2].step_s, rows[3].step_s);
-  std::printf("# kolo-allreduce-perf (kolo %s): model %s: %zu tensors, %lld %s, %lld bytes; "
-              "op avg; nranks %d; transport %s\n", kolo_version(), p.name.c_str(),
-              p.tensors.size(), static_cast<long long>(p.total_elements),
-              dtype_name(p.dtype).c_str(), static_cast<long long>(p.total_bytes()), m.world_size,
-              effective_transport().c_str());
-  std::printf("#  warmup steps: %d steps: %d validation: %d fusion threshold: %s\n",
-              o.warmup_iters, o.iters, o.check ? 1 : 0, threshold.c_str());
-  std::printf("#  step_ms: median over steps of the slowest rank; effective_GBps = bytes / step "
-              "(GB = 1e9 B); speedup_vs_mpi = faster MPI variant / this\n#\n");
+  std::printf(
+      "# kolo-allreduce-perf (kolo %s): model %s: %zu tensors, %lld %s, %lld bytes; "
+      "op avg; nranks %d; transport %s\n",
+      kolo_version(), p.name.c_str(), p.tensors.size(), static_cast<long long>(p.total_elements),
+      dtype_name(p.dtype).c_str(), static_cast<long long>(p.total_bytes()), m.world_size,
+      effective_transport().c_str());
+  std::printf("#  warmup steps: %d steps: %d validation: %d fusion threshold: %s\n", o.warmup_iters,
+              o.iters, o.check ? 1 : 0, threshold.c_str());
+  std::printf(
+      "#  step_ms: median over steps of the slowest rank; effective_GBps = bytes / step "
+      "(GB = 1e9 B); speedup_vs_mpi = faster MPI variant / this\n#\n");
   std::printf("# %-14s %7s %12s %10s %14s %14s %7s\n", "variant", "tensors", "bytes", "step_ms",
               "effective_GBps", "speedup_vs_mpi", "#wrong");
   std::unique_ptr<CsvWriter> csv;
   if (!o.csv_path.empty()) {
     csv = std::make_unique<CsvWriter>(
-        o.csv_path, std::vector<std::string>{"variant", "tensors", "bytes", "step_ms",
-                                             "effective_GBps", "speedup_vs_mpi", "wrong",
-                                             "nranks", "transport"});
-    if (!csv->ok()) std::fprintf(stderr, "kolo-allreduce-perf: cannot write %s\n", o.csv_path.c_str());
+        o.csv_path,
+        std::vector<std::string>{"variant", "tensors", "bytes", "step_ms", "effective_GBps",
+                                 "speedup_vs_mpi", "wrong", "nranks", "transport"});
+    if (!csv->ok())
+      std::fprintf(stderr, "kolo-allreduce-perf: cannot write %s\n", o.csv_path.c_str());
   }
   for (const VariantResult& r : rows) {
     const double gbps = gb_per_second(static_cast<double>(p.total_bytes()), r.step_s);

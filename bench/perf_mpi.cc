@@ -18,26 +18,41 @@ void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
 template <DataType kType>
 MPI_User_function* half_function(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kMin: return &half_op<kType, ReduceOp::kMin>;
-    case ReduceOp::kMax: return &half_op<kType, ReduceOp::kMax>;
-    case ReduceOp::kProduct: return &half_op<kType, ReduceOp::kProduct>;
-    default: return &half_op<kType, ReduceOp::kSum>;  // sum, and avg's sum
+    case ReduceOp::kMin:
+      return &half_op<kType, ReduceOp::kMin>;
+    case ReduceOp::kMax:
+      return &half_op<kType, ReduceOp::kMax>;
+    case ReduceOp::kProduct:
+      return &half_op<kType, ReduceOp::kProduct>;
+    default:
+      return &half_op<kType, ReduceOp::kSum>;  // sum, and avg's sum
   }
 }
 
 MPI_Datatype mpi_type(DataType dtype) {
   switch (dtype) {
-    case DataType::kUint8: return MPI_UINT8_T;
-    case DataType::kInt8: return MPI_INT8_T;
-    case DataType::kUint16: return MPI_UINT16_T;
-    case DataType::kInt16: return MPI_INT16_T;
-    case DataType::kInt32: return MPI_INT32_T;
-    case DataType::kInt64: return MPI_INT64_T;
-    case DataType::kFloat16: return MPI_UINT16_T;
-    case DataType::kBfloat16: return MPI_UINT16_T;
-    case DataType::kFloat32: return MPI_FLOAT;
-    case DataType::kFloat64: return MPI_DOUBLE;
-    case DataType::kBool: return MPI_C_BOOL;
+    case DataType::kUint8:
+      return MPI_UINT8_T;
+    case DataType::kInt8:
+      return MPI_INT8_T;
+    case DataType::kUint16:
+      return MPI_UINT16_T;
+    case DataType::kInt16:
+      return MPI_INT16_T;
+    case DataType::kInt32:
+      return MPI_INT32_T;
+    case DataType::kInt64:
+      return MPI_INT64_T;
+    case DataType::kFloat16:
+      return MPI_UINT16_T;
+    case DataType::kBfloat16:
+      return MPI_UINT16_T;
+    case DataType::kFloat32:
+      return MPI_FLOAT;
+    case DataType::kFloat64:
+      return MPI_DOUBLE;
+    case DataType::kBool:
+      return MPI_C_BOOL;
   }
   return MPI_DATATYPE_NULL;
 }
@@ -47,10 +62,14 @@ MPI_Op mpi_builtin_op(DataType dtype, ReduceOp op) {
     return (op == ReduceOp::kMin || op == ReduceOp::kProduct) ? MPI_LAND : MPI_LOR;
   }
   switch (op) {
-    case ReduceOp::kMin: return MPI_MIN;
-    case ReduceOp::kMax: return MPI_MAX;
-    case ReduceOp::kProduct: return MPI_PROD;
-    default: return MPI_SUM;
+    case ReduceOp::kMin:
+      return MPI_MIN;
+    case ReduceOp::kMax:
+      return MPI_MAX;
+    case ReduceOp::kProduct:
+      return MPI_PROD;
+    default:
+      return MPI_SUM;
   }
 }
 
@@ -96,8 +115,10 @@ void MpiReference::allreduce(const void* in, void* out, int64_t count) const {
 
 std::vector<double> max_over_ranks(MPI_Comm comm, const std::vector<double>& local) {
   std::vector<double> result(local.size());
-  check_mpi(comm, MPI_Allreduce(local.data(), result.data(), static_cast<int>(local.size()),
-                                MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce(MAX)");
+  check_mpi(comm,
+            MPI_Allreduce(local.data(), result.data(), static_cast<int>(local.size()), MPI_DOUBLE,
+                          MPI_MAX, comm),
+            "MPI_Allreduce(MAX)");
   return result;
 }
 

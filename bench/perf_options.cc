@@ -21,8 +21,8 @@ bool parse_int(const std::string& text, int64_t min_value, int64_t* out) {
 
 bool parse_redop(const std::string& text, ReduceOp* op) {
   static const std::map<std::string, ReduceOp> kOps = {
-      {"sum", ReduceOp::kSum},     {"avg", ReduceOp::kAverage}, {"average", ReduceOp::kAverage},
-      {"min", ReduceOp::kMin},     {"max", ReduceOp::kMax},     {"prod", ReduceOp::kProduct},
+      {"sum", ReduceOp::kSum},        {"avg", ReduceOp::kAverage}, {"average", ReduceOp::kAverage},
+      {"min", ReduceOp::kMin},        {"max", ReduceOp::kMax},     {"prod", ReduceOp::kProduct},
       {"product", ReduceOp::kProduct}};
   auto it = kOps.find(text);
   if (it == kOps.end()) return false;
@@ -40,33 +40,66 @@ struct Flag {
 
 const std::vector<Flag>& flags() {
   static const std::vector<Flag> kFlags = {
-      {"-b", "--minbytes", [](const std::string& v, PerfOptions* o) {
-         return parse_bytes(v, &o->min_bytes) && o->min_bytes > 0; }, "a size > 0, e.g. 8, 64K, 1M"},
-      {"-e", "--maxbytes", [](const std::string& v, PerfOptions* o) {
-         return parse_bytes(v, &o->max_bytes) && o->max_bytes > 0; }, "a size > 0, e.g. 8, 64K, 1M"},
-      {"-f", "--stepfactor", [](const std::string& v, PerfOptions* o) {
-         return parse_int(v, 2, &o->step_factor); }, "an integer >= 2"},
-      {"-n", "--iters", [](const std::string& v, PerfOptions* o) {
-         int64_t n; if (!parse_int(v, 1, &n) || n > 1000000) return false;
-         o->iters = static_cast<int>(n); return true; }, "an integer in 1..1000000"},
-      {"-w", "--warmup_iters", [](const std::string& v, PerfOptions* o) {
-         int64_t n; if (!parse_int(v, 0, &n) || n > 1000000) return false;
-         o->warmup_iters = static_cast<int>(n); return true; }, "an integer in 0..1000000"},
-      {"-c", "--check", [](const std::string& v, PerfOptions* o) {
-         return parse_bool(v, &o->check); }, "0 or 1"},
-      {"-d", "--datatype", [](const std::string& v, PerfOptions* o) {
-         return parse_dtype(v, &o->dtype); },
+      {"-b", "--minbytes",
+       [](const std::string& v, PerfOptions* o) {
+         return parse_bytes(v, &o->min_bytes) && o->min_bytes > 0;
+       },
+       "a size > 0, e.g. 8, 64K, 1M"},
+      {"-e", "--maxbytes",
+       [](const std::string& v, PerfOptions* o) {
+         return parse_bytes(v, &o->max_bytes) && o->max_bytes > 0;
+       },
+       "a size > 0, e.g. 8, 64K, 1M"},
+      {"-f", "--stepfactor",
+       [](const std::string& v, PerfOptions* o) { return parse_int(v, 2, &o->step_factor); },
+       "an integer >= 2"},
+      {"-n", "--iters",
+       [](const std::string& v, PerfOptions* o) {
+         int64_t n;
+         if (!parse_int(v, 1, &n) || n > 1000000) return false;
+         o->iters = static_cast<int>(n);
+         return true;
+       },
+       "an integer in 1..1000000"},
+      {"-w", "--warmup_iters",
+       [](const std::string& v, PerfOptions* o) {
+         int64_t n;
+         if (!parse_int(v, 0, &n) || n > 1000000) return false;
+         o->warmup_iters = static_cast<int>(n);
+         return true;
+       },
+       "an integer in 0..1000000"},
+      {"-c", "--check",
+       [](const std::string& v, PerfOptions* o) { return parse_bool(v, &o->check); }, "0 or 1"},
+      {"-d", "--datatype",
+       [](const std::string& v, PerfOptions* o) { return parse_dtype(v, &o->dtype); },
        "a kolo dtype: uint8 int8 uint16 int16 int32 int64 float16 bfloat16 float32 float64 bool"},
       {"-o", "--op", [](const std::string& v, PerfOptions* o) { return parse_redop(v, &o->op); },
        "sum, avg, min, max or prod"},
-      {"-t", "--transport", [](const std::string& v, PerfOptions* o) {
-         o->transport = v; return !v.empty(); }, "auto or a transport name (kolo-info lists them)"},
-      {"-r", "--reference", [](const std::string& v, PerfOptions* o) {
-         o->reference_mpi = v == "mpi"; return v == "mpi" || v == "none"; }, "mpi or none"},
-      {"-m", "--model", [](const std::string& v, PerfOptions* o) {
-         o->model = v; return !v.empty(); }, "a profile name (resnet50) or a profile file"},
-      {nullptr, "--csv", [](const std::string& v, PerfOptions* o) {
-         o->csv_path = v; return !v.empty(); }, "a file name"},
+      {"-t", "--transport",
+       [](const std::string& v, PerfOptions* o) {
+         o->transport = v;
+         return !v.empty();
+       },
+       "auto or a transport name (kolo-info lists them)"},
+      {"-r", "--reference",
+       [](const std::string& v, PerfOptions* o) {
+         o->reference_mpi = v == "mpi";
+         return v == "mpi" || v == "none";
+       },
+       "mpi or none"},
+      {"-m", "--model",
+       [](const std::string& v, PerfOptions* o) {
+         o->model = v;
+         return !v.empty();
+       },
+       "a profile name (resnet50) or a profile file"},
+      {nullptr, "--csv",
+       [](const std::string& v, PerfOptions* o) {
+         o->csv_path = v;
+         return !v.empty();
+       },
+       "a file name"},
   };
   return kFlags;
 }
@@ -155,11 +188,16 @@ const char* perf_usage() {
 
 const char* redop_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kAverage: return "avg";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kProduct: return "prod";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kAverage:
+      return "avg";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kProduct:
+      return "prod";
   }
   return "?";
 }

@@ -26,8 +26,8 @@ struct PerfOptions {
   ReduceOp op = ReduceOp::kSum;
   std::string transport;  // empty: leave KOLO_TRANSPORT as the environment has it
   bool reference_mpi = false;
-  std::string model;      // empty: the size sweep
-  std::string csv_path;   // empty: no CSV
+  std::string model;     // empty: the size sweep
+  std::string csv_path;  // empty: no CSV
   bool help = false;
 };
 

@@ -76,14 +76,15 @@ SizeResult run_size(MPI_Comm comm, const PerfOptions& o, const SweepBuffers& b,
   const std::string name = "allreduce_perf." + std::to_string(count);
   for (int it = -o.warmup_iters; it < o.iters; ++it) {
     double t = 0;
-    timed_iteration(o, count, b.output.data(), b.expected.data(), [&] {
-      kolo_allreduce(comm, name, b.input.data(), b.output.data(), count, o.dtype, o.op);
-    }, &t, &r.wrong);
+    timed_iteration(
+        o, count, b.output.data(), b.expected.data(),
+        [&] { kolo_allreduce(comm, name, b.input.data(), b.output.data(), count, o.dtype, o.op); },
+        &t, &r.wrong);
     if (it >= 0) times[it] = t;
     if (ref == nullptr) continue;
-    timed_iteration(o, count, b.ref_output.data(), b.expected.data(), [&] {
-      ref->allreduce(b.input.data(), b.ref_output.data(), count);
-    }, &t, &r.ref_wrong);
+    timed_iteration(
+        o, count, b.ref_output.data(), b.expected.data(),
+        [&] { ref->allreduce(b.input.data(), b.ref_output.data(), count); }, &t, &r.ref_wrong);
     if (it >= 0) ref_times[it] = t;
   }
   r.time_s = median(max_over_ranks(comm, times));
@@ -96,15 +97,20 @@ SizeResult run_size(MPI_Comm comm, const PerfOptions& o, const SweepBuffers& b,
 }
 
 void print_header(const PerfOptions& o, int world_size) {
-  std::printf("# kolo-allreduce-perf (kolo %s): nranks %d, transport %s, every op through "
-              "kolo_allreduce_async + kolo_wait\n", kolo_version(), world_size,
-              effective_transport().c_str());
-  std::printf("#  minBytes %lld maxBytes %lld step: %lld(factor) warmup iters: %d iters: %d "
-              "validation: %d reference: %s\n", static_cast<long long>(o.min_bytes),
-              static_cast<long long>(o.max_bytes), static_cast<long long>(o.step_factor),
-              o.warmup_iters, o.iters, o.check ? 1 : 0, o.reference_mpi ? "mpi" : "none");
-  std::printf("#  time: median over iterations of the slowest rank; busbw = algbw * 2(n-1)/n; "
-              "GB = 1e9 B%s\n#\n", o.reference_mpi ? "; speedup = ref_time / time" : "");
+  std::printf(
+      "# kolo-allreduce-perf (kolo %s): nranks %d, transport %s, every op through "
+      "kolo_allreduce_async + kolo_wait\n",
+      kolo_version(), world_size, effective_transport().c_str());
+  std::printf(
+      "#  minBytes %lld maxBytes %lld step: %lld(factor) warmup iters: %d iters: %d "
+      "validation: %d reference: %s\n",
+      static_cast<long long>(o.min_bytes), static_cast<long long>(o.max_bytes),
+      static_cast<long long>(o.step_factor), o.warmup_iters, o.iters, o.check ? 1 : 0,
+      o.reference_mpi ? "mpi" : "none");
+  std::printf(
+      "#  time: median over iterations of the slowest rank; busbw = algbw * 2(n-1)/n; "
+      "GB = 1e9 B%s\n#\n",
+      o.reference_mpi ? "; speedup = ref_time / time" : "");
   std::printf("# %10s %12s %9s %6s %10s %10s %8s %8s %7s", "size", "count", "type", "redop",
               "transport", "time_us", "algbw", "busbw", "#wrong");
   if (o.reference_mpi) std::printf(" %11s %9s %8s", "ref_time_us", "ref_busbw", "speedup");
@@ -123,10 +129,19 @@ double report_row(const PerfOptions& o, const SizeResult& r, int world_size, Csv
   std::printf("  %10.0f %12lld %9s %6s %10s %10.2f %8.3f %8.3f %7lld", bytes,
               static_cast<long long>(r.count), type.c_str(), redop_name(o.op), transport.c_str(),
               r.time_s * 1e6, algbw, busbw, static_cast<long long>(r.wrong));
-  std::vector<std::string> fields = {
-      format("%.0f", bytes), std::to_string(r.count), type, redop_name(o.op), transport,
-      format("%.3f", r.time_s * 1e6), format("%.6f", algbw), format("%.6f", busbw),
-      std::to_string(r.wrong), "", "", "", std::to_string(world_size)};
+  std::vector<std::string> fields = {format("%.0f", bytes),
+                                     std::to_string(r.count),
+                                     type,
+                                     redop_name(o.op),
+                                     transport,
+                                     format("%.3f", r.time_s * 1e6),
+                                     format("%.6f", algbw),
+                                     format("%.6f", busbw),
+                                     std::to_string(r.wrong),
+                                     "",
+                                     "",
+                                     "",
+                                     std::to_string(world_size)};
   if (o.reference_mpi) {
     const double ref_busbw = gb_per_second(bytes, r.ref_time_s) * allreduce_bus_factor(world_size);
     const double speedup = r.time_s > 0 ? r.ref_time_s / r.time_s : 0.0;
@@ -162,8 +177,8 @@ int run_sweep(MPI_Comm comm, const PerfOptions& o) {
   int rows = 0;
   int64_t wrong = 0, ref_wrong = 0;
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
-    SizeResult r = run_size(comm, o, buffers, o.reference_mpi ? &reference : nullptr,
-                            count_of(o, bytes));
+    SizeResult r =
+        run_size(comm, o, buffers, o.reference_mpi ? &reference : nullptr, count_of(o, bytes));
     wrong += r.wrong;
     ref_wrong += r.ref_wrong;
     if (rank == 0) busbw_sum += report_row(o, r, world_size, csv.get());

@@ -32,21 +32,28 @@ void run_reduce(benchmark::State& state, DataType dtype, ReduceOp op) {
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 3 * static_cast<int64_t>(bytes));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 3 *
+                          static_cast<int64_t>(bytes));
   state.SetLabel(dtype_name(dtype) + " " + op_name(op));
 }
 
 void register_all() {
   for (int t = 0; t < kNumDataTypes; ++t) {
     const DataType dtype = static_cast<DataType>(t);
-    benchmark::RegisterBenchmark(("reduce_sum/" + dtype_name(dtype)).c_str(),
-                                 [dtype](benchmark::State& s) { run_reduce(s, dtype, ReduceOp::kSum); })
-        ->RangeMultiplier(32)->Range(1 << 10, 1 << 25)->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(
+        ("reduce_sum/" + dtype_name(dtype)).c_str(),
+        [dtype](benchmark::State& s) { run_reduce(s, dtype, ReduceOp::kSum); })
+        ->RangeMultiplier(32)
+        ->Range(1 << 10, 1 << 25)
+        ->Unit(benchmark::kMicrosecond);
   }
   for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
-    benchmark::RegisterBenchmark(("reduce_" + op_name(op) + "/float32").c_str(),
-                                 [op](benchmark::State& s) { run_reduce(s, DataType::kFloat32, op); })
-        ->Arg(1 << 15)->Arg(1 << 22)->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(
+        ("reduce_" + op_name(op) + "/float32").c_str(),
+        [op](benchmark::State& s) { run_reduce(s, DataType::kFloat32, op); })
+        ->Arg(1 << 15)
+        ->Arg(1 << 22)
+        ->Unit(benchmark::kMicrosecond);
   }
 }
 
