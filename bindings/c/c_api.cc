@@ -13,6 +13,7 @@
 
 #include "common/knobs.h"
 #include "common/status.h"
+#include "core/collective_args.h"
 #include "core/runtime.h"
 #include "transports/mpi/mpi_world.h"
 
@@ -76,6 +77,31 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
 int test_node_size() {
   const char* v = std::getenv("KOLO_TEST_NODE_SIZE");
   return v ? std::atoi(v) : 0;
+}
+
+kolo::Device device_of(kolo_device_t d) {
+  return kolo::Device{static_cast<kolo::DeviceKind>(d.kind), d.index, d.stream};
+}
+
+// Enqueues `args` and hands back a new handle.
+kolo_status_t submit(kolo::core::CollectiveArgs args, kolo_handle_t* handle) {
+  if (handle == nullptr) return report(Code::kInvalidArgument, "handle pointer is NULL");
+  *handle = nullptr;
+  if (!g_runtime) return not_initialized();
+  std::shared_ptr<kolo::core::HandleState> state;
+  if (Status s = g_runtime->submit(std::move(args), &state); !s.ok()) return report(s);
+  *handle = new kolo_handle{std::move(state)};
+  return report(Status::OK());
+}
+
+// Submits and waits; for the blocking calls (barrier, join).
+kolo_status_t submit_and_wait(kolo::core::CollectiveArgs args, kolo_handle_t* out) {
+  kolo_handle_t h = nullptr;
+  kolo_status_t s = submit(std::move(args), &h);
+  if (s != KOLO_OK) return s;
+  h->state->wait(-1.0);
+  *out = h;
+  return report(Status(h->state->code(), h->state->message()));
 }
 
 int topology_value(int kolo::transport::Topology::*field) {
@@ -161,6 +187,157 @@ kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* ou
     *handle = new kolo_handle{std::move(state)};
     return report(Status::OK());
   });
+}
+
+kolo_status_t kolo_allgather_async(const char* name, const void* input, int64_t rows,
+                                   int64_t row_count, kolo_dtype_t dtype, kolo_device_t device,
+                                   kolo_handle_t* handle) {
+  return guarded([&] {
+    if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
+    kolo::core::CollectiveArgs a;
+    a.collective = kolo::core::Collective::kAllgather;
+    a.name = name;
+    a.input = input;
+    a.rows = rows;
+    a.row_count = row_count;
+    a.dtype = static_cast<kolo::DataType>(dtype);
+    a.device = device_of(device);
+    return submit(std::move(a), handle);
+  });
+}
+
+kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* output, int64_t count,
+                                   kolo_dtype_t dtype, int root, kolo_device_t device,
+                                   kolo_handle_t* handle) {
+  return guarded([&] {
+    if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
+    kolo::core::CollectiveArgs a;
+    a.collective = kolo::core::Collective::kBroadcast;
+    a.name = name;
+    a.input = input;
+    a.output = output;
+    a.rows = count;
+    a.dtype = static_cast<kolo::DataType>(dtype);
+    a.root = root;
+    a.device = device_of(device);
+    return submit(std::move(a), handle);
+  });
+}
+
+kolo_status_t kolo_alltoall_async(const char* name, const void* input, int64_t rows,
+                                  int64_t row_count, const int64_t* send_splits, kolo_dtype_t dtype,
+                                  kolo_device_t device, kolo_handle_t* handle) {
+  return guarded([&] {
+    if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
+    kolo::core::CollectiveArgs a;
+    a.collective = kolo::core::Collective::kAlltoall;
+    a.name = name;
+    a.input = input;
+    a.rows = rows;
+    a.row_count = row_count;
+    a.splits = send_splits;
+    a.dtype = static_cast<kolo::DataType>(dtype);
+    a.device = device_of(device);
+    return submit(std::move(a), handle);
+  });
+}
+
+kolo_status_t kolo_reducescatter_async(const char* name, const void* input, void* output,
+                                       int64_t rows, int64_t row_count, kolo_dtype_t dtype,
+                                       kolo_op_t op, double prescale, double postscale,
+                                       kolo_device_t device, kolo_handle_t* handle) {
+  return guarded([&] {
+    if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
+    kolo::core::CollectiveArgs a;
+    a.collective = kolo::core::Collective::kReducescatter;
+    a.name = name;
+    a.input = input;
+    a.output = output;
+    a.rows = rows;
+    a.row_count = row_count;
+    a.dtype = static_cast<kolo::DataType>(dtype);
+    a.op = static_cast<kolo::ReduceOp>(op);
+    a.prescale = prescale;
+    a.postscale = postscale;
+    a.device = device_of(device);
+    return submit(std::move(a), handle);
+  });
+}
+
+int64_t kolo_reducescatter_shard_rows(int64_t rows, int rank, int size) {
+  if (rows < 0 || size <= 0 || rank < 0 || rank >= size) return -1;
+  return kolo::core::shard_rows(rows, rank, size);
+}
+
+kolo_status_t kolo_grouped_allreduce_async(int n, const char* const* names,
+                                           const void* const* inputs, void* const* outputs,
+                                           const int64_t* counts, kolo_dtype_t dtype, kolo_op_t op,
+                                           double prescale, double postscale, kolo_device_t device,
+                                           kolo_handle_t* handle) {
+  return guarded([&] {
+    if (n < 0) return report(Code::kInvalidArgument, "negative group size");
+    if (n > 0 && (names == nullptr || inputs == nullptr || outputs == nullptr || counts == nullptr))
+      return report(Code::kInvalidArgument, "names, inputs, outputs and counts must not be NULL");
+    kolo::core::CollectiveArgs a;
+    a.collective = kolo::core::Collective::kGroupedAllreduce;
+    for (int i = 0; i < n; ++i) {
+      if (names[i] == nullptr) return report(Code::kInvalidArgument, "a group member's name is NULL");
+      a.member_names.emplace_back(names[i]);
+      a.members.push_back({inputs[i], outputs[i], counts[i]});
+    }
+    a.dtype = static_cast<kolo::DataType>(dtype);
+    a.op = static_cast<kolo::ReduceOp>(op);
+    a.prescale = prescale;
+    a.postscale = postscale;
+    a.device = device_of(device);
+    return submit(std::move(a), handle);
+  });
+}
+
+kolo_status_t kolo_barrier(void) {
+  return guarded([&] {
+    if (!g_runtime) return not_initialized();
+    kolo::core::CollectiveArgs a;
+    a.collective = kolo::core::Collective::kBarrier;
+    a.name = g_runtime->next_barrier_name();
+    kolo_handle_t h = nullptr;
+    kolo_status_t s = submit_and_wait(std::move(a), &h);
+    kolo_handle_release(h);
+    return s;
+  });
+}
+
+kolo_status_t kolo_join(int* last_rank) {
+  return guarded([&] {
+    if (!g_runtime) return not_initialized();
+    kolo::core::CollectiveArgs a;
+    a.collective = kolo::core::Collective::kJoin;
+    a.name = "kolo.join";
+    kolo_handle_t h = nullptr;
+    kolo_status_t s = submit_and_wait(std::move(a), &h);
+    if (s == KOLO_OK && last_rank != nullptr && !h->state->splits.empty())
+      *last_rank = static_cast<int>(h->state->splits[0]);
+    kolo_handle_release(h);
+    return s;
+  });
+}
+
+kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_t* bytes) {
+  if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
+  if (!handle->state->done())
+    return report(Code::kInvalidArgument, "the operation has not completed yet");
+  if (data) *data = handle->state->output.data();
+  if (bytes) *bytes = static_cast<int64_t>(handle->state->output.size());
+  return KOLO_OK;
+}
+
+kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n) {
+  if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
+  if (!handle->state->done())
+    return report(Code::kInvalidArgument, "the operation has not completed yet");
+  const auto& s = handle->state->splits;
+  for (int i = 0; i < n && i < static_cast<int>(s.size()); ++i) splits[i] = s[i];
+  return KOLO_OK;
 }
 
 kolo_status_t kolo_poll(kolo_handle_t handle, int* done) {

@@ -27,13 +27,37 @@ struct World {
   std::function<void()> finalize;
 
   World() = default;
-  World(World&&) = default;
-  World& operator=(World&&) = default;
-  ~World() {
+  World(World&& o) noexcept
+      : control(std::move(o.control)),
+        p2p(std::move(o.p2p)),
+        transports(std::move(o.transports)),
+        finalize(std::move(o.finalize)) {
+    o.finalize = nullptr;  // a moved-from std::function need not be empty
+  }
+  // Releases this world (in order, running its finalize) before taking the other.
+  World& operator=(World&& o) noexcept {
+    if (this != &o) {
+      release();
+      control = std::move(o.control);
+      p2p = std::move(o.p2p);
+      transports = std::move(o.transports);
+      finalize = std::move(o.finalize);
+      o.finalize = nullptr;
+    }
+    return *this;
+  }
+  ~World() { release(); }
+
+ private:
+  void release() {
     transports.clear();
     p2p.reset();
     control.reset();
-    if (finalize) finalize();
+    if (finalize) {
+      auto f = std::move(finalize);
+      finalize = nullptr;
+      f();
+    }
   }
 };
 

@@ -3,10 +3,20 @@
 // non-zero on any rank that failed, so mpiexec reports the failure.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
 namespace {
+
+// Prints only failed assertions, with the rank, for ranks other than 0.
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %s] %s:%d: Failure\n%s\n", std::getenv("PMI_RANK"),
+                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
+  }
+};
 
 int rank_from_env() {
   for (const char* var : {"PMI_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_RANK"}) {
@@ -20,10 +30,11 @@ int rank_from_env() {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (rank_from_env() != 0) {
+    // Drop the progress printer on other ranks; failures still reach stderr through
+    // the assertion messages' own output below.
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    // Keep failures visible on every rank, drop the progress lines.
-    ::testing::GTEST_FLAG(brief) = true;
-    (void)listeners;
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailurePrinter);
   }
   return RUN_ALL_TESTS();
 }
