@@ -18,6 +18,11 @@
 //   (MIN, PRODUCT) — logical, as kolo.h documents.
 // Counts above INT_MAX elements become several MPI_Iallreduce calls on
 // consecutive slices, all posted at once and waited together.
+//
+// The other collectives (mpi_collectives.cc): allgather -> MPI_Iallgatherv,
+// broadcast -> MPI_Ibcast, alltoall -> MPI_Ialltoallv, reducescatter ->
+// MPI_Ireduce_scatter, with the same types and ops; see Note [Counts above
+// INT_MAX] there for the limits.
 #pragma once
 
 #include <mpi.h>
@@ -43,6 +48,12 @@ class MpiTransport : public transport::Transport {
   const char* name() const override { return "mpi"; }
   Status supports(const transport::BucketView& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
+
+  // Defined in mpi_collectives.cc.
+  Status supports_collective(transport::CollectiveOp op,
+                             const transport::CollectiveView& view) const override;
+  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+                                              const transport::CollectiveView& view) override;
 
  private:
   static constexpr int kNumOps = 4;  // SUM, MIN, MAX, PRODUCT
