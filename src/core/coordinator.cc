@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/check.h"
 #include "common/logging.h"
 
 namespace kolo::core {
@@ -32,9 +33,13 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       fusion_(static_cast<size_t>(config.fusion_threshold_bytes)),
       negotiator_(*world.control, config),
       executor_(selector_, fusion_, world.control->topology().rank, world.control->topology().size,
-                [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }) {}
+                [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_) {}
 
-Status Coordinator::validate() const { return selector_.validate(); }
+Status Coordinator::init() {
+  KOLO_RETURN_IF_ERROR(selector_.validate());
+  if (world_.control->topology().rank == 0) KOLO_RETURN_IF_ERROR(timeline_.open(config_.timeline_path));
+  return Status::OK();
+}
 
 void Coordinator::complete(TensorEntry& entry, Status status) {
   // Forget the name first: a caller who waits and resubmits it at once must not
@@ -55,6 +60,7 @@ void Coordinator::run() {
   while (true) {
     wait_for_news();
     for (TensorEntry& e : queue_.drain()) {
+      timeline_.negotiate_start(e.request.name);
       negotiator_.add(e.request, e.enqueued);
       std::string name = e.request.name;
       pending_.emplace(std::move(name), std::move(e));
@@ -67,6 +73,7 @@ void Coordinator::run() {
       fail_everything(Status(Code::kTransport, "kolo's control plane failed: " + status.message()));
       return;
     }
+    for (const Response& r : ready) timeline_.negotiate_end(r.name);
     executor_.execute(ready, &pending_);
     if (stop) {
       fail_everything(Status(Code::kShutdown, asked ? "kolo was shut down on this rank"
@@ -101,6 +108,7 @@ void Coordinator::wait_for_news() {
 }
 
 void Coordinator::fail_everything(const Status& status) {
+  timeline_.close();
   for (TensorEntry& e : queue_.close(status)) e.handle->complete(status);
   for (auto& [name, e] : pending_) complete(e, status);
   pending_.clear();

@@ -16,6 +16,7 @@
 #include "core/executor.h"
 #include "core/fusion_buffer.h"
 #include "core/negotiator.h"
+#include "core/timeline.h"
 #include "core/tensor_queue.h"
 #include "transport/registry.h"
 #include "transport/world.h"
@@ -28,8 +29,9 @@ class Coordinator {
   Coordinator(transport::World& world, const Config& config, TensorQueue& queue,
               const std::atomic<bool>& shutdown_requested);
 
-  // Init-time checks that need the world (the transport preference).
-  Status validate() const;
+  // Init-time checks that need the world (the transport preference) and the
+  // timeline file (rank 0).
+  Status init();
 
   // The coordinator thread's body. Returns once every rank stopped (or the
   // control plane broke); every local tensor has completed by then.
@@ -46,6 +48,7 @@ class Coordinator {
   const std::atomic<bool>& shutdown_requested_;
   transport::Selector selector_;
   FusionBuffer fusion_;
+  Timeline timeline_;
   Negotiator negotiator_;
   Executor executor_;
   std::map<std::string, TensorEntry> pending_;  // drained, not yet completed

@@ -29,12 +29,13 @@ double output_factor(const TensorParams& p, int world_size) {
 }  // namespace
 
 Executor::Executor(transport::Selector& selector, FusionBuffer& fusion, int rank,
-                   int world_size, Complete complete)
+                   int world_size, Complete complete, Timeline* timeline)
     : selector_(selector),
       fusion_(fusion),
       rank_(rank),
       world_size_(world_size),
-      complete_(std::move(complete)) {}
+      complete_(std::move(complete)),
+      timeline_(timeline) {}
 
 void Executor::execute(const std::vector<Response>& responses,
                        std::map<std::string, TensorEntry>* pending) {
@@ -60,7 +61,11 @@ void Executor::execute(const std::vector<Response>& responses,
   run_allreduces(allreduces, pending);
   for (const Response* r : others) {
     auto it = pending->find(r->name);
+    const auto start = Timeline::Clock::now();
     Status status = run_collective(it->second, *r);
+    if (timeline_ && timeline_->enabled())
+      timeline_->bucket({r->name}, sequence_, r->params.bytes(),
+                        collective_name(r->params.collective), start, Timeline::Clock::now());
     if (!status.ok()) KOLO_LOG(kError) << r->name << ": " << status.to_string();
     ++sequence_;
     complete_(it->second, status);
@@ -108,6 +113,7 @@ void Executor::run_allreduces(const std::vector<const Response*>& ok,
     std::vector<TensorEntry*> entries;
     for (size_t i : bucket.items) entries.push_back(&pending->at(ok[i]->name));
     const TensorParams& params = ok[bucket.items[0]]->params;
+    const auto start = Timeline::Clock::now();
     Status status;
     if (params.collective == Collective::kGroupedAllreduce)
       status = run_group(*entries[0], params);
@@ -116,6 +122,13 @@ void Executor::run_allreduces(const std::vector<const Response*>& ok,
     else
       status = run_fused(entries, params);
     if (!status.ok()) KOLO_LOG(kError) << "bucket " << sequence_ << ": " << status.to_string();
+    if (timeline_ && timeline_->enabled()) {
+      std::vector<std::string> names;
+      for (size_t i : bucket.items) names.push_back(ok[i]->name);
+      const size_t bytes = params.collective == Collective::kGroupedAllreduce ? params.bytes() : bucket.bytes;
+      timeline_->bucket(names, sequence_, bytes, collective_name(params.collective), start,
+                        Timeline::Clock::now());
+    }
     ++sequence_;
     for (size_t i : bucket.items) {
       auto it = pending->find(ok[i]->name);

@@ -17,6 +17,7 @@
 #include "core/fusion_buffer.h"
 #include "core/request.h"
 #include "core/tensor_queue.h"
+#include "core/timeline.h"
 #include "transport/registry.h"
 
 namespace kolo::core {
@@ -26,8 +27,9 @@ class Executor {
   // Completes one local tensor (the runtime forgets it and completes its handle).
   using Complete = std::function<void(TensorEntry&, Status)>;
 
+  // `timeline` may be null (no timeline).
   Executor(transport::Selector& selector, FusionBuffer& fusion, int rank, int world_size,
-           Complete complete);
+           Complete complete, Timeline* timeline);
 
   // `pending` maps this rank's in-flight names to their entries; every OK response
   // names an entry in it — except allreduces this rank takes part in after it
@@ -59,6 +61,7 @@ class Executor {
   int rank_;
   int world_size_;
   Complete complete_;
+  Timeline* timeline_;
   uint64_t sequence_ = 0;
   std::vector<char> zeros_;    // a joined rank's contribution; grow-only, all zero
   std::vector<char> sink_;     // where a joined rank's results go; grow-only

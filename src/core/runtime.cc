@@ -20,7 +20,7 @@ Status Runtime::start(transport::World world, const Config& config, std::unique_
   std::unique_ptr<Runtime> rt(new Runtime(std::move(world), config));
   rt->coordinator_ = std::make_unique<Coordinator>(rt->world_, rt->config_, rt->queue_,
                                                    rt->shutdown_requested_);
-  KOLO_RETURN_IF_ERROR(rt->coordinator_->validate());
+  KOLO_RETURN_IF_ERROR_AS_IS(rt->coordinator_->init());
   rt->running_.store(true, std::memory_order_release);
   Runtime* raw = rt.get();
   rt->thread_ = std::thread([raw] {

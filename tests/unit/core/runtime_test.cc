@@ -284,5 +284,39 @@ TEST(Runtime, StalledNamesFailWhenConfigured) {
   expect_sum_everywhere(job, 4, "after", false);
 }
 
+TEST(Runtime, TimelineRecordsNegotiationAndBucketsOnRankZero) {
+  const std::string path = ::testing::TempDir() + "kolo_timeline_test.json";
+  std::remove(path.c_str());
+  {
+    Config config;
+    config.timeline_path = path;
+    LoopbackJob job(2, config);
+    expect_sum_everywhere(job, 100, "layer1/weight", false);
+    expect_sum_everywhere(job, 7, "layer1/bias", true);
+    job.shutdown();
+  }
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  EXPECT_EQ(text.substr(0, 1), "[");
+  EXPECT_NE(text.find("]"), std::string::npos);
+  for (const char* want : {"\"layer1/weight\"", "\"layer1/bias\"", "NEGOTIATE", "PROCESS",
+                           "\"bucket_bytes\": 400", "\"collective\": \"allreduce\""})
+    EXPECT_NE(text.find(want), std::string::npos) << want << " in\n" << text;
+}
+
+TEST(Runtime, UnwritableTimelineFailsStart) {
+  Config config;
+  config.timeline_path = "/nonexistent-dir/timeline.json";
+  auto worlds = loopback::create_worlds(1);
+  std::unique_ptr<Runtime> rt;
+  Status s = Runtime::start(std::move(worlds[0]), config, &rt);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("KOLO_TIMELINE"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace kolo::core
