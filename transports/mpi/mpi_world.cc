@@ -17,6 +17,7 @@
 #include "transports/mpi/mpi_point_to_point.h"
 #include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/shm_transport.h"
 
 namespace kolo::mpi {
 namespace {
@@ -139,6 +140,18 @@ void release_owned_world() {
   if (!finalized) MPI_Finalize();
 }
 
+// "shm" when the whole world is one node. Collective over the node.
+Status add_shared_memory_transports(const SharedComms& comms, const transport::Topology& topology,
+                                    transport::World* world) {
+  if (topology.local_size == topology.size) {
+    std::unique_ptr<ShmAllreduce> engine;
+    KOLO_RETURN_IF_ERROR(
+        ShmAllreduce::create(comms->local, ShmAllreduce::kDefaultSlotBytes, &engine));
+    world->transports.push_back(std::make_unique<ShmTransport>(std::move(engine)));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status create_world(const WorldOptions& options, transport::World* world) {
@@ -163,6 +176,7 @@ Status create_world(const WorldOptions& options, transport::World* world) {
   built.p2p = std::make_unique<MpiPointToPoint>(comms);
   built.transports.push_back(std::move(native));
   built.transports.push_back(algorithms::make_ring_transport(*built.p2p));
+  KOLO_RETURN_IF_ERROR(add_shared_memory_transports(comms, topology, &built));
   if (kolo_owns) {
     ++kolo_owned_worlds;
     built.finalize = release_owned_world;

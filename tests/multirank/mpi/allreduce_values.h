@@ -1,0 +1,177 @@
+// Exact allreduce checks shared by the shm and hierarchical tests: per-dtype
+// conversions, inputs chosen so that every sum and product is exact in every
+// dtype (bfloat16 included), and check_allreduce, which runs one bucket through a
+// transport and compares the result bit for bit.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+#include "transport/transport.h"
+
+namespace kolo::mpi::testing {
+
+template <typename T> struct Dtype;
+#define KOLO_TEST_DTYPE(T, D)                                 \
+  template <> struct Dtype<T> {                               \
+    static constexpr DataType kValue = D;                     \
+    static T from(double v) { return static_cast<T>(v); }     \
+    static double to(T v) { return static_cast<double>(v); }  \
+  };
+KOLO_TEST_DTYPE(uint8_t, DataType::kUint8)
+KOLO_TEST_DTYPE(int8_t, DataType::kInt8)
+KOLO_TEST_DTYPE(uint16_t, DataType::kUint16)
+KOLO_TEST_DTYPE(int16_t, DataType::kInt16)
+KOLO_TEST_DTYPE(int32_t, DataType::kInt32)
+KOLO_TEST_DTYPE(int64_t, DataType::kInt64)
+KOLO_TEST_DTYPE(float, DataType::kFloat32)
+KOLO_TEST_DTYPE(double, DataType::kFloat64)
+#undef KOLO_TEST_DTYPE
+// kolo's bool is one byte (0 or 1); a struct, because std::vector<bool> packs bits.
+struct Bool {
+  bool value;
+};
+template <> struct Dtype<Bool> {
+  static constexpr DataType kValue = DataType::kBool;
+  static Bool from(double v) { return {v != 0}; }
+  static double to(Bool v) { return v.value ? 1 : 0; }
+};
+template <> struct Dtype<Float16> {
+  static constexpr DataType kValue = DataType::kFloat16;
+  static Float16 from(double v) { return {float_to_half(static_cast<float>(v))}; }
+  static double to(Float16 v) { return half_to_float(v.bits); }
+};
+template <> struct Dtype<Bfloat16> {
+  static constexpr DataType kValue = DataType::kBfloat16;
+  static Bfloat16 from(double v) { return {float_to_bfloat16(static_cast<float>(v))}; }
+  static double to(Bfloat16 v) { return bfloat16_to_float(v.bits); }
+};
+
+using AllDtypes = ::testing::Types<uint8_t, int8_t, uint16_t, int16_t, int32_t, int64_t,
+                                   Float16, Bfloat16, float, double, Bool>;
+
+constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
+
+// Rank r's element i. Sums over 4 ranks stay within [-60, 120]; products use
+// {1, 2} (and -1 for signed types), at most 16 in magnitude: all exact.
+template <typename T>
+double input_value(int r, int64_t i, ReduceOp op) {
+  constexpr DataType d = Dtype<T>::kValue;
+  const bool is_signed = d == DataType::kInt8 || d == DataType::kInt16 ||
+                         d == DataType::kInt32 || d == DataType::kInt64 || is_floating(d);
+  if (d == DataType::kBool) return (i + r) % 3 == 0 ? 1 : 0;
+  if (op == ReduceOp::kProduct) {
+    const int k = static_cast<int>((i + r) % 3);
+    return k == 0 ? 1 : k == 1 ? 2 : (is_signed ? -1 : 1);
+  }
+  const double v = static_cast<double>((i * 5 + r * 3) % 31);
+  return is_signed ? v - 15 : v;
+}
+
+inline double combine(double a, double b, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return a + b;
+    case ReduceOp::kMin: return std::min(a, b);
+    case ReduceOp::kMax: return std::max(a, b);
+    case ReduceOp::kProduct: return a * b;
+    default: return std::nan("");
+  }
+}
+
+// input_value repeats every kPeriod elements (31 and 3 divide it).
+constexpr int64_t kPeriod = 93;
+
+template <typename T>
+std::vector<T> tiled(int64_t count, const std::vector<T>& period) {
+  std::vector<T> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = period[i % kPeriod];
+  return v;
+}
+
+template <typename T>
+std::vector<T> inputs(int r, int64_t count, ReduceOp op) {
+  std::vector<T> period(kPeriod);
+  for (int64_t i = 0; i < kPeriod; ++i) period[i] = Dtype<T>::from(input_value<T>(r, i, op));
+  return tiled(count, period);
+}
+
+template <typename T>
+std::vector<T> expected(int size, int64_t count, ReduceOp op) {
+  std::vector<T> period(kPeriod);
+  for (int64_t i = 0; i < kPeriod; ++i) {
+    double acc = input_value<T>(0, i, op);
+    for (int r = 1; r < size; ++r) acc = combine(acc, input_value<T>(r, i, op), op);
+    period[i] = Dtype<T>::from(acc);
+  }
+  return tiled(count, period);
+}
+
+template <typename T>
+int64_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+template <typename T>
+transport::BucketView bucket_of(const T* input, T* output, int64_t count, ReduceOp op) {
+  transport::BucketView bucket;
+  bucket.input = input;
+  bucket.output = output;
+  bucket.count = count;
+  bucket.dtype = Dtype<T>::kValue;
+  bucket.op = op;
+  return bucket;
+}
+
+// One allreduce through `transport` on a world of `size` ranks, as rank `rank`.
+template <typename T>
+void check_allreduce(transport::Transport& transport, int rank, int size, int64_t count,
+                     ReduceOp op, bool in_place) {
+  SCOPED_TRACE(std::string(transport.name()) + " " + dtype_name(Dtype<T>::kValue) + " " +
+               op_name(op) + " count " + std::to_string(count) +
+               (in_place ? " in place" : " out of place"));
+  const std::vector<T> input = inputs<T>(rank, count, op);
+  std::vector<T> buffer = input;
+  std::vector<T> output(static_cast<size_t>(count), Dtype<T>::from(99));
+  transport::BucketView bucket = in_place
+                                     ? bucket_of<T>(buffer.data(), buffer.data(), count, op)
+                                     : bucket_of<T>(input.data(), output.data(), count, op);
+  EXPECT_TRUE(transport.supports(bucket).ok());
+  Status status = transport.allreduce(bucket)->wait();
+  EXPECT_TRUE(status.ok()) << status.to_string();
+  const std::vector<T> want = expected<T>(size, count, op);
+  const std::vector<T>& got = in_place ? buffer : output;
+  const int64_t bad = first_difference(got, want);
+  EXPECT_EQ(bad, -1) << "element " << bad << ": got "
+                     << (bad >= 0 ? Dtype<T>::to(got[bad]) : 0) << ", want "
+                     << (bad >= 0 ? Dtype<T>::to(want[bad]) : 0);
+  if (!in_place) EXPECT_EQ(first_difference(buffer, input), -1) << "input was modified";
+}
+
+// Every op, in place and out of place, at counts 0, 1, n-1, n+1, 1000, then
+// 2^20+3 (many slices) with every op in place and SUM out of place.
+template <typename T>
+void check_counts(transport::Transport& transport, int rank, int size) {
+  const int64_t n = size;
+  for (int64_t count : {int64_t{0}, int64_t{1}, n - 1, n + 1, int64_t{1000}}) {
+    for (ReduceOp op : kOps) {
+      for (bool in_place : {true, false}) {
+        check_allreduce<T>(transport, rank, size, count, op, in_place);
+      }
+    }
+  }
+  const int64_t large = (int64_t{1} << 20) + 3;
+  for (ReduceOp op : kOps) check_allreduce<T>(transport, rank, size, large, op, true);
+  check_allreduce<T>(transport, rank, size, large, ReduceOp::kSum, false);
+}
+
+}  // namespace kolo::mpi::testing

@@ -1,0 +1,90 @@
+// The "shm" transport under mpiexec (all ranks on this machine, so one node):
+// every dtype and op exactly, counts 0, 1, n-1, n+1, 1000 and 2^20+3, in place
+// and out of place; an engine with tiny slots so that small buckets run through
+// many slices and both slots are reused; repeated calls; misuse.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tests/multirank/mpi/allreduce_values.h"
+#include "tests/multirank/mpi/mpi_test_world.h"
+#include "transports/mpi/shm_transport.h"
+
+namespace kolo::mpi {
+namespace {
+
+using namespace testing;  // NOLINT: the test helpers
+
+int rank() { return test_world().control->topology().rank; }
+int size() { return test_world().control->topology().size; }
+
+template <typename T>
+class ShmAllreduceTest : public ::testing::Test {};
+TYPED_TEST_SUITE(ShmAllreduceTest, AllDtypes);
+
+TYPED_TEST(ShmAllreduceTest, EveryOpAndCount) {
+  transport::Transport* shm = find_transport("shm");
+  ASSERT_NE(shm, nullptr) << "one node: the MPI world should offer shm";
+  check_counts<TypeParam>(*shm, rank(), size());
+}
+
+// A 256-byte slot: 1000 elements are many slices, both slots reused many times.
+TEST(ShmAllreduce, TinySlotsSliceAndReuse) {
+  SharedComms comms = dup_world_comms();  // one node: the world is the node
+  std::unique_ptr<ShmAllreduce> engine;
+  ASSERT_TRUE(ShmAllreduce::create(comms->data, 256, &engine).ok());
+  ShmTransport tiny(std::move(engine));
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    for (int64_t count : {int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{1000},
+                          int64_t{4099}}) {
+      for (bool in_place : {true, false}) {
+        check_allreduce<float>(tiny, rank(), size(), count, ReduceOp::kSum, in_place);
+        check_allreduce<int8_t>(tiny, rank(), size(), count, ReduceOp::kMax, in_place);
+        check_allreduce<Float16>(tiny, rank(), size(), count, ReduceOp::kProduct, in_place);
+        check_allreduce<double>(tiny, rank(), size(), count, ReduceOp::kMin, in_place);
+      }
+    }
+  }
+}
+
+// Many small calls back to back: counters and slots stay in step across calls.
+TEST(ShmAllreduce, RepeatedCalls) {
+  transport::Transport& shm = *find_transport("shm");
+  for (int i = 0; i < 200; ++i) {
+    std::vector<int32_t> v(static_cast<size_t>(1 + i % 17), rank() + i);
+    ASSERT_TRUE(shm.allreduce(bucket_of(v.data(), v.data(), static_cast<int64_t>(v.size()),
+                                        ReduceOp::kSum))
+                    ->wait()
+                    .ok());
+    const int32_t want = size() * (size() - 1) / 2 + size() * i;
+    EXPECT_EQ(v.front(), want);
+    EXPECT_EQ(v.back(), want);
+  }
+}
+
+TEST(ShmAllreduce, SupportsCpuSumMinMaxProductOnly) {
+  const transport::Transport& t = *find_transport("shm");
+  float x = 0;
+  transport::BucketView bucket = bucket_of(&x, &x, 1, ReduceOp::kSum);
+  EXPECT_TRUE(t.supports(bucket).ok());
+  transport::BucketView average = bucket;
+  average.op = ReduceOp::kAverage;
+  EXPECT_EQ(t.supports(average).code(), Code::kUnsupported);
+  transport::BucketView cuda = bucket;
+  cuda.device.kind = DeviceKind::kCuda;
+  EXPECT_EQ(t.supports(cuda).code(), Code::kUnsupported);
+  transport::BucketView scaled = bucket;
+  scaled.prescale = 2.0;
+  EXPECT_EQ(t.supports(scaled).code(), Code::kUnsupported);
+  // Asked anyway, the engine refuses before touching the window (on every rank).
+  EXPECT_EQ(find_transport("shm")->allreduce(average)->wait().code(), Code::kInvalidArgument);
+  transport::BucketView null_buffer = bucket_of<float>(nullptr, nullptr, 4, ReduceOp::kSum);
+  EXPECT_EQ(find_transport("shm")->allreduce(null_buffer)->wait().code(),
+            Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kolo::mpi

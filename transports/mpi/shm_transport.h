@@ -1,0 +1,86 @@
+// The intra-node shared-memory allreduce (ShmAllreduce) and the "shm" transport.
+//
+// Contract (see transport/transport.h): called by the coordinator thread only, for
+// buckets in the same order on every rank of the node; CPU memory; every dtype;
+// ops SUM, MIN, MAX, PRODUCT. The algorithm is explained at the top of
+// shm_transport.cc. After create() no MPI call happens on the hot path: ranks
+// synchronise through counters in the shared window.
+//
+// Errors: a misuse (bad op, null buffer) returns a Status before any rank is
+// touched... on every rank alike, since every rank sees the same bucket. A peer
+// that does not arrive within kPeerTimeout fails the call; the engine is then
+// broken (its counters no longer agree with its peers') and fails every later
+// call. Waiting never busy-spins for long: a short spin, then yields, then sleeps.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "common/status.h"
+#include "transport/transport.h"
+#include "transports/mpi/shm_window.h"
+
+namespace kolo::mpi {
+
+class ShmAllreduce {
+ public:
+  // Bytes of one slot: the unit of slicing. See Note [Shm slice size].
+  static constexpr size_t kDefaultSlotBytes = size_t{512} << 10;
+  static constexpr std::chrono::seconds kPeerTimeout{300};
+
+  // Applied by each rank to its reduced shard of every slice, in place, before
+  // the other ranks of the node copy it. The hierarchical allreduce passes the
+  // inter-node allreduce here. Ranks with equal local rank on every node see the
+  // same sequence of shard counts (they depend only on count, dtype, local size).
+  using ShardStage = std::function<Status(void* shard, int64_t count)>;
+
+  // Collective over `local` (the node communicator): allocates and pre-faults
+  // the shared window (a control block and two slots of slot_bytes per rank).
+  static Status create(MPI_Comm local, size_t slot_bytes, std::unique_ptr<ShmAllreduce>* out);
+
+  // Allreduce of `count` elements from `input` into `output` (may be equal) over
+  // the ranks of the node. Any count, including 0.
+  Status run(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
+             const ShardStage& stage = nullptr);
+
+  int local_rank() const { return window_->local_rank(); }
+  int local_size() const { return window_->local_size(); }
+
+ private:
+  struct Slice;
+  explicit ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes);
+
+  Status run_slice(const Slice& slice, const ShardStage& stage);
+  // Waits until counter `which` of every other rank is at least `target`.
+  Status wait_peers(int which, uint64_t target);
+  uint64_t* counter(int rank, int which) const;
+  char* slot(int rank, uint64_t slice) const;
+
+  std::unique_ptr<ShmWindow> window_;
+  size_t slot_bytes_;
+  uint64_t next_slice_ = 0;  // slices done so far, the same on every rank
+  Status broken_;
+};
+
+// The "shm" transport: ShmAllreduce behind the Transport seam. Offered by the
+// MPI world when every rank is on one node.
+class ShmTransport : public transport::Transport {
+ public:
+  explicit ShmTransport(std::unique_ptr<ShmAllreduce> engine) : engine_(std::move(engine)) {}
+
+  const char* name() const override { return "shm"; }
+  Status supports(const transport::BucketView& bucket) const override;
+  std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
+
+ private:
+  std::unique_ptr<ShmAllreduce> engine_;
+};
+
+// What shm and hierarchical accept: CPU memory, no average, no scale factors.
+Status shm_supports(const char* name, const transport::BucketView& bucket);
+
+}  // namespace kolo::mpi

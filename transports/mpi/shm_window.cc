@@ -1,0 +1,61 @@
+#include "transports/mpi/shm_window.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "transports/mpi/mpi_check.h"
+#include "transports/mpi/mpi_wait.h"
+
+namespace kolo::mpi {
+
+Status ShmWindow::create(MPI_Comm local, size_t bytes_per_rank, std::unique_ptr<ShmWindow>* out) {
+  std::unique_ptr<ShmWindow> window(new ShmWindow());
+  int size = 0;
+  KOLO_MPI_CHECK(MPI_Comm_rank(local, &window->local_rank_));
+  KOLO_MPI_CHECK(MPI_Comm_size(local, &size));
+  // Round up so every segment (with alloc_shared_noncontig, each on its own
+  // pages) starts page-aligned and the next one does too.
+  bytes_per_rank = (bytes_per_rank + kSegmentAlign - 1) / kSegmentAlign * kSegmentAlign;
+  window->bytes_per_rank_ = bytes_per_rank;
+
+  MPI_Info info;
+  KOLO_MPI_CHECK(MPI_Info_create(&info));
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  void* mine = nullptr;
+  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes_per_rank), 1, info, local, &mine,
+                                   &window->win_);
+  MPI_Info_free(&info);
+  if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
+
+  window->segments_.resize(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    MPI_Aint bytes = 0;
+    int disp_unit = 0;
+    void* base = nullptr;
+    KOLO_MPI_CHECK(MPI_Win_shared_query(window->win_, r, &bytes, &disp_unit, &base));
+    if (static_cast<size_t>(bytes) < bytes_per_rank ||
+        reinterpret_cast<uintptr_t>(base) % 64 != 0) {
+      return internal_error("shared window segment of local rank " + std::to_string(r) +
+                            " is " + std::to_string(bytes) + " bytes (wanted " +
+                            std::to_string(bytes_per_rank) + ") or not cache-line aligned");
+    }
+    window->segments_[static_cast<size_t>(r)] = static_cast<char*>(base);
+  }
+  // Pre-fault this rank's own pages: zeroed counters are also the protocol's start.
+  std::memset(mine, 0, bytes_per_rank);
+  // No peer may read this segment's counters before they are zeroed.
+  MPI_Request barrier;
+  KOLO_MPI_CHECK(MPI_Ibarrier(local, &barrier));
+  KOLO_RETURN_IF_ERROR(wait(&barrier));
+  *out = std::move(window);
+  return Status::OK();
+}
+
+ShmWindow::~ShmWindow() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+}
+
+}  // namespace kolo::mpi
