@@ -6,6 +6,10 @@
 //   kolo::dtype_of<T>()   the kolo_dtype_t of a C++ element type.
 //   kolo::allreduce_async typed submission: a throwing form that returns a Handle,
 //                         and a non-throwing form that returns kolo_status_t.
+//   the collective set    allgather_async, broadcast_async, alltoall_async,
+//                         reducescatter_async, grouped_allreduce_async, in the same
+//                         two forms; Handle::output<T>() / splits() read the
+//                         kolo-allocated results; barrier() and join().
 //   kolo::Error           the exception thrown by the throwing wrappers only.
 //
 // Everything here calls the C functions of kolo.h and adds no state of its own, so
@@ -18,10 +22,13 @@
 #include <kolo/kolo.h>
 
 #include <cstdint>
+#include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace kolo {
 
@@ -152,6 +159,59 @@ class Handle {
     return text ? std::string(text) : std::string();
   }
 
+  // The kolo-allocated output of a completed allgather or alltoall, as a view of
+  // *count elements of T at *data, valid until this Handle releases the operation.
+  // Returns the operation's status while it is not KOLO_OK (KOLO_IN_PROGRESS before
+  // completion), KOLO_ERR_INVALID_ARGUMENT if the output is not a whole number of
+  // T. Other collectives have no such output (0 elements).
+  template <class T>
+  kolo_status_t output(const T** data, std::int64_t* count) const noexcept {
+    const kolo_status_t state = status();
+    if (state != KOLO_OK) return state;
+    const void* bytes_at = nullptr;
+    std::int64_t bytes = 0;
+    const kolo_status_t got = kolo_handle_output(handle_, &bytes_at, &bytes);
+    if (got != KOLO_OK) return got;
+    if (bytes % static_cast<std::int64_t>(sizeof(T)) != 0) return KOLO_ERR_INVALID_ARGUMENT;
+    if (data) *data = static_cast<const T*>(bytes_at);
+    if (count) *count = bytes / static_cast<std::int64_t>(sizeof(T));
+    return KOLO_OK;
+  }
+
+  // A copy of that output; throws Error where the view above is not KOLO_OK.
+  template <class T>
+  std::vector<T> output() const {
+    const T* data = nullptr;
+    std::int64_t count = 0;
+    const kolo_status_t got = output(&data, &count);
+    if (got == KOLO_ERR_INVALID_ARGUMENT && status() == KOLO_OK) {
+      throw Error(got, "kolo::Handle::output", "the output is not a whole number of T");
+    }
+    if (got != KOLO_OK) throw Error(got, "kolo::Handle::output", failure_of(got));
+    std::vector<T> copy(static_cast<size_t>(count));
+    if (count > 0) std::memcpy(copy.data(), data, static_cast<size_t>(count) * sizeof(T));
+    return copy;
+  }
+
+  // The per-rank rows of a completed allgather (rows each rank contributed) or
+  // alltoall (rows received from each rank): copies min(n, world size) values.
+  // Returns the operation's status while it is not KOLO_OK.
+  kolo_status_t splits(std::int64_t* splits, int n) const noexcept {
+    const kolo_status_t state = status();
+    return state != KOLO_OK ? state : kolo_handle_splits(handle_, splits, n);
+  }
+
+  // The same as a vector of kolo_size() values; throws Error where the form above
+  // is not KOLO_OK.
+  std::vector<std::int64_t> splits() const {
+    const int size = kolo_size();
+    if (size < 0) throw Error(KOLO_ERR_NOT_INITIALIZED, "kolo::Handle::splits", kolo_last_error());
+    std::vector<std::int64_t> rows(static_cast<size_t>(size), 0);
+    const kolo_status_t got = splits(rows.data(), size);
+    if (got != KOLO_OK) throw Error(got, "kolo::Handle::splits", failure_of(got));
+    return rows;
+  }
+
   explicit operator bool() const noexcept { return handle_ != nullptr; }
   kolo_handle_t get() const noexcept { return handle_; }
 
@@ -166,8 +226,40 @@ class Handle {
   }
 
  private:
+  // Why an accessor failed: the operation's message, or the C API's last error.
+  std::string failure_of(kolo_status_t status) const {
+    if (!handle_) return "empty kolo::Handle";
+    if (status == KOLO_IN_PROGRESS) return "the operation has not completed yet";
+    return this->status() != KOLO_OK ? message() : std::string(kolo_last_error());
+  }
+
   kolo_handle_t handle_ = nullptr;
 };
+
+namespace detail {
+
+// The non-throwing forms' common tail: *handle is emptied, then owns what `start`
+// (a callable taking kolo_handle_t*) enqueued, if it succeeded.
+template <class Start>
+kolo_status_t submit(Handle* handle, Start&& start) noexcept {
+  if (handle == nullptr) return KOLO_ERR_INVALID_ARGUMENT;
+  *handle = Handle();
+  kolo_handle_t raw = nullptr;
+  const kolo_status_t status = start(&raw);
+  if (status == KOLO_OK) *handle = Handle(raw);
+  return status;
+}
+
+// The throwing forms' common tail.
+inline Handle handle_or_throw(kolo_status_t status, Handle handle, const char* call,
+                              const std::string& name) {
+  if (status != KOLO_OK) {
+    throw Error(status, std::string("kolo::") + call + "('" + name + "')", kolo_last_error());
+  }
+  return handle;
+}
+
+}  // namespace detail
 
 // Starts an allreduce of count elements of T named `name` (see
 // kolo_allreduce_async in kolo.h for the rules on names, buffers and scales).
@@ -179,14 +271,10 @@ kolo_status_t allreduce_async(const std::string& name, const T* input, T* output
                               kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
                               double postscale = 1.0,
                               kolo_device_t device = cpu_device()) noexcept {
-  if (handle == nullptr) return KOLO_ERR_INVALID_ARGUMENT;
-  *handle = Handle();
-  kolo_handle_t raw = nullptr;
-  const kolo_status_t status =
-      kolo_allreduce_async(name.c_str(), input, output, count, dtype_of<T>(), op,
-                           prescale, postscale, device, &raw);
-  if (status == KOLO_OK) *handle = Handle(raw);
-  return status;
+  return detail::submit(handle, [&](kolo_handle_t* raw) {
+    return kolo_allreduce_async(name.c_str(), input, output, count, dtype_of<T>(), op,
+                                prescale, postscale, device, raw);
+  });
 }
 
 // Throwing form: returns the operation's Handle; throws Error if it could not be
@@ -199,10 +287,191 @@ Handle allreduce_async(const std::string& name, const T* input, T* output,
   Handle handle;
   const kolo_status_t status = allreduce_async(name, input, output, count, &handle,
                                                op, prescale, postscale, device);
-  if (status != KOLO_OK) {
-    throw Error(status, "kolo::allreduce_async('" + name + "')", kolo_last_error());
+  return detail::handle_or_throw(status, std::move(handle), "allreduce_async", name);
+}
+
+// ---- the collective set ------------------------------------------------------
+//
+// Each collective below comes in the two forms of allreduce_async: a non-throwing
+// one that takes Handle* and returns kolo_status_t (on failure *handle is empty,
+// nothing was enqueued and kolo_last_error() says why), and a throwing one that
+// returns the Handle. See kolo.h for the semantics; rows are along the first
+// dimension, row_count elements each (1 for a vector).
+
+// Allgather: every rank's rows concatenated in rank order, kolo-allocated. After
+// completion read them with handle.output<T>() and the rows per rank with
+// handle.splits(). A rank may contribute 0 rows.
+template <class T>
+kolo_status_t allgather_async(const std::string& name, const T* input, std::int64_t rows,
+                              Handle* handle, std::int64_t row_count = 1,
+                              kolo_device_t device = cpu_device()) noexcept {
+  return detail::submit(handle, [&](kolo_handle_t* raw) {
+    return kolo_allgather_async(name.c_str(), input, rows, row_count, dtype_of<T>(), device, raw);
+  });
+}
+
+template <class T>
+Handle allgather_async(const std::string& name, const T* input, std::int64_t rows,
+                       std::int64_t row_count = 1, kolo_device_t device = cpu_device()) {
+  Handle handle;
+  const kolo_status_t status = allgather_async(name, input, rows, &handle, row_count, device);
+  return detail::handle_or_throw(status, std::move(handle), "allgather_async", name);
+}
+
+// Broadcast count elements from rank `root` into output on every rank (in place
+// when input == output; input is ignored, and may be null, on other ranks).
+template <class T>
+kolo_status_t broadcast_async(const std::string& name, const T* input, T* output,
+                              std::int64_t count, int root, Handle* handle,
+                              kolo_device_t device = cpu_device()) noexcept {
+  return detail::submit(handle, [&](kolo_handle_t* raw) {
+    return kolo_broadcast_async(name.c_str(), input, output, count, dtype_of<T>(), root, device,
+                                raw);
+  });
+}
+
+template <class T>
+Handle broadcast_async(const std::string& name, const T* input, T* output, std::int64_t count,
+                       int root, kolo_device_t device = cpu_device()) {
+  Handle handle;
+  const kolo_status_t status = broadcast_async(name, input, output, count, root, &handle, device);
+  return detail::handle_or_throw(status, std::move(handle), "broadcast_async", name);
+}
+
+// Alltoall: (*send_splits)[d] consecutive rows go to rank d; null splits an even
+// share (rows divisible by the world size). The rows received, in source-rank
+// order, are handle.output<T>(); the rows from each rank handle.splits().
+// send_splits must hold one value per rank: another size is refused with
+// KOLO_ERR_INVALID_ARGUMENT (kolo_last_error() is not updated for it).
+template <class T>
+kolo_status_t alltoall_async(const std::string& name, const T* input, std::int64_t rows,
+                             const std::vector<std::int64_t>* send_splits, Handle* handle,
+                             std::int64_t row_count = 1,
+                             kolo_device_t device = cpu_device()) noexcept {
+  const int size = kolo_size();  // -1 before kolo_init: the C call says so
+  if (send_splits && size >= 0 && send_splits->size() != static_cast<size_t>(size)) {
+    if (handle) *handle = Handle();
+    return KOLO_ERR_INVALID_ARGUMENT;
   }
-  return handle;
+  return detail::submit(handle, [&](kolo_handle_t* raw) {
+    return kolo_alltoall_async(name.c_str(), input, rows, row_count,
+                               send_splits ? send_splits->data() : nullptr, dtype_of<T>(),
+                               device, raw);
+  });
+}
+
+template <class T>
+Handle alltoall_async(const std::string& name, const T* input, std::int64_t rows,
+                      const std::vector<std::int64_t>* send_splits = nullptr,
+                      std::int64_t row_count = 1, kolo_device_t device = cpu_device()) {
+  const int size = kolo_size();
+  if (send_splits && size >= 0 && send_splits->size() != static_cast<size_t>(size)) {
+    throw Error(KOLO_ERR_INVALID_ARGUMENT, "kolo::alltoall_async('" + name + "')",
+                "send_splits has " + std::to_string(send_splits->size()) +
+                    " values for a world of " + std::to_string(size));
+  }
+  Handle handle;
+  const kolo_status_t status =
+      alltoall_async(name, input, rows, send_splits, &handle, row_count, device);
+  return detail::handle_or_throw(status, std::move(handle), "alltoall_async", name);
+}
+
+// The rows of `rows` that rank `rank` of `size` receives from a reducescatter:
+// q = rows / size, and the first rows % size ranks get q + 1.
+inline std::int64_t reducescatter_shard_rows(std::int64_t rows, int rank, int size) noexcept {
+  return kolo_reducescatter_shard_rows(rows, rank, size);
+}
+
+// Reducescatter (op SUM or AVERAGE): rows are reduced across ranks and this rank's
+// shard, reducescatter_shard_rows(rows, rank, size) rows, is written to output.
+template <class T>
+kolo_status_t reducescatter_async(const std::string& name, const T* input, T* output,
+                                  std::int64_t rows, Handle* handle, std::int64_t row_count = 1,
+                                  kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
+                                  double postscale = 1.0,
+                                  kolo_device_t device = cpu_device()) noexcept {
+  return detail::submit(handle, [&](kolo_handle_t* raw) {
+    return kolo_reducescatter_async(name.c_str(), input, output, rows, row_count, dtype_of<T>(),
+                                    op, prescale, postscale, device, raw);
+  });
+}
+
+template <class T>
+Handle reducescatter_async(const std::string& name, const T* input, T* output,
+                           std::int64_t rows, std::int64_t row_count = 1,
+                           kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
+                           double postscale = 1.0, kolo_device_t device = cpu_device()) {
+  Handle handle;
+  const kolo_status_t status = reducescatter_async(name, input, output, rows, &handle,
+                                                   row_count, op, prescale, postscale, device);
+  return detail::handle_or_throw(status, std::move(handle), "reducescatter_async", name);
+}
+
+// Grouped allreduce: tensor i is names[i], counts[i] elements from inputs[i] into
+// outputs[i]; the group is negotiated as one unit and reduced as one bucket, never
+// split or mixed with other tensors. One Handle for the group. The four vectors
+// must have equal sizes (else KOLO_ERR_INVALID_ARGUMENT; kolo_last_error() is not
+// updated for it, nor for an allocation failure, KOLO_ERR_INTERNAL).
+template <class T>
+kolo_status_t grouped_allreduce_async(const std::vector<std::string>& names,
+                                      const std::vector<const T*>& inputs,
+                                      const std::vector<T*>& outputs,
+                                      const std::vector<std::int64_t>& counts, Handle* handle,
+                                      kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
+                                      double postscale = 1.0,
+                                      kolo_device_t device = cpu_device()) noexcept {
+  const size_t n = names.size();
+  if (inputs.size() != n || outputs.size() != n || counts.size() != n) {
+    if (handle) *handle = Handle();
+    return KOLO_ERR_INVALID_ARGUMENT;
+  }
+  try {
+    std::vector<const char*> c_names;
+    std::vector<const void*> c_inputs(inputs.begin(), inputs.end());
+    std::vector<void*> c_outputs(outputs.begin(), outputs.end());
+    for (const std::string& name : names) c_names.push_back(name.c_str());
+    return detail::submit(handle, [&](kolo_handle_t* raw) {
+      return kolo_grouped_allreduce_async(static_cast<int>(n), c_names.data(), c_inputs.data(),
+                                          c_outputs.data(), counts.data(), dtype_of<T>(), op,
+                                          prescale, postscale, device, raw);
+    });
+  } catch (const std::bad_alloc&) {
+    if (handle) *handle = Handle();
+    return KOLO_ERR_INTERNAL;
+  }
+}
+
+template <class T>
+Handle grouped_allreduce_async(const std::vector<std::string>& names,
+                               const std::vector<const T*>& inputs,
+                               const std::vector<T*>& outputs,
+                               const std::vector<std::int64_t>& counts,
+                               kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
+                               double postscale = 1.0, kolo_device_t device = cpu_device()) {
+  if (inputs.size() != names.size() || outputs.size() != names.size() ||
+      counts.size() != names.size()) {
+    throw Error(KOLO_ERR_INVALID_ARGUMENT, "kolo::grouped_allreduce_async",
+                "names, inputs, outputs and counts differ in size");
+  }
+  Handle handle;
+  const kolo_status_t status = grouped_allreduce_async(names, inputs, outputs, counts, &handle,
+                                                       op, prescale, postscale, device);
+  const std::string first = names.empty() ? std::string() : names.front();
+  return detail::handle_or_throw(status, std::move(handle), "grouped_allreduce_async", first);
+}
+
+// Blocks until every rank has entered the barrier; throws Error on failure. (The
+// non-throwing form is kolo_barrier() itself.)
+inline void barrier() { detail::check(kolo_barrier(), "kolo::barrier"); }
+
+// This rank has run out of data: until every rank has joined, the others'
+// allreduces count it as zeros (AVERAGE still divides by the full world size), and
+// other collectives fail. Blocks until every rank has joined and returns the last
+// rank to join; throws Error on failure. (The non-throwing form is kolo_join().)
+inline int join() {
+  int last_rank = -1;
+  detail::check(kolo_join(&last_rank), "kolo::join");
+  return last_rank;
 }
 
 // kolo_init in the constructor (throws Error on failure), kolo_shutdown in the
