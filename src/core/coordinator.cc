@@ -19,7 +19,6 @@ std::vector<transport::Transport*> offered(transport::World& world) {
 
 // See Note [Waking up]: poll this long before sleeping.
 constexpr auto kSpinFor = std::chrono::microseconds(50);
-constexpr auto kMinSleep = std::chrono::microseconds(10);
 
 }  // namespace
 
@@ -36,6 +35,8 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
                 [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_) {}
 
 Status Coordinator::init() {
+  transport::ControlPlane* control = world_.control.get();
+  queue_.set_waker([control] { control->wake(); });
   KOLO_RETURN_IF_ERROR(selector_.validate());
   if (world_.control->topology().rank == 0) KOLO_RETURN_IF_ERROR(timeline_.open(config_.timeline_path));
   return Status::OK();
@@ -84,26 +85,25 @@ void Coordinator::run() {
 }
 
 void Coordinator::wait_for_news() {
-  using std::chrono::duration_cast;
   const auto idle_start = Clock::now();
-  const auto max_sleep = std::max<Clock::duration>(
-      kMinSleep, duration_cast<Clock::duration>(
-                     std::chrono::duration<double, std::milli>(config_.cycle_time_ms)));
   const uint64_t next = negotiator_.cycles();
+  transport::ControlPlane& control = *world_.control;
+  const auto poll = std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 1000));
   while (true) {
     if (queue_.has_queued() || shutdown_requested_.load(std::memory_order_acquire) ||
-        world_.control->rung(next))
+        control.rung(next))
       return;
     const auto now = Clock::now();
     if (negotiator_.has_news(now)) return;
     negotiator_.warn_stalls(now);
-    const auto idle = now - idle_start;
-    if (idle < kSpinFor) {
+    if (now - idle_start < kSpinFor) {
       sched_yield();
       continue;
     }
-    const auto sleep = std::clamp<Clock::duration>(idle / 8, kMinSleep, max_sleep);
-    queue_.wait_until(now + sleep);
+    // Sleep until a peer rings, an enqueue wakes us, or the stall timers are due.
+    const auto until = negotiator_.next_deadline(now);
+    control.wait_for_ring(next, std::chrono::duration_cast<std::chrono::microseconds>(until - now),
+                          poll);
   }
 }
 

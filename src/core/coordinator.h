@@ -2,9 +2,9 @@
 // execute what is ready, repeat — until some rank asks to stop.
 //
 // The idle wait (see Note [Waking up]) is where kolo decides between latency and
-// CPU: it spins briefly, then sleeps on the tensor queue with a backoff capped by
-// KOLO_CYCLE_TIME_MS, and starts a cycle as soon as this rank has news (a local
-// enqueue wakes it at once) or a peer has rung the doorbell for the next cycle.
+// CPU: it spins briefly, then sleeps in the control plane's wait_for_ring, and
+// starts a cycle as soon as this rank has news (a local enqueue wakes it at once)
+// or a peer has rung the doorbell for the next cycle.
 #pragma once
 
 #include <atomic>
@@ -58,8 +58,10 @@ class Coordinator {
 // Horovod's coordinator runs a cycle every HOROVOD_CYCLE_TIME whether or not there
 // is work, so a lone small allreduce waits for the next tick. kolo's coordinator
 // runs a cycle only when some rank has news, and joins a peer's cycle as soon as it
-// sees the doorbell; KOLO_CYCLE_TIME_MS only caps how long an idle coordinator
-// sleeps between looks at the doorbell. Batching still happens: whatever is
-// enqueued while a cycle runs is negotiated (and fused) together in the next.
+// sees the doorbell. On one node the doorbell is a futex in shared memory, so an
+// idle coordinator sleeps without polling and wakes within microseconds; a peer on
+// another node rings over MPI, which an idle coordinator polls every
+// KOLO_CYCLE_TIME_MS at most. Batching still happens: whatever is enqueued while
+// a cycle runs is negotiated (and fused) together in the next.
 
 }  // namespace kolo::core

@@ -14,7 +14,7 @@ Status TensorQueue::push(TensorEntry entry) {
     queue_.push_back(std::move(entry));
     queued_.store(queue_.size(), std::memory_order_release);
   }
-  cv_.notify_one();
+  if (waker_) waker_();
   return Status::OK();
 }
 
@@ -42,18 +42,8 @@ std::vector<TensorEntry> TensorQueue::close(Status reason) {
   return out;
 }
 
-void TensorQueue::wait_until(Clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_until(lock, deadline, [this] { return !queue_.empty() || woken_; });
-  woken_ = false;
-}
-
 void TensorQueue::wake() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    woken_ = true;
-  }
-  cv_.notify_one();
+  if (waker_) waker_();
 }
 
 }  // namespace kolo::core

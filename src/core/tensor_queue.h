@@ -9,7 +9,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,19 +58,19 @@ class TensorQueue {
 
   bool has_queued() const { return queued_.load(std::memory_order_acquire) > 0; }
 
-  // Coordinator: sleeps until something is queued, wake() is called, or the
-  // deadline passes.
-  void wait_until(Clock::time_point deadline);
+  // Called after every push and by wake(), from the pushing thread: the
+  // coordinator sets it to end its idle wait (ControlPlane::wake). Set before
+  // any push.
+  void set_waker(std::function<void()> waker) { waker_ = std::move(waker); }
   void wake();
 
  private:
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::function<void()> waker_;
   std::vector<TensorEntry> queue_;
   std::unordered_set<std::string> in_flight_;
   std::atomic<size_t> queued_{0};
   bool closed_ = false;
-  bool woken_ = false;
   Status close_reason_;
 };
 

@@ -12,7 +12,10 @@
 //   fails every pending handle with it and stops.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -67,6 +70,23 @@ class ControlPlane {
   virtual Status ring(uint64_t cycle) = 0;
   // rung(c): has any other rank rung for cycle c or a later one? Non-blocking.
   virtual bool rung(uint64_t cycle) = 0;
+
+  // Sleeps until a peer rings for `cycle` or later, wake() is called, or `timeout`
+  // passes; it may also return early. Where a ring can only be seen by polling,
+  // polls at least every `poll` (KOLO_CYCLE_TIME_MS). The default polls rung() in
+  // sleeps that grow from 10 us to `poll`; a transport with a blocking doorbell (a
+  // futex in shared memory) overrides both this and wake(). Coordinator only.
+  virtual void wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
+                             std::chrono::microseconds poll);
+
+  // Ends a wait_for_ring in progress, or the next one, early. Any thread (the
+  // tensor queue calls it on every enqueue).
+  virtual void wake();
+
+ private:
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool woken_ = false;
 };
 
 }  // namespace kolo::transport

@@ -53,12 +53,16 @@ MpiControlPlane::MpiControlPlane(SharedComms comms, const transport::Topology& t
 Status MpiControlPlane::create(SharedComms comms, const transport::Topology& topology,
                                std::unique_ptr<MpiControlPlane>* out) {
   std::unique_ptr<MpiControlPlane> plane(new MpiControlPlane(std::move(comms), topology));
+  KOLO_RETURN_IF_ERROR(plane->find_node_peers());
+  if (topology.local_size > 1 && plane->comms_->local != MPI_COMM_NULL)
+    KOLO_RETURN_IF_ERROR(NodeDoorbell::create(plane->comms_->local, &plane->node_));
   if (topology.size > 1) KOLO_RETURN_IF_ERROR(plane->post_doorbell_receive());
   *out = std::move(plane);
   return Status::OK();
 }
 
 MpiControlPlane::~MpiControlPlane() {
+  node_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;  // MPI has released everything already
@@ -163,14 +167,38 @@ Status MpiControlPlane::barrier() {
   return wait(&request);
 }
 
+Status MpiControlPlane::find_node_peers() {
+  on_my_node_.assign(topology_.size, false);
+  on_my_node_[topology_.rank] = true;
+  remote_peers_ = topology_.size - 1;
+  if (comms_->local == MPI_COMM_NULL) return Status::OK();  // no node: MPI rings only
+  MPI_Group local_group, control_group;
+  KOLO_MPI_CHECK(MPI_Comm_group(comms_->local, &local_group));
+  KOLO_MPI_CHECK(MPI_Comm_group(comm_, &control_group));
+  std::vector<int> local_ranks(topology_.local_size), control_ranks(topology_.local_size);
+  for (int i = 0; i < topology_.local_size; ++i) local_ranks[i] = i;
+  Status status = Status::OK();
+  if (MPI_Group_translate_ranks(local_group, topology_.local_size, local_ranks.data(),
+                                control_group, control_ranks.data()) != MPI_SUCCESS)
+    status = transport_error("MPI_Group_translate_ranks failed");
+  MPI_Group_free(&local_group);
+  MPI_Group_free(&control_group);
+  KOLO_RETURN_IF_ERROR(status);
+  for (int r : control_ranks)
+    if (r != MPI_UNDEFINED) on_my_node_[r] = true;
+  remote_peers_ = topology_.size - topology_.local_size;
+  return Status::OK();
+}
+
 Status MpiControlPlane::ring(uint64_t cycle) {
   KOLO_RETURN_IF_ERROR(reap_ringings());
-  if (topology_.size == 1) return Status::OK();
+  if (node_) node_->ring(cycle);
+  if (remote_peers_ == 0) return Status::OK();
   Ringing& ringing = ringings_.emplace_back();
   ringing.cycle = cycle;
-  ringing.sends.reserve(topology_.size - 1);
+  ringing.sends.reserve(remote_peers_);
   for (int peer = 0; peer < topology_.size; ++peer) {
-    if (peer == topology_.rank) continue;
+    if (on_my_node_[peer]) continue;
     MPI_Request& request = ringing.sends.emplace_back(MPI_REQUEST_NULL);
     KOLO_MPI_CHECK(MPI_Isend(&ringing.cycle, 1, MPI_UINT64_T, peer, kDoorbellTag, comm_,
                              &request));
@@ -179,6 +207,29 @@ Status MpiControlPlane::ring(uint64_t cycle) {
 }
 
 bool MpiControlPlane::rung(uint64_t cycle) {
+  if (node_ && node_->rung(cycle)) return true;
+  return remote_peers_ > 0 && mpi_rung(cycle);
+}
+
+void MpiControlPlane::wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
+                                    std::chrono::microseconds poll) {
+  if (!node_) {
+    ControlPlane::wait_for_ring(cycle, timeout, poll);
+    return;
+  }
+  if (remote_peers_ > 0) timeout = std::min(timeout, poll);
+  node_->wait(cycle, timeout, [&] { return remote_peers_ > 0 && mpi_rung(cycle); });
+}
+
+void MpiControlPlane::wake() {
+  if (node_) {
+    node_->wake();
+  } else {
+    ControlPlane::wake();
+  }
+}
+
+bool MpiControlPlane::mpi_rung(uint64_t cycle) {
   Status status = drain_doorbell();
   if (!status.ok()) {
     KOLO_LOG(kError) << "doorbell: " << status.to_string();

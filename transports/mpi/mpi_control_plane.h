@@ -6,8 +6,11 @@
 // MPI non-blocking collective on kolo's control communicator, finished with the
 // polite wait (mpi_wait.h), so more ranks than cores still progress.
 //
-// The doorbell is point-to-point on the same communicator, on its own tag
-// (kDoorbellTag): ring(c) sends c to every other rank; each rank keeps one receive
+// The doorbell has two halves. Ranks on this node share a NodeDoorbell (futexes in
+// an MPI-3 shared window): ringing them is a store and a wake-up, and an idle
+// coordinator sleeps in the kernel instead of polling. Ranks on other nodes are
+// rung point-to-point on the control communicator, on its own tag
+// (kDoorbellTag): ring(c) sends c to each of them; each rank keeps one receive
 // for the tag posted at all times, and rung() drains what has arrived and
 // remembers the highest cycle seen. Point-to-point and collective traffic never
 // match each other in MPI, and the data communicator is a different one, so the
@@ -23,6 +26,7 @@
 
 #include "transport/control_plane.h"
 #include "transports/mpi/mpi_comm.h"
+#include "transports/mpi/node_doorbell.h"
 
 namespace kolo::mpi {
 
@@ -50,6 +54,11 @@ class MpiControlPlane : public transport::ControlPlane {
   // On an MPI error in the doorbell, logs it and answers true: the coordinator
   // then runs a cycle, whose collectives report the broken world as a Status.
   bool rung(uint64_t cycle) override;
+  // On one node: a futex sleep (NodeDoorbell). With peers on other nodes, the
+  // sleep is capped at `poll` so their MPI rings are seen.
+  void wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
+                     std::chrono::microseconds poll) override;
+  void wake() override;
 
  private:
   // One ring(): the cycle number (the send buffer) and a send to each peer.
@@ -60,6 +69,8 @@ class MpiControlPlane : public transport::ControlPlane {
 
   MpiControlPlane(SharedComms comms, const transport::Topology& topology);
   Status post_doorbell_receive();
+  bool mpi_rung(uint64_t cycle);
+  Status find_node_peers();
   Status drain_doorbell();
   Status reap_ringings();
   void release_ringings();
@@ -72,6 +83,11 @@ class MpiControlPlane : public transport::ControlPlane {
   uint64_t highest_rung_ = 0;
   bool any_rung_ = false;
   std::list<Ringing> ringings_;  // a list: send buffers must not move
+  // Ranks on this node are rung through node_ (shared memory); MPI messages go
+  // only to the others.
+  std::unique_ptr<NodeDoorbell> node_;
+  std::vector<bool> on_my_node_;  // by rank of the control communicator
+  int remote_peers_ = 0;
 };
 
 }  // namespace kolo::mpi

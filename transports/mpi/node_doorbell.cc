@@ -1,0 +1,91 @@
+#include "transports/mpi/node_doorbell.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <new>
+
+#include "transports/mpi/mpi_check.h"
+#include "transports/mpi/mpi_wait.h"
+
+namespace kolo::mpi {
+namespace {
+
+// Futexes on shared (not private) mappings work across processes.
+long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+Status NodeDoorbell::create(MPI_Comm local, std::unique_ptr<NodeDoorbell>* out) {
+  std::unique_ptr<NodeDoorbell> bell(new NodeDoorbell());
+  KOLO_MPI_CHECK(MPI_Comm_rank(local, &bell->local_rank_));
+  KOLO_MPI_CHECK(MPI_Comm_size(local, &bell->local_size_));
+  const MPI_Aint bytes = bell->local_rank_ == 0 ? sizeof(Line) * bell->local_size_ : 0;
+  void* base = nullptr;
+  KOLO_MPI_CHECK(MPI_Win_allocate_shared(bytes, sizeof(Line), MPI_INFO_NULL, local, &base,
+                                         &bell->win_));
+  MPI_Aint size = 0;
+  int disp = 0;
+  KOLO_MPI_CHECK(MPI_Win_shared_query(bell->win_, 0, &size, &disp, &base));
+  bell->lines_ = static_cast<Line*>(base);
+  if (bell->local_rank_ == 0) {
+    for (int i = 0; i < bell->local_size_; ++i) {
+      Line* line = new (&bell->lines_[i]) Line;
+      line->rung.store(0, std::memory_order_relaxed);
+      line->word.store(0, std::memory_order_relaxed);
+      line->sleeping.store(0, std::memory_order_relaxed);
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Ibarrier(local, &request));  // zeroed before anyone rings
+  KOLO_RETURN_IF_ERROR(mpi::wait(&request));
+  *out = std::move(bell);
+  return Status::OK();
+}
+
+NodeDoorbell::~NodeDoorbell() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+}
+
+void NodeDoorbell::ring(uint64_t cycle) {
+  for (int r = 0; r < local_size_; ++r) {
+    if (r == local_rank_) continue;
+    Line& peer = lines_[r];
+    // Cycles run in lockstep, so the word only rises; still, keep the maximum.
+    uint64_t current = peer.rung.load(std::memory_order_relaxed);
+    while (current < cycle + 1 &&
+           !peer.rung.compare_exchange_weak(current, cycle + 1, std::memory_order_seq_cst)) {
+    }
+    peer.word.fetch_add(1, std::memory_order_seq_cst);
+    if (peer.sleeping.load(std::memory_order_seq_cst)) futex(&peer.word, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+}
+
+bool NodeDoorbell::rung(uint64_t cycle) const {
+  return lines_[local_rank_].rung.load(std::memory_order_acquire) >= cycle + 1;
+}
+
+void NodeDoorbell::wake() {
+  Line& mine = lines_[local_rank_];
+  mine.word.fetch_add(1, std::memory_order_seq_cst);
+  if (mine.sleeping.load(std::memory_order_seq_cst)) futex(&mine.word, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void NodeDoorbell::sleep_on(Line& mine, uint32_t seen, std::chrono::microseconds timeout) {
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(timeout.count() / 1000000);
+  ts.tv_nsec = static_cast<long>(timeout.count() % 1000000) * 1000;
+  futex(&mine.word, FUTEX_WAIT, seen, &ts);  // returns at once if the word moved
+}
+
+}  // namespace kolo::mpi
