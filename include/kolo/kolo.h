@@ -279,8 +279,8 @@ KOLO_API kolo_status_t kolo_handle_status(kolo_handle_t handle);
 KOLO_API const char* kolo_handle_message(kolo_handle_t handle);
 
 /* The handle-owned output of an allgather or alltoall, valid until release:
- * *data and *bytes (either may be NULL). KOLO_ERR_INVALID_ARGUMENT for other
- * collectives or before completion. */
+ * *data and *bytes (either may be NULL). Other operations have no such output
+ * (*bytes = 0). KOLO_ERR_INVALID_ARGUMENT before completion. */
 KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_t* bytes);
 
 /* Per-rank row counts of an allgather (rows each rank contributed) or alltoall
