@@ -10,6 +10,7 @@ namespace kolo::bench {
 namespace {
 
 constexpr int64_t kPeriod = 15;  // lcm of the patterns' periods, 3 and 5
+constexpr int64_t kSequencePeriod = 101;  // See Note [Exact sequences for data movement]
 
 int64_t input_value(DataType dtype, ReduceOp op, int rank, int64_t i) {
   if (dtype == DataType::kBool) return (i + rank) % 3 == 0 ? 1 : 0;
@@ -66,10 +67,10 @@ void store(DataType dtype, int64_t v, void* element) {
   }
 }
 
-// Fills data[0, count) by repeating its first min(count, kPeriod) elements.
-void tile(void* data, int64_t count, size_t elem) {
+// Fills data[0, count) by repeating its first min(count, period) elements.
+void tile(void* data, int64_t count, size_t elem, int64_t period = kPeriod) {
   char* bytes = static_cast<char*>(data);
-  int64_t filled = std::min(count, kPeriod);
+  int64_t filled = std::min(count, period);
   while (filled < count) {
     int64_t n = std::min(filled, count - filled);  // doubling copies, period-aligned
     std::memcpy(bytes + filled * elem, bytes, static_cast<size_t>(n) * elem);
@@ -105,6 +106,16 @@ void fill_expected(void* data, int64_t count, DataType dtype, ReduceOp op, int w
     }
   }
   tile(data, count, elem);
+}
+
+void fill_sequence(void* data, int64_t count, DataType dtype, int64_t start) {
+  const size_t elem = dtype_size(dtype);
+  char* bytes = static_cast<char*>(data);
+  for (int64_t i = 0; i < std::min(count, kSequencePeriod); ++i) {
+    const int64_t k = (start + i) % kSequencePeriod;
+    store(dtype, dtype == DataType::kBool ? k % 2 : 1 + k, bytes + i * elem);
+  }
+  tile(data, count, elem, kSequencePeriod);
 }
 
 int64_t count_wrong(const void* got, const void* expected, int64_t count, DataType dtype) {

@@ -15,6 +15,20 @@ std::string describe(kolo_status_t status, const char* message) {
   return text;
 }
 
+constexpr kolo_device_t kCpu{KOLO_DEVICE_CPU, 0, nullptr};
+
+// Waits for a submitted operation; aborts the job unless both steps succeeded.
+CompletedHandle finish(MPI_Comm comm, const char* what, kolo_status_t submitted,
+                       kolo_handle_t handle) {
+  if (submitted != KOLO_OK) abort_job(comm, what, describe(submitted, kolo_last_error()).c_str());
+  CompletedHandle owned(handle);
+  kolo_status_t status = kolo_wait(handle, -1.0);
+  if (status != KOLO_OK) {
+    abort_job(comm, "kolo_wait", describe(status, kolo_handle_message(handle)).c_str());
+  }
+  return owned;
+}
+
 }  // namespace
 
 void start_kolo(MPI_Comm comm, const std::string& transport, const std::string& fusion_threshold) {
@@ -59,6 +73,47 @@ void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void
     abort_job(comm, "kolo_wait", text.c_str());
   }
   kolo_handle_release(handle);
+}
+
+const char* handle_output(const CompletedHandle& handle, int64_t* bytes) {
+  const void* data = nullptr;
+  *bytes = 0;
+  if (kolo_handle_output(handle.get(), &data, bytes) != KOLO_OK) *bytes = -1;
+  return static_cast<const char*>(data);
+}
+
+CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const void* in,
+                               int64_t count_per_rank, DataType dtype) {
+  kolo_handle_t handle = nullptr;
+  kolo_status_t status = kolo_allgather_async(name.c_str(), in, count_per_rank, 1,
+                                              static_cast<kolo_dtype_t>(dtype), kCpu, &handle);
+  return finish(comm, "kolo_allgather_async", status, handle);
+}
+
+CompletedHandle kolo_alltoall(MPI_Comm comm, const std::string& name, const void* in,
+                              int64_t count_per_peer, int world_size, DataType dtype) {
+  kolo_handle_t handle = nullptr;
+  kolo_status_t status =
+      kolo_alltoall_async(name.c_str(), in, count_per_peer * world_size, 1, /*send_splits=*/nullptr,
+                          static_cast<kolo_dtype_t>(dtype), kCpu, &handle);
+  return finish(comm, "kolo_alltoall_async", status, handle);
+}
+
+void kolo_broadcast(MPI_Comm comm, const std::string& name, void* buffer, int64_t count,
+                    DataType dtype, int root) {
+  kolo_handle_t handle = nullptr;
+  kolo_status_t status = kolo_broadcast_async(name.c_str(), buffer, buffer, count,
+                                              static_cast<kolo_dtype_t>(dtype), root, kCpu, &handle);
+  finish(comm, "kolo_broadcast_async", status, handle);
+}
+
+void kolo_reducescatter(MPI_Comm comm, const std::string& name, const void* in, void* out,
+                        int64_t count_per_rank, int world_size, DataType dtype, ReduceOp op) {
+  kolo_handle_t handle = nullptr;
+  kolo_status_t status = kolo_reducescatter_async(
+      name.c_str(), in, out, count_per_rank * world_size, 1, static_cast<kolo_dtype_t>(dtype),
+      static_cast<kolo_op_t>(op), 1.0, 1.0, kCpu, &handle);
+  finish(comm, "kolo_reducescatter_async", status, handle);
 }
 
 }  // namespace kolo::bench

@@ -4,7 +4,10 @@
 
 #include <mpi.h>
 
+#include <kolo/kolo.h>
+
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "common/dtype.h"
@@ -26,5 +29,28 @@ std::string effective_transport();
 // status other than KOLO_OK (a benchmark cannot go on after a failed collective).
 void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void* out,
                     int64_t count, DataType dtype, ReduceOp op);
+
+// A completed handle, released (with the output kolo allocated for it) when the last
+// owner lets go. Lets the caller read a kolo-owned output after the timer stopped.
+struct HandleRelease {
+  void operator()(kolo_handle_t handle) const { kolo_handle_release(handle); }
+};
+using CompletedHandle = std::unique_ptr<kolo_handle, HandleRelease>;
+
+// The handle-owned output of a completed allgather / alltoall and its size in bytes.
+const char* handle_output(const CompletedHandle& handle, int64_t* bytes);
+
+// The other collectives, each submit + wait, aborting the job on failure as
+// kolo_allreduce does. count_per_rank is what each rank contributes (allgather),
+// sends to each peer (alltoall) or receives (reducescatter); rows of one element.
+CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const void* in,
+                               int64_t count_per_rank, DataType dtype);
+CompletedHandle kolo_alltoall(MPI_Comm comm, const std::string& name, const void* in,
+                              int64_t count_per_peer, int world_size, DataType dtype);
+// In place: `buffer` holds the data on the root and receives it elsewhere.
+void kolo_broadcast(MPI_Comm comm, const std::string& name, void* buffer, int64_t count,
+                    DataType dtype, int root);
+void kolo_reducescatter(MPI_Comm comm, const std::string& name, const void* in, void* out,
+                        int64_t count_per_rank, int world_size, DataType dtype, ReduceOp op);
 
 }  // namespace kolo::bench

@@ -101,10 +101,40 @@ MpiReference::~MpiReference() {
 }
 
 void MpiReference::allreduce(const void* in, void* out, int64_t count) const {
-  if (count > INT_MAX) abort_job(comm_, "MPI_Allreduce", "count exceeds INT_MAX");
+  const int n = int_count(count, "MPI_Allreduce");
   const void* send = in == out ? MPI_IN_PLACE : in;
-  check_mpi(comm_, MPI_Allreduce(send, out, static_cast<int>(count), mpi_type_, mpi_op_, comm_),
-            "MPI_Allreduce");
+  check_mpi(comm_, MPI_Allreduce(send, out, n, mpi_type_, mpi_op_, comm_), "MPI_Allreduce");
+  finish_average(out, count);
+}
+
+void MpiReference::allgather(const void* in, void* out, int64_t count_per_rank) const {
+  const int n = int_count(count_per_rank * world_size_, "MPI_Allgather") / world_size_;
+  check_mpi(comm_, MPI_Allgather(in, n, mpi_type_, out, n, mpi_type_, comm_), "MPI_Allgather");
+}
+
+void MpiReference::broadcast(void* buffer, int64_t count, int root) const {
+  const int n = int_count(count, "MPI_Bcast");
+  check_mpi(comm_, MPI_Bcast(buffer, n, mpi_type_, root, comm_), "MPI_Bcast");
+}
+
+void MpiReference::alltoall(const void* in, void* out, int64_t count_per_peer) const {
+  const int n = int_count(count_per_peer * world_size_, "MPI_Alltoall") / world_size_;
+  check_mpi(comm_, MPI_Alltoall(in, n, mpi_type_, out, n, mpi_type_, comm_), "MPI_Alltoall");
+}
+
+void MpiReference::reduce_scatter(const void* in, void* out, int64_t count_per_rank) const {
+  const int n = int_count(count_per_rank * world_size_, "MPI_Reduce_scatter_block") / world_size_;
+  check_mpi(comm_, MPI_Reduce_scatter_block(in, out, n, mpi_type_, mpi_op_, comm_),
+            "MPI_Reduce_scatter_block");
+  finish_average(out, count_per_rank);
+}
+
+int MpiReference::int_count(int64_t count, const char* what) const {
+  if (count > INT_MAX) abort_job(comm_, what, "count exceeds INT_MAX");
+  return static_cast<int>(count);
+}
+
+void MpiReference::finish_average(void* out, int64_t count) const {
   if (kolo_op_ != ReduceOp::kAverage) return;
   if (is_floating(dtype_)) {
     reduce::scale(out, out, count, dtype_, 1.0 / world_size_);

@@ -15,7 +15,7 @@
 
 namespace kolo::bench {
 
-// MPI_Allreduce with kolo's semantics for one (dtype, op), so its results equal
+// MPI's collectives with kolo's semantics for one (dtype, op), so its results equal
 // kolo's bit for bit:
 // - float16 / bfloat16 (no MPI type) travel as MPI_UINT16_T with a user-defined op
 //   that reduces with kolo's own CPU kernel;
@@ -34,7 +34,19 @@ class MpiReference {
   // on an MPI error (the benchmark cannot continue without its reference).
   void allreduce(const void* in, void* out, int64_t count) const;
 
+  // The other collectives' MPI calls, with the counts nccl-tests passes: per rank
+  // (MPI_Allgather, MPI_Reduce_scatter_block + the avg pass on the shard), per peer
+  // (MPI_Alltoall), the whole buffer (MPI_Bcast, in place from root). Blocking;
+  // abort the job on an MPI error.
+  void allgather(const void* in, void* out, int64_t count_per_rank) const;
+  void broadcast(void* buffer, int64_t count, int root) const;
+  void alltoall(const void* in, void* out, int64_t count_per_peer) const;
+  void reduce_scatter(const void* in, void* out, int64_t count_per_rank) const;
+
  private:
+  int int_count(int64_t count, const char* what) const;  // aborts above INT_MAX
+  void finish_average(void* out, int64_t count) const;   // the avg pass, if op is avg
+
   MPI_Comm comm_;
   DataType dtype_;
   ReduceOp kolo_op_;

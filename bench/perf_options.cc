@@ -30,6 +30,18 @@ bool parse_redop(const std::string& text, ReduceOp* op) {
   return true;
 }
 
+bool parse_collective(const std::string& text, Collective* c) {
+  for (Collective candidate : {Collective::kAllreduce, Collective::kAllgather,
+                               Collective::kBroadcast, Collective::kAlltoall,
+                               Collective::kReducescatter}) {
+    if (text == collective_name(candidate)) {
+      *c = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
 // One flag: its names and what to do with its value.
 struct Flag {
   const char* short_name;
@@ -74,8 +86,15 @@ const std::vector<Flag>& flags() {
       {"-d", "--datatype",
        [](const std::string& v, PerfOptions* o) { return parse_dtype(v, &o->dtype); },
        "a kolo dtype: uint8 int8 uint16 int16 int32 int64 float16 bfloat16 float32 float64 bool"},
-      {"-o", "--op", [](const std::string& v, PerfOptions* o) { return parse_redop(v, &o->op); },
+      {"-o", "--op",
+       [](const std::string& v, PerfOptions* o) {
+         o->op_given = true;
+         return parse_redop(v, &o->op);
+       },
        "sum, avg, min, max or prod"},
+      {nullptr, "--collective",
+       [](const std::string& v, PerfOptions* o) { return parse_collective(v, &o->collective); },
+       "allreduce, allgather, broadcast, alltoall or reducescatter"},
       {"-t", "--transport",
        [](const std::string& v, PerfOptions* o) {
          o->transport = v;
@@ -118,6 +137,20 @@ bool check_consistency(const PerfOptions& o, std::string* error) {
   }
   if (o.dtype == DataType::kBool && o.op == ReduceOp::kAverage) {
     *error = "avg is not defined on bool";
+    return false;
+  }
+  if (o.op_given && !collective_reduces(o.collective)) {
+    *error = std::string("-o applies to allreduce and reducescatter, not ") +
+             collective_name(o.collective);
+    return false;
+  }
+  if (o.collective == Collective::kReducescatter && o.op != ReduceOp::kSum &&
+      o.op != ReduceOp::kAverage) {
+    *error = "reducescatter takes -o sum or avg (as kolo_reducescatter_async does)";
+    return false;
+  }
+  if (!o.model.empty() && o.collective != Collective::kAllreduce) {
+    *error = "--model times allreduces; it takes no --collective";
     return false;
   }
   if (!o.model.empty() && o.reference_mpi) {
@@ -176,14 +209,22 @@ const char* perf_usage() {
          "  -w, --warmup_iters N     untimed iterations first (default 5)\n"
          "  -c, --check 0|1          verify every result, count wrong elements (default 1)\n"
          "  -d, --datatype NAME      kolo dtype (default float32)\n"
-         "  -o, --op OP              sum|avg|min|max|prod (default sum)\n"
+         "  -o, --op OP              sum|avg|min|max|prod (default sum); allreduce, and\n"
+         "                           reducescatter (sum|avg) only\n"
+         "      --collective NAME    allreduce (default), allgather, broadcast (root 0),\n"
+         "                           alltoall or reducescatter\n"
          "  -t, --transport NAME     sets KOLO_TRANSPORT before kolo_init (default auto)\n"
-         "  -r, --reference mpi      also time MPI_Allreduce, interleaved, and print the ratio\n"
+         "  -r, --reference mpi      also time the matching MPI call (MPI_Allreduce,\n"
+         "                           MPI_Allgather, MPI_Bcast, MPI_Alltoall,\n"
+         "                           MPI_Reduce_scatter_block), interleaved, and print the ratio\n"
          "  -m, --model PROFILE      time a training step's gradient set (e.g. resnet50):\n"
          "                           kolo fused, kolo unfused, MPI per tensor, MPI concatenated\n"
          "      --csv FILE           also write the rows as CSV\n"
-         "Every allreduce goes through kolo_allreduce_async + kolo_wait. time = median over\n"
-         "iterations of the maximum over ranks; busbw = algbw * 2(n-1)/n; GB = 1e9 bytes.\n";
+         "Every operation goes through kolo_<collective>_async + kolo_wait. time = median\n"
+         "over iterations of the maximum over ranks; GB = 1e9 bytes. size, count, algbw and\n"
+         "busbw follow nccl-tests: size is the larger of a rank's input and output, algbw =\n"
+         "size / time, busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather, alltoall,\n"
+         "reducescatter) or 1 (broadcast).\n";
 }
 
 const char* redop_name(ReduceOp op) {
@@ -200,6 +241,26 @@ const char* redop_name(ReduceOp op) {
       return "prod";
   }
   return "?";
+}
+
+const char* collective_name(Collective collective) {
+  switch (collective) {
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kAlltoall:
+      return "alltoall";
+    case Collective::kReducescatter:
+      return "reducescatter";
+  }
+  return "?";
+}
+
+bool collective_reduces(Collective collective) {
+  return collective == Collective::kAllreduce || collective == Collective::kReducescatter;
 }
 
 }  // namespace kolo::bench

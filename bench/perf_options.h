@@ -5,6 +5,7 @@
 //   -d/--datatype NAME (float32)   -o/--op sum|avg|min|max|prod (sum)
 //   -t/--transport NAME (auto)     -r/--reference mpi
 //   -m/--model PROFILE             --csv FILE      -h/--help
+//   --collective allreduce|allgather|broadcast|alltoall|reducescatter (allreduce)
 // SIZE takes K, M, G suffixes (powers of 1024), as kolo's byte knobs do.
 #pragma once
 
@@ -15,7 +16,11 @@
 
 namespace kolo::bench {
 
+// The collective a size sweep times (nccl-tests has one program per collective).
+enum class Collective { kAllreduce, kAllgather, kBroadcast, kAlltoall, kReducescatter };
+
 struct PerfOptions {
+  Collective collective = Collective::kAllreduce;
   int64_t min_bytes = 32 << 20;
   int64_t max_bytes = 32 << 20;
   int64_t step_factor = 2;
@@ -24,6 +29,7 @@ struct PerfOptions {
   bool check = true;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
+  bool op_given = false;  // -o was on the command line
   std::string transport;  // empty: leave KOLO_TRANSPORT as the environment has it
   bool reference_mpi = false;
   std::string model;     // empty: the size sweep
@@ -32,12 +38,19 @@ struct PerfOptions {
 };
 
 // Parses argv. Returns false and sets *error on an unknown flag, a missing or
-// malformed value, or inconsistent values (min > max, factor < 2, avg on bool, ...).
+// malformed value, or inconsistent values (min > max, factor < 2, avg on bool, -o
+// for a collective without an op, reducescatter with an op other than sum/avg, ...).
 bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string* error);
 
 const char* perf_usage();
 
 // "sum", "avg", "min", "max", "prod": nccl-tests' names for the ops.
 const char* redop_name(ReduceOp op);
+
+// "allreduce", "allgather", "broadcast", "alltoall", "reducescatter".
+const char* collective_name(Collective collective);
+
+// Whether the collective reduces (takes -o): allreduce and reducescatter.
+bool collective_reduces(Collective collective);
 
 }  // namespace kolo::bench

@@ -19,10 +19,6 @@ double gb_per_second(double bytes, double seconds) {
   return seconds > 0 ? bytes / seconds / 1e9 : 0.0;
 }
 
-double allreduce_bus_factor(int world_size) {
-  return world_size > 0 ? 2.0 * (world_size - 1) / world_size : 0.0;
-}
-
 CsvWriter::CsvWriter(const std::string& path, const std::vector<std::string>& header)
     : file_(std::fopen(path.c_str(), "w")) {
   if (file_ != nullptr) row(header);

@@ -18,10 +18,9 @@ inline double now_seconds() {
 // Median of the values (the mean of the middle two for an even number); 0 if empty.
 double median(std::vector<double> values);
 
-// GB/s for `bytes` moved in `seconds` (GB = 1e9 bytes), and nccl-tests' bus
-// bandwidth factor for allreduce, 2(n-1)/n.
+// GB/s for `bytes` moved in `seconds` (GB = 1e9 bytes). The bus bandwidth factors
+// are in perf_collective.h.
 double gb_per_second(double bytes, double seconds);
-double allreduce_bus_factor(int world_size);
 
 // Rows written as CSV: a header row, then one row per call. Values are written as
 // given; fields never contain commas. A writer that failed to open writes nothing

@@ -1,13 +1,15 @@
 // Note [How one size is timed]
 // For each size, warmup_iters + iters iterations run back to back on every rank.
-// One iteration is one kolo_allreduce_async + kolo_wait of the same tensor name (so
+// One iteration is one kolo_<collective>_async + kolo_wait of the same tensor name (so
 // from the second iteration on kolo's response cache serves it, as in a training
-// loop); with -r mpi each kolo iteration is followed by one MPI_Allreduce of the
-// same size, so both see the same machine state. Each rank times each iteration on
-// its own clock; after the loop (not inside it) one MPI_Allreduce(MAX) gives each
-// iteration's slowest rank, and the reported time is the median of those maxima.
-// With -c 1 the output buffer is poisoned before every iteration and compared with
-// the expected result after it, outside the timed region (see Note [Exact inputs]).
+// loop); with -r mpi each kolo iteration is followed by one call of the matching MPI
+// collective of the same size, so both see the same machine state. Each rank times
+// each iteration on its own clock; after the loop (not inside it) one
+// MPI_Allreduce(MAX) gives each iteration's slowest rank, and the reported time is the
+// median of those maxima. With -c 1 the output is poisoned before every iteration and
+// compared with the expected result after it, outside the timed region (see Note
+// [Exact inputs] and Note [Exact sequences for data movement]). Sizes, algbw and busbw
+// follow nccl-tests: see Note [Sizes and bandwidths per collective].
 #include "bench/perf_sweep.h"
 
 #include <kolo/kolo.h>
@@ -18,8 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/perf_buffer.h"
-#include "bench/perf_data.h"
+#include "bench/perf_collective.h"
 #include "bench/perf_kolo.h"
 #include "bench/perf_mpi.h"
 #include "bench/perf_report.h"
@@ -28,79 +29,51 @@ namespace kolo::bench {
 namespace {
 
 struct SizeResult {
-  int64_t count = 0;
+  CollectiveShape shape;
   double time_s = 0, ref_time_s = 0;
   int64_t wrong = 0, ref_wrong = 0;
 };
 
-// The buffers every size uses: allocated once for the largest size; the input and
-// expected patterns do not depend on the count, so smaller sizes use prefixes.
-struct SweepBuffers {
-  Buffer input, output, expected, ref_output;
-};
-
-SweepBuffers make_buffers(const PerfOptions& o, int64_t max_count, int rank, int size) {
-  const size_t bytes = static_cast<size_t>(max_count) * dtype_size(o.dtype);
-  SweepBuffers b;
-  b.input = Buffer(bytes);
-  b.output = Buffer(bytes);
-  fill_input(b.input.data(), max_count, o.dtype, o.op, rank);
-  if (o.check) {
-    b.expected = Buffer(bytes);
-    fill_expected(b.expected.data(), max_count, o.dtype, o.op, size);
-  }
-  if (o.reference_mpi) b.ref_output = Buffer(bytes);
-  return b;
-}
-
-int64_t count_of(const PerfOptions& o, int64_t bytes) {
-  return std::max<int64_t>(1, bytes / static_cast<int64_t>(dtype_size(o.dtype)));
-}
-
-// Times one iteration of `run` into *seconds; checks `output` when asked.
-template <class Run>
-void timed_iteration(const PerfOptions& o, int64_t count, char* output, const char* expected,
-                     Run run, double* seconds, int64_t* wrong) {
-  if (o.check) poison(output, count, o.dtype);
-  double start = now_seconds();
-  run();
-  *seconds = now_seconds() - start;
-  if (o.check) *wrong += count_wrong(output, expected, count, o.dtype);
-}
-
-SizeResult run_size(MPI_Comm comm, const PerfOptions& o, const SweepBuffers& b,
-                    const MpiReference* ref, int64_t count) {
+SizeResult run_size(MPI_Comm comm, const PerfOptions& o, CollectiveCase* coll,
+                    const CollectiveShape& shape) {
   SizeResult r;
-  r.count = count;
+  r.shape = shape;
+  coll->set_shape(shape);
   std::vector<double> times(o.iters), ref_times(o.iters);
-  const std::string name = "allreduce_perf." + std::to_string(count);
+  const std::string name =
+      std::string(collective_name(o.collective)) + "_perf." + std::to_string(shape.count);
   for (int it = -o.warmup_iters; it < o.iters; ++it) {
-    double t = 0;
-    timed_iteration(
-        o, count, b.output.data(), b.expected.data(),
-        [&] { kolo_allreduce(comm, name, b.input.data(), b.output.data(), count, o.dtype, o.op); },
-        &t, &r.wrong);
+    double t = coll->run_kolo(name, &r.wrong);
     if (it >= 0) times[it] = t;
-    if (ref == nullptr) continue;
-    timed_iteration(
-        o, count, b.ref_output.data(), b.expected.data(),
-        [&] { ref->allreduce(b.input.data(), b.ref_output.data(), count); }, &t, &r.ref_wrong);
+    if (!o.reference_mpi) continue;
+    t = coll->run_reference(&r.ref_wrong);
     if (it >= 0) ref_times[it] = t;
   }
   r.time_s = median(max_over_ranks(comm, times));
   r.wrong = sum_over_ranks(comm, r.wrong);
-  if (ref != nullptr) {
+  if (o.reference_mpi) {
     r.ref_time_s = median(max_over_ranks(comm, ref_times));
     r.ref_wrong = sum_over_ranks(comm, r.ref_wrong);
   }
   return r;
 }
 
+const char* redop_column(const PerfOptions& o) {
+  return collective_reduces(o.collective) ? redop_name(o.op) : "none";
+}
+
 void print_header(const PerfOptions& o, int world_size) {
+  const char* coll = collective_name(o.collective);
   std::printf(
-      "# kolo-allreduce-perf (kolo %s): nranks %d, transport %s, every op through "
-      "kolo_allreduce_async + kolo_wait\n",
-      kolo_version(), world_size, effective_transport().c_str());
+      "# kolo-allreduce-perf (kolo %s): %s, nranks %d, transport %s, every op through "
+      "kolo_%s_async + kolo_wait%s\n",
+      kolo_version(), coll, world_size, effective_transport().c_str(), coll,
+      o.collective == Collective::kBroadcast ? " (in place, root 0)" : "");
+  if (o.collective == Collective::kAllgather || o.collective == Collective::kAlltoall) {
+    std::printf(
+        "#  kolo allocates the output (a std::vector in the handle) inside each timed op, as "
+        "users get it; the MPI reference writes into a persistent buffer\n");
+  }
   std::printf(
       "#  minBytes %lld maxBytes %lld step: %lld(factor) warmup iters: %d iters: %d "
       "validation: %d reference: %s\n",
@@ -108,9 +81,9 @@ void print_header(const PerfOptions& o, int world_size) {
       static_cast<long long>(o.step_factor), o.warmup_iters, o.iters, o.check ? 1 : 0,
       o.reference_mpi ? "mpi" : "none");
   std::printf(
-      "#  time: median over iterations of the slowest rank; busbw = algbw * 2(n-1)/n; "
-      "GB = 1e9 B%s\n#\n",
-      o.reference_mpi ? "; speedup = ref_time / time" : "");
+      "#  time: median over iterations of the slowest rank; size, count: as nccl-tests; "
+      "algbw = size / time; busbw = algbw * %s; GB = 1e9 B%s\n#\n",
+      bus_factor_text(o.collective), o.reference_mpi ? "; speedup = ref_time / time" : "");
   std::printf("# %10s %12s %9s %6s %10s %10s %8s %8s %7s", "size", "count", "type", "redop",
               "transport", "time_us", "algbw", "busbw", "#wrong");
   if (o.reference_mpi) std::printf(" %11s %9s %8s", "ref_time_us", "ref_busbw", "speedup");
@@ -122,17 +95,18 @@ void print_header(const PerfOptions& o, int world_size) {
 
 // Prints one row (rank 0) and writes it as CSV; returns its busbw.
 double report_row(const PerfOptions& o, const SizeResult& r, int world_size, CsvWriter* csv) {
-  const double bytes = static_cast<double>(r.count) * dtype_size(o.dtype);
+  const double bytes = static_cast<double>(r.shape.size()) * dtype_size(o.dtype);
+  const double factor = bus_factor(o.collective, world_size);
   const double algbw = gb_per_second(bytes, r.time_s);
-  const double busbw = algbw * allreduce_bus_factor(world_size);
+  const double busbw = algbw * factor;
   const std::string type = dtype_name(o.dtype), transport = effective_transport();
   std::printf("  %10.0f %12lld %9s %6s %10s %10.2f %8.3f %8.3f %7lld", bytes,
-              static_cast<long long>(r.count), type.c_str(), redop_name(o.op), transport.c_str(),
-              r.time_s * 1e6, algbw, busbw, static_cast<long long>(r.wrong));
+              static_cast<long long>(r.shape.count), type.c_str(), redop_column(o),
+              transport.c_str(), r.time_s * 1e6, algbw, busbw, static_cast<long long>(r.wrong));
   std::vector<std::string> fields = {format("%.0f", bytes),
-                                     std::to_string(r.count),
+                                     std::to_string(r.shape.count),
                                      type,
-                                     redop_name(o.op),
+                                     redop_column(o),
                                      transport,
                                      format("%.3f", r.time_s * 1e6),
                                      format("%.6f", algbw),
@@ -141,9 +115,10 @@ double report_row(const PerfOptions& o, const SizeResult& r, int world_size, Csv
                                      "",
                                      "",
                                      "",
-                                     std::to_string(world_size)};
+                                     std::to_string(world_size),
+                                     collective_name(o.collective)};
   if (o.reference_mpi) {
-    const double ref_busbw = gb_per_second(bytes, r.ref_time_s) * allreduce_bus_factor(world_size);
+    const double ref_busbw = gb_per_second(bytes, r.ref_time_s) * factor;
     const double speedup = r.time_s > 0 ? r.ref_time_s / r.time_s : 0.0;
     std::printf(" %11.2f %9.3f %8.2f", r.ref_time_s * 1e6, ref_busbw, speedup);
     fields[9] = format("%.3f", r.ref_time_s * 1e6);
@@ -167,18 +142,16 @@ int run_sweep(MPI_Comm comm, const PerfOptions& o) {
     csv = std::make_unique<CsvWriter>(
         o.csv_path, std::vector<std::string>{"size", "count", "type", "redop", "transport",
                                              "time_us", "algbw", "busbw", "wrong", "ref_time_us",
-                                             "ref_busbw", "speedup", "nranks"});
+                                             "ref_busbw", "speedup", "nranks", "collective"});
     if (!csv->ok()) abort_job(comm, "--csv", ("cannot write " + o.csv_path).c_str());
   }
-  SweepBuffers buffers = make_buffers(o, count_of(o, o.max_bytes), rank, world_size);
-  MpiReference reference(comm, o.dtype, o.op);
+  CollectiveCase coll(comm, o, o.max_bytes);
   if (rank == 0) print_header(o, world_size);
   double busbw_sum = 0;
   int rows = 0;
   int64_t wrong = 0, ref_wrong = 0;
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
-    SizeResult r =
-        run_size(comm, o, buffers, o.reference_mpi ? &reference : nullptr, count_of(o, bytes));
+    SizeResult r = run_size(comm, o, &coll, coll.shape_of(bytes));
     wrong += r.wrong;
     ref_wrong += r.ref_wrong;
     if (rank == 0) busbw_sum += report_row(o, r, world_size, csv.get());
