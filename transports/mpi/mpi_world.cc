@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "algorithms/ring_allreduce.h"
+#include "transports/mpi/hierarchical_transport.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_comm.h"
 #include "transports/mpi/mpi_control_plane.h"
@@ -140,7 +141,8 @@ void release_owned_world() {
   if (!finalized) MPI_Finalize();
 }
 
-// "shm" when the whole world is one node. Collective over the node.
+// "shm" when the whole world is one node; "hierarchical" when there are several
+// nodes of equal size. Collective over the world.
 Status add_shared_memory_transports(const SharedComms& comms, const transport::Topology& topology,
                                     transport::World* world) {
   if (topology.local_size == topology.size) {
@@ -148,6 +150,13 @@ Status add_shared_memory_transports(const SharedComms& comms, const transport::T
     KOLO_RETURN_IF_ERROR(
         ShmAllreduce::create(comms->local, ShmAllreduce::kDefaultSlotBytes, &engine));
     world->transports.push_back(std::make_unique<ShmTransport>(std::move(engine)));
+  }
+  bool hierarchical = false;
+  KOLO_RETURN_IF_ERROR(hierarchical_applies(comms, topology, &hierarchical));
+  if (hierarchical) {
+    std::unique_ptr<HierarchicalTransport> t;
+    KOLO_RETURN_IF_ERROR(HierarchicalTransport::create(comms, &t));
+    world->transports.push_back(std::move(t));
   }
   return Status::OK();
 }

@@ -8,6 +8,16 @@
 #include "transports/mpi/mpi_wait.h"
 
 namespace kolo::mpi {
+namespace {
+
+constexpr size_t kCacheLine = 64;
+
+char* align_up(char* p) {
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + kCacheLine - 1) / kCacheLine * kCacheLine;
+  return reinterpret_cast<char*>(a);
+}
+
+}  // namespace
 
 Status ShmWindow::create(MPI_Comm local, size_t bytes_per_rank, std::unique_ptr<ShmWindow>* out) {
   std::unique_ptr<ShmWindow> window(new ShmWindow());
@@ -23,27 +33,30 @@ Status ShmWindow::create(MPI_Comm local, size_t bytes_per_rank, std::unique_ptr<
   KOLO_MPI_CHECK(MPI_Info_create(&info));
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   void* mine = nullptr;
-  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes_per_rank), 1, info, local, &mine,
+  const size_t allocated = bytes_per_rank + kCacheLine;
+  int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(allocated), 1, info, local, &mine,
                                    &window->win_);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Win_allocate_shared", __FILE__, __LINE__);
 
+  // MPICH aligns segments to pages with noncontig, but not for a single-rank
+  // communicator; so every segment has kCacheLine spare bytes and starts at the
+  // first cache line of what MPI gives (every rank computes the same pointer).
   window->segments_.resize(static_cast<size_t>(size));
   for (int r = 0; r < size; ++r) {
     MPI_Aint bytes = 0;
     int disp_unit = 0;
     void* base = nullptr;
     KOLO_MPI_CHECK(MPI_Win_shared_query(window->win_, r, &bytes, &disp_unit, &base));
-    if (static_cast<size_t>(bytes) < bytes_per_rank ||
-        reinterpret_cast<uintptr_t>(base) % 64 != 0) {
+    if (static_cast<size_t>(bytes) < allocated) {
       return internal_error("shared window segment of local rank " + std::to_string(r) +
-                            " is " + std::to_string(bytes) + " bytes (wanted " +
-                            std::to_string(bytes_per_rank) + ") or not cache-line aligned");
+                            " is " + std::to_string(bytes) + " bytes, not " +
+                            std::to_string(allocated));
     }
-    window->segments_[static_cast<size_t>(r)] = static_cast<char*>(base);
+    window->segments_[static_cast<size_t>(r)] = align_up(static_cast<char*>(base));
   }
   // Pre-fault this rank's own pages: zeroed counters are also the protocol's start.
-  std::memset(mine, 0, bytes_per_rank);
+  std::memset(mine, 0, allocated);
   // No peer may read this segment's counters before they are zeroed.
   MPI_Request barrier;
   KOLO_MPI_CHECK(MPI_Ibarrier(local, &barrier));

@@ -1,0 +1,56 @@
+#include "transports/mpi/hierarchical_transport.h"
+
+#include <utility>
+
+#include "transports/mpi/mpi_check.h"
+#include "transports/mpi/mpi_wait.h"
+
+namespace kolo::mpi {
+
+Status hierarchical_applies(const SharedComms& comms, const transport::Topology& topology,
+                            bool* applies) {
+  // max(local_size) and max(-local_size) in one call: equal iff they negate.
+  int mine[2] = {topology.local_size, -topology.local_size};
+  int all[2] = {0, 0};
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, comms->control, &request));
+  KOLO_RETURN_IF_ERROR(wait(&request));
+  const bool equal_nodes = all[0] == -all[1];
+  // cross_size is the number of nodes when node sizes are equal, on every rank.
+  *applies = equal_nodes && topology.cross_size > 1;
+  return Status::OK();
+}
+
+Status HierarchicalTransport::create(const SharedComms& comms,
+                                     std::unique_ptr<HierarchicalTransport>* out) {
+  std::unique_ptr<HierarchicalTransport> t(new HierarchicalTransport());
+  KOLO_RETURN_IF_ERROR(ShmAllreduce::create(comms->local, kSlotBytes, &t->node_));
+  t->cross_comms_ = std::make_shared<Comms>();
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Comm_idup(comms->cross, &t->cross_comms_->data, &request));
+  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_MPI_CHECK(MPI_Comm_set_errhandler(t->cross_comms_->data, MPI_ERRORS_RETURN));
+  t->cross_p2p_ = std::make_unique<MpiPointToPoint>(t->cross_comms_);
+  t->cross_ring_ = std::make_unique<algorithms::RingAllreduce>(*t->cross_p2p_);
+  *out = std::move(t);
+  return Status::OK();
+}
+
+Status HierarchicalTransport::supports(const transport::BucketView& bucket) const {
+  return shm_supports(name(), bucket);
+}
+
+std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(
+    const transport::BucketView& bucket) {
+  const DataType dtype = bucket.dtype;
+  const ReduceOp op = bucket.op;
+  // The ranks of a cross communicator share a local rank and a node size, so they
+  // run the same slices with the same shard counts and their ring calls match.
+  auto across_nodes = [&](void* shard, int64_t count) {
+    return cross_ring_->run(shard, shard, count, dtype, op);
+  };
+  Status s = node_->run(bucket.input, bucket.output, bucket.count, dtype, op, across_nodes);
+  return std::make_unique<transport::CompletedWork>(std::move(s));
+}
+
+}  // namespace kolo::mpi

@@ -1,0 +1,63 @@
+// The "hierarchical" transport: allreduce over several nodes as an intra-node
+// reduce-scatter, an inter-node ring allreduce on each rank's shard, and an
+// intra-node allgather.
+//
+// Contract (see transport/transport.h): called by the coordinator thread only, for
+// buckets in the same order on every rank; CPU memory; every dtype; ops SUM, MIN,
+// MAX, PRODUCT. The MPI world offers it when there are several nodes and every
+// node has the same number of ranks (then the ranks with equal local rank, the
+// cross communicator, hold equal shards). create() is collective over the world.
+//
+// How: the shm engine (shm_transport.h) runs the bucket slice by slice; after a
+// rank has reduced its shard of a slice over its node, and before the node's
+// other ranks copy that shard, the shard goes through kolo's ring allreduce over
+// the cross communicator (ShmAllreduce::ShardStage). Inside a node the data moves
+// through shared memory; across nodes each rank moves 2(c-1)/c of its 1/l shard,
+// so every rank of a node drives the network with a distinct part of the bucket.
+//
+// Testing on one machine: KOLO_TEST_NODE_SIZE (mpi::WorldOptions::test_node_size)
+// splits the ranks into pretend nodes of that many consecutive ranks. It is for
+// tests only: the "nodes" then share memory bandwidth and the cross ring is MPI
+// shared memory too, so its timings say nothing about real networks.
+#pragma once
+
+#include <memory>
+
+#include "algorithms/ring_allreduce.h"
+#include "transport/control_plane.h"
+#include "transport/transport.h"
+#include "transports/mpi/mpi_comm.h"
+#include "transports/mpi/mpi_point_to_point.h"
+#include "transports/mpi/shm_transport.h"
+
+namespace kolo::mpi {
+
+class HierarchicalTransport : public transport::Transport {
+ public:
+  // Slots of the intra-node stage: larger than shm's, so that each inter-node
+  // ring call moves a shard worth its 2(c-1) message latencies.
+  static constexpr size_t kSlotBytes = size_t{2} << 20;
+
+  // Collective over comms->local (the shared window) and comms->cross (a
+  // duplicate for the ring's messages).
+  static Status create(const SharedComms& comms, std::unique_ptr<HierarchicalTransport>* out);
+
+  const char* name() const override { return "hierarchical"; }
+  Status supports(const transport::BucketView& bucket) const override;
+  std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
+
+ private:
+  HierarchicalTransport() = default;
+
+  std::unique_ptr<ShmAllreduce> node_;
+  SharedComms cross_comms_;  // data: the cross communicator's duplicate
+  std::unique_ptr<MpiPointToPoint> cross_p2p_;
+  std::unique_ptr<algorithms::RingAllreduce> cross_ring_;
+};
+
+// Whether the MPI world offers "hierarchical": several nodes, equal node sizes.
+// Collective over comms->control.
+Status hierarchical_applies(const SharedComms& comms, const transport::Topology& topology,
+                            bool* applies);
+
+}  // namespace kolo::mpi
