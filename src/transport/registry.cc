@@ -15,28 +15,45 @@ constexpr bool kHaveNccl = KOLO_HAVE_NCCL != 0;
 // Note [Auto order]
 // ~~~~~~~~~~~~~~~~~
 // With KOLO_TRANSPORT=auto the selector tries transports in an order that depends
-// only on the bucket (its device and size in bytes), and takes the first that the
-// world offers and whose supports() is OK. Since both are the same on every rank,
-// every rank picks the same transport for the same bucket.
+// only on the bucket (its device and size in bytes) and on whether the world is
+// one node (local_size == size: the same answer on every rank), and takes the
+// first that the world offers and whose supports() is OK. Since all of these are
+// the same on every rank, every rank picks the same transport for the same bucket.
 //
 // - CUDA buckets: "nccl" first; it is the only transport that reduces device
 //   memory without staging it through the host.
-// - CPU buckets under kSmallBucketBytes are latency-bound. The ring pays 2(n-1)
-//   message latencies whatever the size, while the native MPI_Allreduce uses
-//   log2(n)-step algorithms (recursive doubling) for small messages and, on one
-//   node, MPICH's shared-memory path. So: "mpi", then "loopback" (the test world's
-//   reference, one rendezvous), then "ring".
-// - Larger CPU buckets are bandwidth-bound. The ring sends 2(n-1)/n of the bucket
-//   per rank, the optimum, overlaps reduction with transfer segment by segment,
-//   and reuses its scratch; it is the algorithm kolo controls and measures. So:
-//   "ring", then "mpi", then "loopback".
+// - CPU, one node: "shm" first at every size. It moves ~4.5 bytes of memory
+//   traffic per byte of bucket (2 ranks) with no MPI call and no message, so it
+//   beats both MPI paths from a few KiB up, and at 8 B to 2 KiB it costs the
+//   same as the native path (both are dominated by the coordinator's own work
+//   and the waits). Then by size as for several nodes.
+// - CPU, several nodes, under kSmallBucketBytes: latency-bound. The ring pays
+//   2(n-1) message latencies whatever the size, while the native MPI_Allreduce
+//   uses log2(n)-step algorithms (recursive doubling) and, on one node, MPICH's
+//   shared-memory path. So: "mpi", "hierarchical", "loopback" (the test world's
+//   reference, one rendezvous), "ring".
+// - CPU, several nodes, larger: bandwidth-bound. "hierarchical" moves a bucket
+//   through shared memory inside the node and puts only 1/local_size of it on
+//   each rank's inter-node ring; then the flat "ring" (2(n-1)/n of the bucket per
+//   rank, the optimum for one level); then "mpi", "loopback".
 // - Transports a world offers that the order does not name go last, in the
 //   world's own order, so that a new transport is usable before it is ranked.
 //
-// kSmallBucketBytes = 64 KiB is a starting point from the usual crossover of
-// recursive doubling and ring algorithms; it will be tuned with
-// kolo-allreduce-perf. The intra-node shared-memory path ("shm") and the
-// hierarchical allreduce will use the topology when they land.
+// Measured with kolo-allreduce-perf -r mpi, 2 ranks, float32, on the 2-core VM
+// (busbw GB/s; the machine was shared with other builds, load average 3 to 4, so
+// the figures scatter by 2x between runs; the ordering held in every run):
+//
+//   size      shm    mpi    ring   | MPI_Allreduce (no kolo)
+//   8 B       13 us  see report    |
+//   32 KiB    2.6    0.04   0.23   | 2.2
+//   128 KiB   5.6    2.0    0.57   | 4.3
+//   512 KiB   6.0    3.5    1.3    | 4.4
+//   8 MiB     1.2    1.0    1.4    | 0.8
+//   32 MiB    2.9    1.3    1.8    | 1.7
+//
+// kSmallBucketBytes = 64 KiB: the crossover of recursive doubling and ring
+// algorithms; pretend nodes (KOLO_TEST_NODE_SIZE) cannot measure a network, so
+// the multi-node crossover is the textbook one until a cluster measures it.
 constexpr size_t kSmallBucketBytes = 64 << 10;
 
 std::string offered_names(const std::vector<Transport*>& offered) {
@@ -57,7 +74,9 @@ const std::vector<TransportInfo>& known_transports() {
       {"mpi", true, "MPI_Allreduce, the native collective"},
       {"ring", true, "kolo's ring allreduce over point-to-point (MPI or loopback)"},
       {"loopback", true, "ranks as threads, tests only"},
-      {"shm", false, "not implemented yet"},
+      {"shm", true, "intra-node shared-memory allreduce (MPI-3 window), one node only"},
+      {"hierarchical", true,
+       "shared memory inside nodes, ring across nodes; several nodes of equal size"},
       {"nccl", kHaveNccl, KOLO_NCCL_REASON},
   };
   return kKnown;
@@ -104,10 +123,13 @@ Status Selector::validate() const {
 std::vector<std::string> Selector::auto_order(const BucketView& bucket) const {
   std::vector<std::string> ranked;
   if (bucket.device.kind == DeviceKind::kCuda) ranked.push_back("nccl");
+  // See Note [Auto order].
+  const bool one_node = topology_.local_size == topology_.size;
+  if (one_node) ranked.push_back("shm");
   if (bucket.bytes() < kSmallBucketBytes) {
-    ranked.insert(ranked.end(), {"mpi", "loopback", "ring"});
+    ranked.insert(ranked.end(), {"mpi", "hierarchical", "loopback", "ring"});
   } else {
-    ranked.insert(ranked.end(), {"ring", "mpi", "loopback"});
+    ranked.insert(ranked.end(), {"hierarchical", "ring", "mpi", "loopback"});
   }
   std::vector<std::string> order;
   for (const std::string& name : ranked) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,25 +55,22 @@ TEST(RegistryTest, KnownTransports) {
   const std::vector<TransportInfo>& known = known_transports();
   std::vector<std::string> names;
   for (const TransportInfo& t : known) names.push_back(t.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"mpi", "ring", "loopback", "shm", "nccl"}));
-  EXPECT_TRUE(known[0].built);
-  EXPECT_TRUE(known[1].built);
-  EXPECT_TRUE(known[2].built);
+  EXPECT_EQ(names, (std::vector<std::string>{"mpi", "ring", "loopback", "shm", "hierarchical",
+                                             "nccl"}));
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(known[i].built) << known[i].name;
   EXPECT_EQ(known[2].reason, "ranks as threads, tests only");
-  EXPECT_FALSE(known[3].built);
-  EXPECT_EQ(known[3].reason, "not implemented yet");
-  EXPECT_EQ(known[4].built, KOLO_HAVE_NCCL != 0);
-  EXPECT_EQ(known[4].reason, KOLO_NCCL_REASON);
+  EXPECT_EQ(known[5].built, KOLO_HAVE_NCCL != 0);
+  EXPECT_EQ(known[5].reason, KOLO_NCCL_REASON);
 }
 
 TEST(RegistryTest, ValidatePreference) {
-  for (const char* ok : {"auto", "mpi", "ring", "loopback", "shm", "nccl"}) {
+  for (const char* ok : {"auto", "mpi", "ring", "loopback", "shm", "hierarchical", "nccl"}) {
     EXPECT_TRUE(validate_preference(ok).ok()) << ok;
   }
   for (const char* bad : {"", "MPI", "tcp", "auto "}) {
     const Status s = validate_preference(bad);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
-    EXPECT_NE(s.message().find("auto, mpi, ring, loopback, shm, nccl"), std::string::npos)
+    EXPECT_NE(s.message().find("auto, mpi, ring, loopback, shm, hierarchical, nccl"), std::string::npos)
         << s.message();
   }
 }
@@ -100,7 +98,7 @@ TEST(SelectorTest, ExplicitPreferenceNotOfferedFailsValidation) {
 
   s = Selector(f.offered, "shm", Topology{}).validate();
   EXPECT_EQ(s.code(), Code::kUnsupported);
-  EXPECT_NE(s.message().find("not implemented yet"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("not offered by this world"), std::string::npos) << s.message();
 
   s = Selector(f.offered, "tcp", Topology{}).validate();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
@@ -187,6 +185,69 @@ TEST(SelectorTest, AutoWithNoSupportingTransportNamesTheReasons) {
   EXPECT_EQ(chosen, nullptr);
 
   EXPECT_FALSE(Selector({}, "auto", Topology{}).validate().ok());
+}
+
+Topology nodes(int rank, int size, int node_size) {
+  Topology t;
+  t.rank = rank;
+  t.size = size;
+  t.local_rank = rank % node_size;
+  t.local_size = std::min(node_size, size - rank / node_size * node_size);
+  t.cross_rank = rank / node_size;
+  t.cross_size = (size - t.local_rank + node_size - 1) / node_size;
+  return t;
+}
+
+TEST(SelectorTest, AutoOrderOnOneNodeStartsWithShm) {
+  Fakes f;  // what the MPI world offers on one node
+  f.add("mpi");
+  f.add("ring");
+  f.add("shm");
+  const Selector selector(f.offered, "auto", nodes(0, 4, 4));
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(selector.auto_order(cpu_bucket(4)), (Names{"shm", "mpi", "ring"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kSmall)), (Names{"shm", "mpi", "ring"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kLarge)), (Names{"shm", "ring", "mpi"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(64 << 20)), (Names{"shm", "ring", "mpi"}));
+  BucketView gpu = cpu_bucket(kLarge);
+  gpu.device.kind = DeviceKind::kCuda;
+  f.add("nccl");
+  const Selector with_nccl(f.offered, "auto", nodes(0, 4, 4));
+  EXPECT_EQ(with_nccl.auto_order(gpu), (Names{"nccl", "shm", "ring", "mpi"}));
+}
+
+TEST(SelectorTest, AutoOrderOnSeveralNodes) {
+  Fakes f;  // what the MPI world offers on several nodes of equal size
+  f.add("mpi");
+  f.add("ring");
+  f.add("hierarchical");
+  const Selector selector(f.offered, "auto", nodes(1, 4, 2));
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(selector.auto_order(cpu_bucket(4)), (Names{"mpi", "hierarchical", "ring"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kSmall)), (Names{"mpi", "hierarchical", "ring"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kLarge)), (Names{"hierarchical", "ring", "mpi"}));
+  // A world that offers shm although it spans nodes still does not rank it first.
+  f.add("shm");
+  const Selector odd(f.offered, "auto", nodes(1, 4, 2));
+  EXPECT_EQ(odd.auto_order(cpu_bucket(kLarge)), (Names{"hierarchical", "ring", "mpi", "shm"}));
+}
+
+// Unequal nodes (3 ranks in nodes of 2): cross sizes differ between ranks, but
+// the world offers the same transports everywhere, so every rank still agrees.
+TEST(SelectorTest, SameChoiceOnEveryRankWithUnequalNodes) {
+  Fakes f;  // neither shm (not one node) nor hierarchical (unequal nodes)
+  f.add("mpi");
+  f.add("ring");
+  for (size_t bytes : {size_t{4}, kSmall, kLarge, size_t{64} << 20}) {
+    std::string first;
+    for (int rank = 0; rank < 3; ++rank) {
+      Transport* chosen = nullptr;
+      ASSERT_TRUE(
+          Selector(f.offered, "auto", nodes(rank, 3, 2)).select(cpu_bucket(bytes), &chosen).ok());
+      if (rank == 0) first = chosen->name();
+      EXPECT_EQ(first, chosen->name()) << bytes << " bytes, rank " << rank;
+    }
+  }
 }
 
 // Selection depends on nothing rank-specific: every rank picks the same.
