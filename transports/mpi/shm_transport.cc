@@ -57,10 +57,12 @@ constexpr int kSpinLoads = 512;
 // One slot holds one slice of the bucket (all ranks' shards). Smaller slices keep
 // the slot, the input and the output slice in L2 between the post, reduce and
 // gather passes; larger ones pay fewer synchronisations. Measured with
-// kolo-allreduce-perf -t shm, 2 ranks, float32 (busbw GB/s, 1 MiB / 64 MiB):
-//   128 KiB slots: see report;  512 KiB: see report;  2 MiB: see report.
-// 512 KiB is the default.
-
+// kolo-allreduce-perf -t shm -r mpi, 2 ranks, float32 on the 2-core VM (busbw
+// GB/s at 1 MiB / 8 MiB / 64 MiB; load average ~2.5 from other builds):
+//   128 KiB: 7.2 / 1.3 / 2.0    512 KiB: 8.0 / 7.2 / 5.3    2 MiB: 7.4 / 4.2 / 4.7
+// 512 KiB: the whole slice (2 x 256 KiB shards at 2 ranks, read and written
+// three times) stays in the 2 x 1 MiB of L2 the two cores have; 128 KiB slices
+// synchronise 4x as often, which costs most when ranks share cores.
 }  // namespace
 
 // The elements of one slice and the shard boundaries inside it.

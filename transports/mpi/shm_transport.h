@@ -6,8 +6,8 @@
 // shm_transport.cc. After create() no MPI call happens on the hot path: ranks
 // synchronise through counters in the shared window.
 //
-// Errors: a misuse (bad op, null buffer) returns a Status before any rank is
-// touched... on every rank alike, since every rank sees the same bucket. A peer
+// Errors: a misuse (bad op, null buffer) returns a Status before the window is
+// touched, on every rank alike, since every rank sees the same bucket. A peer
 // that does not arrive within kPeerTimeout fails the call; the engine is then
 // broken (its counters no longer agree with its peers') and fails every later
 // call. Waiting never busy-spins for long: a short spin, then yields, then sleeps.
