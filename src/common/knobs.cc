@@ -101,8 +101,9 @@ const Knob kKnobs[] = {
        return parse_non_negative_double(v, &c->stall_shutdown_seconds);
      }},
     {{"KOLO_HIERARCHICAL_ALLREDUCE", KnobType::kBool, "0", "1/0, true/false, yes/no, on/off",
-      "allreduce within each node, then across nodes on each shard, then allgather within "
-      "the node"},
+      "1: the hierarchical path (reduce-scatter within each node, allreduce across nodes "
+      "on each shard, allgather within the node) for every bucket on several nodes; 0: "
+      "the auto order picks it for large buckets only"},
      [](const std::string& v, Config* c) { return parse_bool(v, &c->hierarchical_allreduce); }},
     {{"KOLO_THREAD_AFFINITY", KnobType::kInt, "-1", "an integer >= -1 (a core number, or -1)",
       "pin the coordinator thread to this core; -1 leaves it"},

@@ -93,8 +93,12 @@ Status validate_preference(const std::string& preference) {
                           "\" is not a transport; accepted: " + accepted);
 }
 
-Selector::Selector(std::vector<Transport*> offered, std::string preference, Topology topology)
-    : offered_(std::move(offered)), preference_(std::move(preference)), topology_(topology) {}
+Selector::Selector(std::vector<Transport*> offered, std::string preference, Topology topology,
+                   bool prefer_hierarchical)
+    : offered_(std::move(offered)),
+      preference_(std::move(preference)),
+      topology_(topology),
+      prefer_hierarchical_(prefer_hierarchical) {}
 
 Transport* Selector::find(const std::string& name) const {
   for (Transport* t : offered_) {
@@ -126,6 +130,9 @@ std::vector<std::string> Selector::auto_order(const BucketView& bucket) const {
   // See Note [Auto order].
   const bool one_node = topology_.local_size == topology_.size;
   if (one_node) ranked.push_back("shm");
+  // KOLO_HIERARCHICAL_ALLREDUCE=1 (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE): the
+  // hierarchical path for every bucket size, where the world offers it.
+  if (prefer_hierarchical_) ranked.push_back("hierarchical");
   if (bucket.bytes() < kSmallBucketBytes) {
     ranked.insert(ranked.end(), {"mpi", "hierarchical", "loopback", "ring"});
   } else {

@@ -29,8 +29,10 @@ Status validate_preference(const std::string& preference);
 
 class Selector {
  public:
-  // `offered` are the world's transports (not owned); `preference` is KOLO_TRANSPORT.
-  Selector(std::vector<Transport*> offered, std::string preference, Topology topology);
+  // `offered` are the world's transports (not owned); `preference` is KOLO_TRANSPORT;
+  // `prefer_hierarchical` is KOLO_HIERARCHICAL_ALLREDUCE (auto order only).
+  Selector(std::vector<Transport*> offered, std::string preference, Topology topology,
+           bool prefer_hierarchical = false);
 
   // Checks that the preference can be served by this world at all (init-time error).
   Status validate() const;
@@ -55,6 +57,7 @@ class Selector {
   std::vector<Transport*> offered_;
   std::string preference_;
   Topology topology_;
+  bool prefer_hierarchical_ = false;
 };
 
 }  // namespace kolo::transport

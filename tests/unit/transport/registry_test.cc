@@ -275,3 +275,37 @@ TEST(SelectorTest, SameChoiceOnEveryRank) {
 
 }  // namespace
 }  // namespace kolo::transport
+
+namespace kolo::transport {
+namespace {
+
+// KOLO_HIERARCHICAL_ALLREDUCE=1 puts the hierarchical path first for every size
+// on several nodes; without it, small buckets go to "mpi".
+TEST(SelectorTest, HierarchicalKnobPrefersHierarchicalAtEverySize) {
+  std::vector<std::unique_ptr<Transport>> owned;
+  std::vector<Transport*> offered;
+  for (const char* name : {"mpi", "ring", "hierarchical"}) {
+    struct Fake : Transport {
+      explicit Fake(const char* n) : n_(n) {}
+      const char* name() const override { return n_; }
+      Status supports(const BucketView&) const override { return Status::OK(); }
+      std::unique_ptr<Work> allreduce(const BucketView&) override { return nullptr; }
+      const char* n_;
+    };
+    owned.push_back(std::make_unique<Fake>(name));
+    offered.push_back(owned.back().get());
+  }
+  Topology two_nodes{0, 4, 0, 2, 0, 2};
+  BucketView tiny;
+  tiny.count = 2;
+  Selector plain(offered, "auto", two_nodes, false);
+  Selector knob(offered, "auto", two_nodes, true);
+  Transport* chosen = nullptr;
+  ASSERT_TRUE(plain.select(tiny, &chosen).ok());
+  EXPECT_STREQ(chosen->name(), "mpi");
+  ASSERT_TRUE(knob.select(tiny, &chosen).ok());
+  EXPECT_STREQ(chosen->name(), "hierarchical");
+}
+
+}  // namespace
+}  // namespace kolo::transport
