@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/fusion_buffer.h"
+#include "core/output_pool.h"
 #include "core/request.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
@@ -66,6 +67,7 @@ class Executor {
   std::vector<char> zeros_;    // a joined rank's contribution; grow-only, all zero
   std::vector<char> sink_;     // where a joined rank's results go; grow-only
   std::vector<char> scratch_;  // prescaled reducescatter input; grow-only
+  std::shared_ptr<OutputPool> outputs_ = std::make_shared<OutputPool>();
 };
 
 // Note [Scaling and average]

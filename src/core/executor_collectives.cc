@@ -61,7 +61,7 @@ Status Executor::run_allgather(TensorEntry& entry, const Response& response) {
     total += rows * p.row_count;
   }
   KOLO_CHECK_EQ(view.recv_counts[rank_], entry.request.params.count);
-  entry.handle->output.resize(static_cast<size_t>(total) * elem);
+  entry.handle->output = outputs_->take(static_cast<size_t>(total) * elem);
   entry.handle->splits = response.sizes;
   view.output = entry.handle->output.data();
   if (total == 0) return Status::OK();
@@ -84,7 +84,7 @@ Status Executor::run_alltoall(TensorEntry& entry, const Response& response) {
     view.recv_counts.push_back(received[r] * p.row_count);
     total += received[r] * p.row_count;
   }
-  entry.handle->output.resize(static_cast<size_t>(total) * dtype_size(p.dtype));
+  entry.handle->output = outputs_->take(static_cast<size_t>(total) * dtype_size(p.dtype));
   entry.handle->splits = received;
   view.output = entry.handle->output.data();
   // Even when nothing moves on this rank the call is made: it is collective.

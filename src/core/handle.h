@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "core/output_pool.h"
 
 namespace kolo::core {
 
@@ -36,7 +37,7 @@ class HandleState {
   // Results some collectives hand back (allgather and alltoall: the output kolo
   // allocated and the per-rank rows; join: the last rank). Written by the
   // coordinator before complete(); read by anyone after done().
-  std::vector<char> output;
+  OutputBuffer output;
   std::vector<int64_t> splits;
 
  private:
