@@ -41,6 +41,7 @@ Status NodeDoorbell::create(MPI_Comm local, std::unique_ptr<NodeDoorbell>* out) 
       line->rung.store(0, std::memory_order_relaxed);
       line->word.store(0, std::memory_order_relaxed);
       line->sleeping.store(0, std::memory_order_relaxed);
+      line->woken.store(0, std::memory_order_relaxed);
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
@@ -77,6 +78,7 @@ bool NodeDoorbell::rung(uint64_t cycle) const {
 
 void NodeDoorbell::wake() {
   Line& mine = lines_[local_rank_];
+  mine.woken.store(1, std::memory_order_seq_cst);
   mine.word.fetch_add(1, std::memory_order_seq_cst);
   if (mine.sleeping.load(std::memory_order_seq_cst)) futex(&mine.word, FUTEX_WAKE, INT_MAX, nullptr);
 }

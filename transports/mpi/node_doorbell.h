@@ -42,6 +42,8 @@ class NodeDoorbell {
     std::atomic<uint64_t> rung;    // highest cycle rung to this rank, plus one
     std::atomic<uint32_t> word;    // wake futex
     std::atomic<uint32_t> sleeping;
+    std::atomic<uint32_t> woken;   // wake() since the last wait: sticky, so a wake
+                                   // between the caller's checks and the sleep is kept
   };
   NodeDoorbell() = default;
   void sleep_on(Line& mine, uint32_t seen, std::chrono::microseconds timeout);
@@ -55,9 +57,10 @@ class NodeDoorbell {
 template <typename Ready>
 void NodeDoorbell::wait(uint64_t cycle, std::chrono::microseconds timeout, Ready also_ready) {
   Line& mine = lines_[local_rank_];
-  const uint32_t seen = mine.word.load(std::memory_order_acquire);
+  const uint32_t seen = mine.word.load(std::memory_order_seq_cst);
   mine.sleeping.store(1, std::memory_order_seq_cst);
-  if (!rung(cycle) && !also_ready()) sleep_on(mine, seen, timeout);
+  if (mine.woken.exchange(0, std::memory_order_seq_cst) == 0 && !rung(cycle) && !also_ready())
+    sleep_on(mine, seen, timeout);
   mine.sleeping.store(0, std::memory_order_relaxed);
 }
 
