@@ -38,7 +38,7 @@
 #include "common/check.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_transport.h"
-#include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/mpi_work.h"
 
 namespace kolo::mpi {
 namespace {
@@ -110,48 +110,12 @@ Status check_counts(const char* field, const std::vector<int64_t>& counts, int s
 
 // The requests of one collective, and what MPI reads until they complete (the
 // count arrays, a copy of an aliased input).
-class CollectiveWork : public transport::Work {
+class CollectiveWork : public MpiWork {
  public:
-  ~CollectiveWork() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!done_ && !finalized) wait().ignore();  // MPI must not outlive the buffers
-  }
+  ~CollectiveWork() override { finish(); }  // before the buffers below go
 
-  bool test() override {
-    if (done_) return true;
-    int flag = 0;
-    const int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
-                               MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS) {
-      status_ = mpi_error(rc, "MPI_Testall", __FILE__, __LINE__);
-      flag = 1;
-    }
-    done_ = flag != 0;
-    return done_;
-  }
-
-  Status wait() override {
-    if (!done_) {
-      Status waited = wait_all(requests_.data(), static_cast<int>(requests_.size()));
-      if (status_.ok()) status_ = waited;
-      done_ = true;
-    }
-    return status_;
-  }
-
-  // Records a failed start; the requests already posted are still waited for.
-  void fail(Status status) {
-    if (status_.ok()) status_ = std::move(status);
-  }
-
-  std::vector<MPI_Request> requests_;
   Side send_, recv_;
   std::vector<char> input_copy_;
-
- private:
-  Status status_;
-  bool done_ = false;
 };
 
 // A contiguous type of `block` elements of `base` (committed), or base itself.
@@ -202,7 +166,7 @@ Status start_allgather(CollectiveWork* work, const CollectiveView& v, MPI_Dataty
   }
   free_block_type(base, &send_type);
   free_block_type(base, &recv_type);
-  work->requests_.push_back(request);
+  work->add(request);
   return s;
 }
 
@@ -226,7 +190,7 @@ Status start_alltoall(CollectiveWork* work, const CollectiveView& v, MPI_Datatyp
   }
   free_block_type(base, &send_type);
   free_block_type(base, &recv_type);
-  work->requests_.push_back(request);
+  work->add(request);
   return s;
 }
 
@@ -246,7 +210,7 @@ void start_broadcast(CollectiveWork* work, const CollectiveView& v, MPI_Datatype
       work->fail(mpi_error(rc, "MPI_Ibcast", __FILE__, __LINE__));
       return;
     }
-    work->requests_.push_back(request);
+    work->add(request);
   }
 }
 
@@ -263,7 +227,7 @@ Status start_reducescatter(CollectiveWork* work, const CollectiveView& v, MPI_Da
   const int rc = MPI_Ireduce_scatter(input, v.output, work->recv_.counts.data(), type, op, comm,
                                      &request);
   if (rc != MPI_SUCCESS) return mpi_error(rc, "MPI_Ireduce_scatter", __FILE__, __LINE__);
-  work->requests_.push_back(request);
+  work->add(request);
   return Status::OK();
 }
 

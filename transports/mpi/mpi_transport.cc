@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "reduce/reduce.h"
 #include "transports/mpi/mpi_check.h"
-#include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/mpi_work.h"
 
 namespace kolo::mpi {
 namespace {
@@ -61,45 +61,6 @@ MPI_Op native_op(DataType dtype, ReduceOp op) {
     default: return MPI_OP_NULL;
   }
 }
-
-// The MPI requests of one bucket (one per slice of at most INT_MAX elements).
-class MpiWork : public transport::Work {
- public:
-  MpiWork(std::vector<MPI_Request> requests, Status start_error)
-      : requests_(std::move(requests)), status_(std::move(start_error)) {}
-  ~MpiWork() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!done_ && !finalized) wait().ignore();  // MPI must not outlive the bucket's use
-  }
-
-  bool test() override {
-    if (done_) return true;
-    int flag = 0;
-    int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
-                         MPI_STATUSES_IGNORE);
-    if (rc != MPI_SUCCESS) {
-      status_ = mpi_error(rc, "MPI_Testall", __FILE__, __LINE__);
-      flag = 1;
-    }
-    done_ = flag != 0;
-    return done_;
-  }
-
-  Status wait() override {
-    if (!done_) {
-      Status waited = wait_all(requests_.data(), static_cast<int>(requests_.size()));
-      if (status_.ok()) status_ = waited;
-      done_ = true;
-    }
-    return status_;
-  }
-
- private:
-  std::vector<MPI_Request> requests_;
-  Status status_;
-  bool done_ = false;
-};
 
 }  // namespace
 
@@ -187,7 +148,8 @@ std::unique_ptr<transport::Work> MpiTransport::allreduce(const transport::Bucket
   const char* input = static_cast<const char*>(bucket.input);
   char* output = static_cast<char*>(bucket.output);
 
-  std::vector<MPI_Request> requests;
+  // The MPI requests of one bucket: one per slice of at most the limit.
+  auto work = std::make_unique<MpiWork>();
   Status started;
   for (int64_t offset = 0; offset < bucket.count && started.ok(); offset += max_count_per_call_) {
     const int count = static_cast<int>(std::min(max_count_per_call_, bucket.count - offset));
@@ -198,10 +160,11 @@ std::unique_ptr<transport::Work> MpiTransport::allreduce(const transport::Bucket
     if (rc != MPI_SUCCESS) {
       started = mpi_error(rc, "MPI_Iallreduce", __FILE__, __LINE__);
     } else {
-      requests.push_back(request);
+      work->add(request);
     }
   }
-  return std::make_unique<MpiWork>(std::move(requests), std::move(started));
+  if (!started.ok()) work->fail(std::move(started));
+  return work;
 }
 
 }  // namespace kolo::mpi

@@ -1,0 +1,42 @@
+#include "transports/mpi/mpi_work.h"
+
+#include <utility>
+
+#include "transports/mpi/mpi_check.h"
+#include "transports/mpi/mpi_wait.h"
+
+namespace kolo::mpi {
+
+bool MpiWork::test() {
+  if (done_) return true;
+  int flag = 0;
+  const int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
+                             MPI_STATUSES_IGNORE);
+  if (rc != MPI_SUCCESS) {
+    status_ = mpi_error(rc, "MPI_Testall", __FILE__, __LINE__);
+    flag = 1;
+  }
+  done_ = flag != 0;
+  return done_;
+}
+
+Status MpiWork::wait() {
+  if (!done_) {
+    Status waited = wait_all(requests_.data(), static_cast<int>(requests_.size()));
+    if (status_.ok()) status_ = waited;
+    done_ = true;
+  }
+  return status_;
+}
+
+void MpiWork::fail(Status status) {
+  if (status_.ok()) status_ = std::move(status);
+}
+
+void MpiWork::finish() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!done_ && !finalized) wait().ignore();
+}
+
+}  // namespace kolo::mpi
