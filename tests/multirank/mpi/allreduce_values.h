@@ -1,4 +1,4 @@
-// Exact allreduce checks shared by the shm and hierarchical tests: per-dtype
+// Exact checks shared by the MPI-world tests (mpi, ring, shm, hierarchical): per-dtype
 // conversions, inputs chosen so that every sum and product is exact in every
 // dtype (bfloat16 included), and check_allreduce, which runs one bucket through a
 // transport and compares the result bit for bit.
@@ -57,16 +57,22 @@ template <> struct Dtype<Bfloat16> {
 using AllDtypes = ::testing::Types<uint8_t, int8_t, uint16_t, int16_t, int32_t, int64_t,
                                    Float16, Bfloat16, float, double, Bool>;
 
+// Whether T holds negative values (the generators below shift theirs below 0).
+template <typename T>
+bool is_signed_dtype() {
+  constexpr DataType d = Dtype<T>::kValue;
+  return d == DataType::kInt8 || d == DataType::kInt16 || d == DataType::kInt32 ||
+         d == DataType::kInt64 || is_floating(d);
+}
+
 constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 
 // Rank r's element i. Sums over 4 ranks stay within [-60, 120]; products use
 // {1, 2} (and -1 for signed types), at most 16 in magnitude: all exact.
 template <typename T>
 double input_value(int r, int64_t i, ReduceOp op) {
-  constexpr DataType d = Dtype<T>::kValue;
-  const bool is_signed = d == DataType::kInt8 || d == DataType::kInt16 ||
-                         d == DataType::kInt32 || d == DataType::kInt64 || is_floating(d);
-  if (d == DataType::kBool) return (i + r) % 3 == 0 ? 1 : 0;
+  const bool is_signed = is_signed_dtype<T>();
+  if (Dtype<T>::kValue == DataType::kBool) return (i + r) % 3 == 0 ? 1 : 0;
   if (op == ReduceOp::kProduct) {
     const int k = static_cast<int>((i + r) % 3);
     return k == 0 ? 1 : k == 1 ? 2 : (is_signed ? -1 : 1);
@@ -154,7 +160,9 @@ void check_allreduce(transport::Transport& transport, int rank, int size, int64_
   EXPECT_EQ(bad, -1) << "element " << bad << ": got "
                      << (bad >= 0 ? Dtype<T>::to(got[bad]) : 0) << ", want "
                      << (bad >= 0 ? Dtype<T>::to(want[bad]) : 0);
-  if (!in_place) EXPECT_EQ(first_difference(buffer, input), -1) << "input was modified";
+  if (!in_place) {
+    EXPECT_EQ(first_difference(buffer, input), -1) << "input was modified";
+  }
 }
 
 // Every op, in place and out of place, at counts 0, 1, n-1, n+1, 1000, then

@@ -15,65 +15,26 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "tests/multirank/mpi/allreduce_values.h"
 #include "tests/multirank/mpi/mpi_test_world.h"
 #include "transports/mpi/mpi_transport.h"
 
 namespace kolo::mpi {
 namespace {
 
-using testing::find_transport;
-using testing::test_world;
+using namespace testing;  // NOLINT: the test helpers
 using transport::CollectiveOp;
 using transport::CollectiveView;
 
 int rank() { return test_world().control->topology().rank; }
 int size() { return test_world().control->topology().size; }
 
-// C++ element type -> kolo dtype, and conversions through double.
-template <typename T> struct Dtype;
-#define KOLO_TEST_DTYPE(T, D, S)                                  \
-  template <> struct Dtype<T> {                                   \
-    static constexpr DataType kValue = D;                         \
-    static constexpr bool kSigned = S;                            \
-    static T from(double v) { return static_cast<T>(v); }         \
-    static double to(T v) { return static_cast<double>(v); }      \
-  };
-KOLO_TEST_DTYPE(uint8_t, DataType::kUint8, false)
-KOLO_TEST_DTYPE(int8_t, DataType::kInt8, true)
-KOLO_TEST_DTYPE(int16_t, DataType::kInt16, true)
-KOLO_TEST_DTYPE(int32_t, DataType::kInt32, true)
-KOLO_TEST_DTYPE(int64_t, DataType::kInt64, true)
-KOLO_TEST_DTYPE(float, DataType::kFloat32, true)
-KOLO_TEST_DTYPE(double, DataType::kFloat64, true)
-#undef KOLO_TEST_DTYPE
-struct Bool {  // kolo's bool: one byte, 0 or 1 (std::vector<bool> packs bits)
-  bool value;
-};
-template <> struct Dtype<Bool> {
-  static constexpr DataType kValue = DataType::kBool;
-  static constexpr bool kSigned = false;
-  static Bool from(double v) { return {v != 0}; }
-  static double to(Bool v) { return v.value ? 1 : 0; }
-};
-template <> struct Dtype<Float16> {
-  static constexpr DataType kValue = DataType::kFloat16;
-  static constexpr bool kSigned = true;
-  static Float16 from(double v) { return {float_to_half(static_cast<float>(v))}; }
-  static double to(Float16 v) { return half_to_float(v.bits); }
-};
-template <> struct Dtype<Bfloat16> {
-  static constexpr DataType kValue = DataType::kBfloat16;
-  static constexpr bool kSigned = true;
-  static Bfloat16 from(double v) { return {float_to_bfloat16(static_cast<float>(v))}; }
-  static double to(Bfloat16 v) { return bfloat16_to_float(v.bits); }
-};
-
 // A value that names its origin: rank `from`, destination `to`, element k.
 template <typename T>
 double tag(int from, int to, int64_t k) {
   if (Dtype<T>::kValue == DataType::kBool) return (from + to + k) % 2;
   const double v = static_cast<double>((from * 7 + to * 5 + k * 3) % 23);
-  return Dtype<T>::kSigned ? v - 11 : v;
+  return is_signed_dtype<T>() ? v - 11 : v;
 }
 
 // Rank r's element i of a reducescatter input. Sums over 4 ranks stay within
@@ -83,10 +44,10 @@ double reduce_input(int r, int64_t i, ReduceOp op) {
   if (Dtype<T>::kValue == DataType::kBool) return (i + r) % 3 == 0 ? 1 : 0;
   if (op == ReduceOp::kProduct) {
     const int k = static_cast<int>((i + r) % 3);
-    return k == 0 ? 1 : k == 1 ? 2 : (Dtype<T>::kSigned ? -1 : 1);
+    return k == 0 ? 1 : k == 1 ? 2 : (is_signed_dtype<T>() ? -1 : 1);
   }
   const double v = static_cast<double>((i * 7 + r * 3) % 11);
-  return Dtype<T>::kSigned ? v - 5 : v;
+  return is_signed_dtype<T>() ? v - 5 : v;
 }
 
 // The reduction over all ranks of element i (bool: SUM/MAX = or, MIN/PRODUCT = and).
@@ -103,8 +64,6 @@ double reduced(int64_t i, ReduceOp op) {
   }
   return acc;
 }
-
-constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
 
 Status run(transport::Transport& t, CollectiveOp op, const CollectiveView& v) {
   Status supported = t.supports_collective(op, v);
