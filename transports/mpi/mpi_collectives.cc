@@ -141,6 +141,26 @@ const void* unaliased_input(CollectiveWork* work, const void* input, size_t in_b
   return work->input_copy_.data();
 }
 
+// Builds the block types of work's send and receive sides, posts one request
+// with them (`post` returns MPI's error code), frees the types (a pending request
+// keeps what it needs) and adds the request to `work`. `what` names the call.
+template <typename Post>
+Status post_with_block_types(CollectiveWork* work, MPI_Datatype base, const char* what,
+                             Post post) {
+  MPI_Datatype send_type = MPI_DATATYPE_NULL, recv_type = MPI_DATATYPE_NULL;
+  Status s = block_type(base, work->send_.block, &send_type);
+  if (s.ok()) s = block_type(base, work->recv_.block, &recv_type);
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (s.ok()) {
+    const int rc = post(send_type, recv_type, &request);
+    if (rc != MPI_SUCCESS) s = mpi_error(rc, what, __FILE__, __LINE__);
+  }
+  free_block_type(base, &send_type);
+  free_block_type(base, &recv_type);
+  work->add(request);
+  return s;
+}
+
 Status start_allgather(CollectiveWork* work, const CollectiveView& v, MPI_Datatype base,
                        int64_t limit, int rank, MPI_Comm comm) {
   const size_t elem = dtype_size(v.dtype);
@@ -154,20 +174,11 @@ Status start_allgather(CollectiveWork* work, const CollectiveView& v, MPI_Dataty
   const void* input =
       in_place ? MPI_IN_PLACE
                : unaliased_input(work, v.input, static_cast<size_t>(mine) * elem, out, out_bytes);
-  MPI_Datatype send_type = MPI_DATATYPE_NULL, recv_type = MPI_DATATYPE_NULL;
-  Status s = block_type(base, work->send_.block, &send_type);
-  if (s.ok()) s = block_type(base, work->recv_.block, &recv_type);
-  MPI_Request request = MPI_REQUEST_NULL;
-  if (s.ok()) {
-    const int rc = MPI_Iallgatherv(input, work->send_.counts[0], send_type, out,
-                                   work->recv_.counts.data(), work->recv_.displs.data(),
-                                   recv_type, comm, &request);
-    if (rc != MPI_SUCCESS) s = mpi_error(rc, "MPI_Iallgatherv", __FILE__, __LINE__);
-  }
-  free_block_type(base, &send_type);
-  free_block_type(base, &recv_type);
-  work->add(request);
-  return s;
+  return post_with_block_types(
+      work, base, "MPI_Iallgatherv", [&](MPI_Datatype send, MPI_Datatype recv, MPI_Request* r) {
+        return MPI_Iallgatherv(input, work->send_.counts[0], send, out, work->recv_.counts.data(),
+                               work->recv_.displs.data(), recv, comm, r);
+      });
 }
 
 Status start_alltoall(CollectiveWork* work, const CollectiveView& v, MPI_Datatype base,
@@ -178,20 +189,12 @@ Status start_alltoall(CollectiveWork* work, const CollectiveView& v, MPI_Datatyp
   const void* input =
       unaliased_input(work, v.input, static_cast<size_t>(total(v.send_counts)) * elem, v.output,
                       static_cast<size_t>(total(v.recv_counts)) * elem);
-  MPI_Datatype send_type = MPI_DATATYPE_NULL, recv_type = MPI_DATATYPE_NULL;
-  Status s = block_type(base, work->send_.block, &send_type);
-  if (s.ok()) s = block_type(base, work->recv_.block, &recv_type);
-  MPI_Request request = MPI_REQUEST_NULL;
-  if (s.ok()) {
-    const int rc = MPI_Ialltoallv(input, work->send_.counts.data(), work->send_.displs.data(),
-                                  send_type, v.output, work->recv_.counts.data(),
-                                  work->recv_.displs.data(), recv_type, comm, &request);
-    if (rc != MPI_SUCCESS) s = mpi_error(rc, "MPI_Ialltoallv", __FILE__, __LINE__);
-  }
-  free_block_type(base, &send_type);
-  free_block_type(base, &recv_type);
-  work->add(request);
-  return s;
+  return post_with_block_types(
+      work, base, "MPI_Ialltoallv", [&](MPI_Datatype send, MPI_Datatype recv, MPI_Request* r) {
+        return MPI_Ialltoallv(input, work->send_.counts.data(), work->send_.displs.data(), send,
+                              v.output, work->recv_.counts.data(), work->recv_.displs.data(),
+                              recv, comm, r);
+      });
 }
 
 void start_broadcast(CollectiveWork* work, const CollectiveView& v, MPI_Datatype type,

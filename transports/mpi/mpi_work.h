@@ -13,12 +13,13 @@ namespace kolo::mpi {
 
 // Contract: add() the requests as they are posted; record a failed start with
 // fail() (the requests already posted are still waited for). test() polls them
-// all with MPI_Testall and never blocks; wait() finishes them with the polite wait
-// (mpi_wait.h) and returns OK or the error of a failed start, MPI_Testall or
-// wait (a failed test replaces an earlier error, as it ends the work). Destroying an unfinished MpiWork waits for its requests
-// (MPI must not outlive the buffers they use) unless MPI is already finalized. A
-// subclass that owns buffers MPI reads must call finish() in its own destructor:
-// its members are destroyed before this destructor runs. Not thread-safe.
+// all with MPI_Testall and never blocks; wait() finishes them with the polite
+// wait (mpi_wait.h) and returns OK or the error of a failed start, MPI_Testall
+// or wait (a failed test replaces an earlier error, as it ends the work).
+// Destroying an unfinished MpiWork waits for its requests (MPI must not outlive
+// the buffers they use) unless MPI is already finalized. A subclass that owns
+// buffers MPI reads must call finish() in its own destructor: its members are
+// destroyed before this destructor runs. Not thread-safe.
 class MpiWork : public transport::Work {
  public:
   MpiWork() = default;
