@@ -94,6 +94,22 @@ kolo_status_t submit(kolo::core::CollectiveArgs args, kolo_handle_t* handle) {
   return report(Status::OK());
 }
 
+// The collectives' common preamble: checks the name, fills the fields every
+// collective has, lets `fill` set the rest, and submits.
+template <typename Fill>
+kolo_status_t submit_named(kolo::core::Collective collective, const char* name,
+                           kolo_dtype_t dtype, kolo_device_t device, kolo_handle_t* handle,
+                           Fill fill) {
+  if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
+  kolo::core::CollectiveArgs a;
+  a.collective = collective;
+  a.name = name;
+  a.dtype = static_cast<kolo::DataType>(dtype);
+  a.device = device_of(device);
+  fill(a);
+  return submit(std::move(a), handle);
+}
+
 // Submits and waits; for the blocking calls (barrier, join).
 kolo_status_t submit_and_wait(kolo::core::CollectiveArgs args, kolo_handle_t* out) {
   kolo_handle_t h = nullptr;
@@ -168,24 +184,15 @@ kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* ou
                                    double prescale, double postscale, kolo_device_t device,
                                    kolo_handle_t* handle) {
   return guarded([&] {
-    if (handle == nullptr) return report(Code::kInvalidArgument, "handle pointer is NULL");
-    *handle = nullptr;
-    if (!g_runtime) return not_initialized();
-    kolo::core::AllreduceArgs args;
-    args.name = name;
-    args.input = input;
-    args.output = output;
-    args.count = count;
-    args.dtype = static_cast<kolo::DataType>(dtype);
-    args.op = static_cast<kolo::ReduceOp>(op);
-    args.prescale = prescale;
-    args.postscale = postscale;
-    args.device = kolo::Device{static_cast<kolo::DeviceKind>(device.kind), device.index,
-                               device.stream};
-    std::shared_ptr<kolo::core::HandleState> state;
-    if (Status s = g_runtime->allreduce_async(args, &state); !s.ok()) return report(s);
-    *handle = new kolo_handle{std::move(state)};
-    return report(Status::OK());
+    return submit_named(kolo::core::Collective::kAllreduce, name, dtype, device, handle,
+                        [&](kolo::core::CollectiveArgs& a) {
+                          a.input = input;
+                          a.output = output;
+                          a.rows = count;
+                          a.op = static_cast<kolo::ReduceOp>(op);
+                          a.prescale = prescale;
+                          a.postscale = postscale;
+                        });
   });
 }
 
@@ -193,16 +200,12 @@ kolo_status_t kolo_allgather_async(const char* name, const void* input, int64_t 
                                    int64_t row_count, kolo_dtype_t dtype, kolo_device_t device,
                                    kolo_handle_t* handle) {
   return guarded([&] {
-    if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
-    kolo::core::CollectiveArgs a;
-    a.collective = kolo::core::Collective::kAllgather;
-    a.name = name;
-    a.input = input;
-    a.rows = rows;
-    a.row_count = row_count;
-    a.dtype = static_cast<kolo::DataType>(dtype);
-    a.device = device_of(device);
-    return submit(std::move(a), handle);
+    return submit_named(kolo::core::Collective::kAllgather, name, dtype, device, handle,
+                        [&](kolo::core::CollectiveArgs& a) {
+                          a.input = input;
+                          a.rows = rows;
+                          a.row_count = row_count;
+                        });
   });
 }
 
@@ -210,17 +213,13 @@ kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* ou
                                    kolo_dtype_t dtype, int root, kolo_device_t device,
                                    kolo_handle_t* handle) {
   return guarded([&] {
-    if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
-    kolo::core::CollectiveArgs a;
-    a.collective = kolo::core::Collective::kBroadcast;
-    a.name = name;
-    a.input = input;
-    a.output = output;
-    a.rows = count;
-    a.dtype = static_cast<kolo::DataType>(dtype);
-    a.root = root;
-    a.device = device_of(device);
-    return submit(std::move(a), handle);
+    return submit_named(kolo::core::Collective::kBroadcast, name, dtype, device, handle,
+                        [&](kolo::core::CollectiveArgs& a) {
+                          a.input = input;
+                          a.output = output;
+                          a.rows = count;
+                          a.root = root;
+                        });
   });
 }
 
@@ -228,17 +227,13 @@ kolo_status_t kolo_alltoall_async(const char* name, const void* input, int64_t r
                                   int64_t row_count, const int64_t* send_splits, kolo_dtype_t dtype,
                                   kolo_device_t device, kolo_handle_t* handle) {
   return guarded([&] {
-    if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
-    kolo::core::CollectiveArgs a;
-    a.collective = kolo::core::Collective::kAlltoall;
-    a.name = name;
-    a.input = input;
-    a.rows = rows;
-    a.row_count = row_count;
-    a.splits = send_splits;
-    a.dtype = static_cast<kolo::DataType>(dtype);
-    a.device = device_of(device);
-    return submit(std::move(a), handle);
+    return submit_named(kolo::core::Collective::kAlltoall, name, dtype, device, handle,
+                        [&](kolo::core::CollectiveArgs& a) {
+                          a.input = input;
+                          a.rows = rows;
+                          a.row_count = row_count;
+                          a.splits = send_splits;
+                        });
   });
 }
 
@@ -247,20 +242,16 @@ kolo_status_t kolo_reducescatter_async(const char* name, const void* input, void
                                        kolo_op_t op, double prescale, double postscale,
                                        kolo_device_t device, kolo_handle_t* handle) {
   return guarded([&] {
-    if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
-    kolo::core::CollectiveArgs a;
-    a.collective = kolo::core::Collective::kReducescatter;
-    a.name = name;
-    a.input = input;
-    a.output = output;
-    a.rows = rows;
-    a.row_count = row_count;
-    a.dtype = static_cast<kolo::DataType>(dtype);
-    a.op = static_cast<kolo::ReduceOp>(op);
-    a.prescale = prescale;
-    a.postscale = postscale;
-    a.device = device_of(device);
-    return submit(std::move(a), handle);
+    return submit_named(kolo::core::Collective::kReducescatter, name, dtype, device, handle,
+                        [&](kolo::core::CollectiveArgs& a) {
+                          a.input = input;
+                          a.output = output;
+                          a.rows = rows;
+                          a.row_count = row_count;
+                          a.op = static_cast<kolo::ReduceOp>(op);
+                          a.prescale = prescale;
+                          a.postscale = postscale;
+                        });
   });
 }
 

@@ -12,14 +12,8 @@ namespace kolo::core {
 namespace {
 
 using testing::LoopbackJob;
+using testing::submit_args;
 using testing::wait_code;
-
-std::shared_ptr<HandleState> submit_args(Runtime& rt, CollectiveArgs a, Code expect = Code::kOk) {
-  std::shared_ptr<HandleState> h;
-  Status s = rt.submit(std::move(a), &h);
-  EXPECT_EQ(s.code(), expect) << s.to_string();
-  return h;
-}
 
 CollectiveArgs args(Collective c, const std::string& name, const void* in, void* out, int64_t rows,
                     int64_t row_count = 1, DataType dtype = DataType::kInt32) {

@@ -46,24 +46,32 @@ class LoopbackJob {
   std::vector<std::unique_ptr<Runtime>> runtimes_;
 };
 
+// Enqueues any collective and returns its handle, expecting `expect` from submit.
+inline std::shared_ptr<HandleState> submit_args(Runtime& rt, CollectiveArgs a,
+                                                Code expect = Code::kOk) {
+  const std::string name = a.name;
+  std::shared_ptr<HandleState> h;
+  Status s = rt.submit(std::move(a), &h);
+  EXPECT_EQ(s.code(), expect) << name << ": " << s.to_string();
+  return h;
+}
+
 // Enqueues an allreduce and returns its handle (failing the test on error).
 inline std::shared_ptr<HandleState> submit(Runtime& rt, const std::string& name, const void* in,
                                            void* out, int64_t count, DataType dtype,
                                            ReduceOp op = ReduceOp::kSum, double prescale = 1.0,
                                            double postscale = 1.0) {
-  AllreduceArgs a;
-  a.name = name.c_str();
+  CollectiveArgs a;
+  a.collective = Collective::kAllreduce;
+  a.name = name;
   a.input = in;
   a.output = out;
-  a.count = count;
+  a.rows = count;
   a.dtype = dtype;
   a.op = op;
   a.prescale = prescale;
   a.postscale = postscale;
-  std::shared_ptr<HandleState> h;
-  Status s = rt.allreduce_async(a, &h);
-  EXPECT_TRUE(s.ok()) << name << ": " << s.to_string();
-  return h;
+  return submit_args(rt, std::move(a));
 }
 
 inline Code wait_code(const std::shared_ptr<HandleState>& h) {
