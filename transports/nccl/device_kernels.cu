@@ -65,15 +65,43 @@ __device__ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
+// 16-byte words each thread moves in a full tile.
+constexpr int kWordsPerThread = static_cast<int>(kTileBytes / 16 / kThreadsPerBlock);
+static_assert(kWordsPerThread * 16 * kThreadsPerBlock == kTileBytes, "tiles split evenly");
+
+template <typename T, typename Op>
+__device__ void apply(uint4* word, Op op) {
+  T* elems = reinterpret_cast<T*>(word);
+#pragma unroll
+  for (int k = 0; k < static_cast<int>(16 / sizeof(T)); ++k) elems[k] = op(elems[k]);
+}
+
 // The block's threads copy elements [0, n) of src -> dst (src null: zeros): 16
 // bytes at a time when both pointers allow it, then the remainder one by one.
 // Consecutive threads touch consecutive 16-byte words, so every warp access is
-// coalesced.
+// coalesced; a full aligned tile issues all of a thread's loads before its
+// stores, so that they are in flight together.
 template <typename T, typename Op>
 __device__ void copy_tile(T* dst, const T* src, int64_t n, Op op) {
   constexpr int kVec = 16 / sizeof(T);
   int64_t done = 0;
-  if (aligned16(dst) && (src == nullptr || aligned16(src))) {
+  const bool aligned = aligned16(dst) && (src == nullptr || aligned16(src));
+  if (aligned && src != nullptr && n == tile_elems(sizeof(T))) {
+    const uint4* src_words = reinterpret_cast<const uint4*>(src);
+    uint4* dst_words = reinterpret_cast<uint4*>(dst);
+    uint4 words[kWordsPerThread];
+#pragma unroll
+    for (int k = 0; k < kWordsPerThread; ++k) {
+      words[k] = src_words[threadIdx.x + k * kThreadsPerBlock];
+    }
+#pragma unroll
+    for (int k = 0; k < kWordsPerThread; ++k) {
+      apply<T>(&words[k], op);
+      dst_words[threadIdx.x + k * kThreadsPerBlock] = words[k];
+    }
+    return;
+  }
+  if (aligned) {
     const int64_t words = n / kVec;
     uint4* dst_words = reinterpret_cast<uint4*>(dst);
     const uint4* src_words = reinterpret_cast<const uint4*>(src);
@@ -81,9 +109,7 @@ __device__ void copy_tile(T* dst, const T* src, int64_t n, Op op) {
       uint4 word = make_uint4(0, 0, 0, 0);
       if (src != nullptr) {
         word = src_words[w];
-        T* elems = reinterpret_cast<T*>(&word);
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) elems[k] = op(elems[k]);
+        apply<T>(&word, op);
       }
       dst_words[w] = word;
     }
@@ -141,6 +167,7 @@ Status launch_copies(const std::vector<CopySegment>& segments,
       params.count[s] = table.count[s];
       params.tile_start[s + 1] = table.tile_start[s + 1];
     }
+    KOLO_CHECK_EQ(launch.threads, kThreadsPerBlock);  // copy_tile's full-tile path
     batched_copy_kernel<T, Op><<<launch.blocks, launch.threads, 0, stream>>>(params, op);
     KOLO_RETURN_IF_ERROR(launch_error("launch of kolo's batched copy kernel"));
   }
@@ -172,6 +199,18 @@ Status launch_exact(size_t size, const std::vector<CopySegment>& segments,
     case 4: return launch_copies<uint32_t>(segments, counts, op, stream);
     default: return launch_copies<uint64_t>(segments, counts, op, stream);
   }
+}
+
+// A grid of up to kMaxBlocksPerLaunch blocks, four elements per thread before
+// the grid-stride loop takes over.
+template <typename T, typename Wide>
+Status launch_divide(void* data, int64_t count, int divisor, cudaStream_t stream) {
+  const int64_t per_block = int64_t{kThreadsPerBlock} * 4;
+  const int blocks = static_cast<int>(
+      std::min<int64_t>((count + per_block - 1) / per_block, kMaxBlocksPerLaunch));
+  divide_kernel<T, Wide><<<blocks, kThreadsPerBlock, 0, stream>>>(
+      static_cast<T*>(data), count, static_cast<Wide>(divisor));
+  return launch_error("launch of kolo's integer divide kernel");
 }
 
 }  // namespace
@@ -223,31 +262,14 @@ Status divide_integer(void* data, int64_t count, DataType dtype, int divisor,
   if (count < 0) return invalid_argument("divide_integer: negative count " + std::to_string(count));
   if (count == 0 || divisor == 1) return Status::OK();
   if (data == nullptr) return invalid_argument("divide_integer: null pointer");
-  const int64_t per_block = int64_t{kThreadsPerBlock} * 4;
-  const int blocks =
-      static_cast<int>(std::min<int64_t>((count + per_block - 1) / per_block, kMaxBlocksPerLaunch));
-  const int threads = kThreadsPerBlock;
   switch (dtype) {
-    case DataType::kUint8:
-      divide_kernel<<<blocks, threads, 0, stream>>>(static_cast<uint8_t*>(data), count, uint32_t(divisor));
-      break;
-    case DataType::kInt8:
-      divide_kernel<<<blocks, threads, 0, stream>>>(static_cast<int8_t*>(data), count, int32_t(divisor));
-      break;
-    case DataType::kUint16:
-      divide_kernel<<<blocks, threads, 0, stream>>>(static_cast<uint16_t*>(data), count, uint32_t(divisor));
-      break;
-    case DataType::kInt16:
-      divide_kernel<<<blocks, threads, 0, stream>>>(static_cast<int16_t*>(data), count, int32_t(divisor));
-      break;
-    case DataType::kInt32:
-      divide_kernel<<<blocks, threads, 0, stream>>>(static_cast<int32_t*>(data), count, int32_t(divisor));
-      break;
-    default:
-      divide_kernel<<<blocks, threads, 0, stream>>>(static_cast<int64_t*>(data), count, int64_t(divisor));
-      break;
+    case DataType::kUint8: return launch_divide<uint8_t, uint32_t>(data, count, divisor, stream);
+    case DataType::kInt8: return launch_divide<int8_t, int32_t>(data, count, divisor, stream);
+    case DataType::kUint16: return launch_divide<uint16_t, uint32_t>(data, count, divisor, stream);
+    case DataType::kInt16: return launch_divide<int16_t, int32_t>(data, count, divisor, stream);
+    case DataType::kInt32: return launch_divide<int32_t, int32_t>(data, count, divisor, stream);
+    default: return launch_divide<int64_t, int64_t>(data, count, divisor, stream);
   }
-  return launch_error("launch of kolo's integer divide kernel");
 }
 
 }  // namespace kolo::nccl
