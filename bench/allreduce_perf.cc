@@ -3,23 +3,48 @@
 //
 //   mpiexec.mpich -n 2 kolo-allreduce-perf -b 8 -e 64M -r mpi
 //   mpiexec.mpich -n 2 kolo-allreduce-perf -m resnet50
+//   mpiexec.mpich -n 1 kolo-allreduce-perf -t nccl -b 8 -e 256M -r nccl   (one GPU per rank)
 //
 // The program owns MPI: it calls MPI_Init_thread(MPI_THREAD_MULTIPLE) before
 // kolo_init, so kolo adopts MPI and its shutdown leaves MPI up. That lets the
 // benchmark time MPI_Allreduce beside kolo, reduce timings over ranks, and restart
 // kolo with other knobs (the model mode's fused / unfused variants). The size sweep
-// is in perf_sweep.cc, the gradient-set mode in perf_model.cc.
+// is in perf_sweep.cc, the gradient-set mode in perf_model.cc; -t nccl's device side
+// is behind perf_cuda.h.
 #include <mpi.h>
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
+#include "bench/perf_cuda.h"
 #include "bench/perf_kolo.h"
 #include "bench/perf_model.h"
 #include "bench/perf_options.h"
 #include "bench/perf_sweep.h"
 
 namespace {
+
+// -t nccl: opens this rank's GPU on every rank. When some rank cannot, the first such
+// rank says why in one line and every rank returns false, before kolo_init: a
+// machine without a GPU or a build without NCCL fails at once, never hangs.
+bool open_device_everywhere(MPI_Comm comm, std::unique_ptr<kolo::bench::CudaDevice>* device) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  std::string reason;
+  *device = kolo::bench::open_cuda_device(comm, &reason);
+  const int mine = *device ? size : rank;
+  int first_failed = size;
+  MPI_Allreduce(&mine, &first_failed, 1, MPI_INT, MPI_MIN, comm);
+  if (first_failed == size) return true;
+  if (rank == first_failed) {
+    std::fprintf(stderr, "kolo-allreduce-perf: -t nccl: %s\n", reason.c_str());
+    std::fflush(stderr);
+  }
+  device->reset();
+  return false;
+}
 
 int run(MPI_Comm comm, int rank, int argc, char** argv) {
   using namespace kolo::bench;
@@ -33,9 +58,11 @@ int run(MPI_Comm comm, int rank, int argc, char** argv) {
     if (rank == 0) std::printf("%s", perf_usage());
     return 0;
   }
-  if (!options.model.empty()) return run_model(comm, options);
+  std::unique_ptr<CudaDevice> device;
+  if (uses_device(options) && !open_device_everywhere(comm, &device)) return 2;
+  if (!options.model.empty()) return run_model(comm, options, device.get());
   start_kolo(comm, options.transport, "");
-  int rc = run_sweep(comm, options);
+  int rc = run_sweep(comm, options, device.get());
   stop_kolo(comm);
   return rc;
 }

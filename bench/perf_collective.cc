@@ -73,7 +73,8 @@ CollectiveCase::CollectiveCase(MPI_Comm comm, const PerfOptions& options, int64_
   const bool kolo_owns_output = c == Collective::kAllgather || c == Collective::kAlltoall;
   input_ = Buffer(static_cast<size_t>(most.input) * elem_);
   if (!kolo_owns_output) output_ = Buffer(static_cast<size_t>(most.output) * elem_);
-  if (options.reference_mpi) ref_output_ = Buffer(static_cast<size_t>(most.output) * elem_);
+  const bool reference = options.reference == Reference::kMpi;
+  if (reference) ref_output_ = Buffer(static_cast<size_t>(most.output) * elem_);
   if (options.check) expected_ = Buffer(static_cast<size_t>(most.size()) * elem_);
   if (collective_reduces(c)) {
     fill_input(input_.data(), most.input, options.dtype, options.op, rank_);
@@ -90,7 +91,7 @@ CollectiveCase::CollectiveCase(MPI_Comm comm, const PerfOptions& options, int64_
   }
   if (rank_ == kRoot) {  // the root's data, in place (refreshed per iteration with -c 1)
     std::memcpy(output_.data(), input_.data(), input_.bytes());
-    if (options.reference_mpi) std::memcpy(ref_output_.data(), input_.data(), input_.bytes());
+    if (reference) std::memcpy(ref_output_.data(), input_.data(), input_.bytes());
   }
 }
 

@@ -47,8 +47,29 @@ double bus_factor(Collective collective, int n);
 // "2(n-1)/n", "(n-1)/n" or "1": the factor as the header prints it.
 const char* bus_factor_text(Collective collective);
 
-// The data side of a sweep over one collective, on the benchmark's communicator, from
-// the main thread, every call in the same order on every rank.
+// What the size sweep (perf_sweep.cc) times, size after size: one operation through
+// kolo, and one through the reference (-r), on buffers the case owns. Called from the
+// main thread, every call in the same order on every rank.
+class SweepCase {
+ public:
+  virtual ~SweepCase() = default;
+
+  virtual CollectiveShape shape_of(int64_t bytes) const = 0;
+
+  // Selects the size that the next run_* calls use and computes its expected result.
+  // `shape` must come from shape_of(b) with b <= the case's max_bytes.
+  virtual void set_shape(const CollectiveShape& shape) = 0;
+
+  // One operation through kolo (submit + wait, tensor `name`) or through the
+  // reference; returns the seconds it took on this rank. With -c 1 the output is
+  // poisoned before the timer starts and compared with the expected result after it
+  // stops; elements that differ are added to *wrong.
+  virtual double run_kolo(const std::string& name, int64_t* wrong) = 0;
+  virtual double run_reference(int64_t* wrong) = 0;
+};
+
+// The data side of a sweep over one collective on host buffers, on the benchmark's
+// communicator, from the main thread, every call in the same order on every rank.
 //
 // Buffers are allocated and written once, for the largest size (on this VM the first
 // touch of a page costs more than the collective), and every size uses prefixes.
@@ -58,24 +79,17 @@ const char* bus_factor_text(Collective collective);
 // outputs are allocated by kolo inside each timed operation (a std::vector in the
 // handle, as users get them); the handle is released after the timer stops and the
 // check, so its free is not timed.
-class CollectiveCase {
+class CollectiveCase final : public SweepCase {
  public:
   CollectiveCase(MPI_Comm comm, const PerfOptions& options, int64_t max_bytes);
   CollectiveCase(const CollectiveCase&) = delete;
   CollectiveCase& operator=(const CollectiveCase&) = delete;
 
-  CollectiveShape shape_of(int64_t bytes) const;
-
-  // Selects the size that the next run_* calls use and computes its expected result.
-  // `shape` must come from shape_of(b) with b <= max_bytes.
-  void set_shape(const CollectiveShape& shape);
-
-  // One operation through kolo (submit + wait, tensor `name`) or through MPI; returns
-  // the seconds it took on this rank. With -c 1 the output is poisoned before the
-  // timer starts and compared with the expected result after it stops; elements that
-  // differ are added to *wrong.
-  double run_kolo(const std::string& name, int64_t* wrong);
-  double run_reference(int64_t* wrong);
+  CollectiveShape shape_of(int64_t bytes) const override;
+  void set_shape(const CollectiveShape& shape) override;
+  // The reference is the matching MPI call (-r mpi).
+  double run_kolo(const std::string& name, int64_t* wrong) override;
+  double run_reference(int64_t* wrong) override;
 
  private:
   void fill_expected_for_shape();

@@ -57,12 +57,11 @@ std::string effective_transport() {
 }
 
 void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void* out,
-                    int64_t count, DataType dtype, ReduceOp op) {
-  const kolo_device_t cpu{KOLO_DEVICE_CPU, 0, nullptr};
+                    int64_t count, DataType dtype, ReduceOp op, const kolo_device_t& device) {
   kolo_handle_t handle = nullptr;
   kolo_status_t status =
       kolo_allreduce_async(name.c_str(), in, out, count, static_cast<kolo_dtype_t>(dtype),
-                           static_cast<kolo_op_t>(op), 1.0, 1.0, cpu, &handle);
+                           static_cast<kolo_op_t>(op), 1.0, 1.0, device, &handle);
   if (status != KOLO_OK) {
     abort_job(comm, "kolo_allreduce_async", describe(status, kolo_last_error()).c_str());
   }

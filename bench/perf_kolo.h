@@ -27,8 +27,10 @@ std::string effective_transport();
 
 // One allreduce through the async API: submit, then wait. Aborts the job on any
 // status other than KOLO_OK (a benchmark cannot go on after a failed collective).
+// `device` says where in and out live (CPU memory unless given).
 void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void* out,
-                    int64_t count, DataType dtype, ReduceOp op);
+                    int64_t count, DataType dtype, ReduceOp op,
+                    const kolo_device_t& device = kolo_device_t{KOLO_DEVICE_CPU, 0, nullptr});
 
 // A completed handle, released (with the output kolo allocated for it) when the last
 // owner lets go. Lets the caller read a kolo-owned output after the timer stopped.

@@ -14,6 +14,17 @@
 //   mpi_concat     copy every tensor into one persistent buffer, one MPI_Allreduce,
 //                  copy out scaling by 1/n (the copies are timed).
 // speedup_vs_mpi = the faster MPI variant's step time / this variant's step time.
+//
+// With -t nccl the arenas are device memory (cudaMalloc, written once from the host
+// data) and kolo gets kolo_device_t{CUDA, ordinal, producer stream}; the references
+// are NCCL's, on their own communicator and stream:
+//   nccl_per_tensor one ncclAllReduce(avg) per tensor in reverse layer order, then
+//                   one cudaStreamSynchronize.
+//   nccl_concat     cudaMemcpyAsync of every tensor into one persistent device
+//                   buffer, one ncclAllReduce(avg) in place, cudaMemcpyAsync out,
+//                   cudaStreamSynchronize (the copies are timed).
+// and the last column is speedup_vs_nccl. Checking copies the output arena to the
+// host after each step, outside the timed region.
 #include "bench/perf_model.h"
 
 #include <kolo/kolo.h>
@@ -28,6 +39,7 @@
 #include <vector>
 
 #include "bench/perf_buffer.h"
+#include "bench/perf_cuda.h"
 #include "bench/perf_data.h"
 #include "bench/perf_kolo.h"
 #include "bench/perf_mpi.h"
@@ -47,10 +59,17 @@ struct ModelRun {
   std::vector<int64_t> offsets;  // element offset of each tensor in the arenas
   Buffer input, output, expected, concat;
   int rank = 0, world_size = 1;
+  CudaDevice* device = nullptr;  // -t nccl: the arenas below are used instead
+  DeviceMemory device_input, device_output, device_concat;
+  Buffer result;  // host copy of device_output, for the check
 
-  char* in(size_t t) const { return input.data() + offsets[t] * elem(); }
-  char* out(size_t t) const { return output.data() + offsets[t] * elem(); }
+  char* input_arena() const { return device ? device_input.data() : input.data(); }
+  char* output_arena() const { return device ? device_output.data() : output.data(); }
+  char* concat_arena() const { return device ? device_concat.data() : concat.data(); }
+  char* in(size_t t) const { return input_arena() + offsets[t] * elem(); }
+  char* out(size_t t) const { return output_arena() + offsets[t] * elem(); }
   size_t elem() const { return dtype_size(profile.dtype); }
+  const char* reference_kind() const { return device ? "nccl" : "mpi"; }
 };
 
 struct VariantResult {
@@ -68,28 +87,53 @@ void prepare(ModelRun* m) {
     offset += t.elements;
   }
   m->input = Buffer(bytes);
-  m->output = Buffer(bytes);
-  m->concat = Buffer(bytes);
   fill_input(m->input.data(), n, m->profile.dtype, kOp, m->rank);
   if (m->options.check) {
     m->expected = Buffer(bytes);
     fill_expected(m->expected.data(), n, m->profile.dtype, kOp, m->world_size);
   }
+  if (m->device == nullptr) {
+    m->output = Buffer(bytes);
+    m->concat = Buffer(bytes);
+    return;
+  }
+  m->device_input = m->device->allocate(bytes);
+  m->device->upload(m->device_input.data(), m->input.data(), bytes);
+  m->input = Buffer();
+  m->device_output = m->device->allocate(bytes);
+  m->device_concat = m->device->allocate(bytes);
+  if (m->options.check) m->result = Buffer(bytes);
+}
+
+void poison_output(const ModelRun& m) {
+  if (m.device == nullptr) {
+    return poison(m.output.data(), m.profile.total_elements, m.profile.dtype);
+  }
+  m.device->fill(m.device_output.data(), 0xff, static_cast<size_t>(m.profile.total_bytes()));
+}
+
+int64_t wrong_in_output(const ModelRun& m) {
+  const char* got = m.output.data();
+  if (m.device != nullptr) {
+    m.device->download(m.result.data(), m.device_output.data(),
+                       static_cast<size_t>(m.profile.total_bytes()));
+    got = m.result.data();
+  }
+  return count_wrong(got, m.expected.data(), m.profile.total_elements, m.profile.dtype);
 }
 
 // Runs warmup + timed steps of `step`, checking the output arena after each.
 VariantResult time_steps(ModelRun* m, const std::string& name, const std::function<void()>& step) {
   const PerfOptions& o = m->options;
-  const int64_t n = m->profile.total_elements;
   VariantResult r;
   r.name = name;
   std::vector<double> times(o.iters);
   for (int it = -o.warmup_iters; it < o.iters; ++it) {
-    if (o.check) poison(m->output.data(), n, m->profile.dtype);
+    if (o.check) poison_output(*m);
     double start = now_seconds();
     step();
     double t = now_seconds() - start;
-    if (o.check) r.wrong += count_wrong(m->output.data(), m->expected.data(), n, m->profile.dtype);
+    if (o.check) r.wrong += wrong_in_output(*m);
     if (it >= 0) times[it] = t;
   }
   r.step_s = median(max_over_ranks(m->comm, times));
@@ -98,14 +142,15 @@ VariantResult time_steps(ModelRun* m, const std::string& name, const std::functi
 }
 
 void kolo_step(const ModelRun& m, std::vector<kolo_handle_t>* handles) {
-  const kolo_device_t cpu{KOLO_DEVICE_CPU, 0, nullptr};
+  const kolo_device_t device =
+      m.device ? m.device->kolo_device() : kolo_device_t{KOLO_DEVICE_CPU, 0, nullptr};
   const auto dtype = static_cast<kolo_dtype_t>(m.profile.dtype);
   const size_t count = m.profile.tensors.size();
   for (size_t i = 0; i < count; ++i) {
     const size_t t = count - 1 - i;  // backward produces the last layer first
     const ProfileTensor& tensor = m.profile.tensors[t];
     kolo_status_t s = kolo_allreduce_async(tensor.name.c_str(), m.in(t), m.out(t), tensor.elements,
-                                           dtype, KOLO_OP_AVERAGE, 1.0, 1.0, cpu, &(*handles)[i]);
+                                           dtype, KOLO_OP_AVERAGE, 1.0, 1.0, device, &(*handles)[i]);
     if (s != KOLO_OK) abort_job(m.comm, "kolo_allreduce_async", kolo_last_error());
   }
   for (kolo_handle_t& h : *handles) {
@@ -150,6 +195,32 @@ VariantResult run_mpi_concat(ModelRun* m) {
   });
 }
 
+VariantResult run_nccl_per_tensor(ModelRun* m, NcclReference* ref) {
+  return time_steps(m, "nccl_per_tensor", [&] {
+    for (size_t t = m->profile.tensors.size(); t-- > 0;) {
+      ref->enqueue_allreduce(m->in(t), m->out(t), m->profile.tensors[t].elements);
+    }
+    ref->synchronize();
+  });
+}
+
+VariantResult run_nccl_concat(ModelRun* m, NcclReference* ref) {
+  return time_steps(m, "nccl_concat", [&] {
+    char* flat = m->concat_arena();
+    auto bytes = [m](size_t t) {
+      return static_cast<size_t>(m->profile.tensors[t].elements) * m->elem();
+    };
+    for (size_t t = m->profile.tensors.size(); t-- > 0;) {
+      ref->enqueue_copy(flat + m->offsets[t] * m->elem(), m->in(t), bytes(t));
+    }
+    ref->enqueue_allreduce(flat, flat, m->profile.total_elements);
+    for (size_t t = m->profile.tensors.size(); t-- > 0;) {
+      ref->enqueue_copy(m->out(t), flat + m->offsets[t] * m->elem(), bytes(t));
+    }
+    ref->synchronize();
+  });
+}
+
 std::string threshold_label() {
   const char* env = std::getenv("KOLO_FUSION_THRESHOLD");
   return env != nullptr && *env != '\0' ? std::string(env) + " (KOLO_FUSION_THRESHOLD)"
@@ -160,32 +231,38 @@ void print_rows(const ModelRun& m, const std::vector<VariantResult>& rows,
                 const std::string& threshold) {
   const PerfOptions& o = m.options;
   const Profile& p = m.profile;
-  const double best_mpi = std::min(rows[2].step_s, rows[3].step_s);
+  const double best_ref = std::min(rows[2].step_s, rows[3].step_s);
+  const std::string speedup_column = std::string("speedup_vs_") + m.reference_kind();
   std::printf(
       "# kolo-allreduce-perf (kolo %s): model %s: %zu tensors, %lld %s, %lld bytes; "
       "op avg; nranks %d; transport %s\n",
       kolo_version(), p.name.c_str(), p.tensors.size(), static_cast<long long>(p.total_elements),
       dtype_name(p.dtype).c_str(), static_cast<long long>(p.total_bytes()), m.world_size,
       effective_transport().c_str());
+  if (m.device != nullptr) {
+    std::printf("#  device buffers on %s (rank 0); references: NCCL on its own comm and stream\n",
+                m.device->describe().c_str());
+  }
   std::printf("#  warmup steps: %d steps: %d validation: %d fusion threshold: %s\n", o.warmup_iters,
               o.iters, o.check ? 1 : 0, threshold.c_str());
   std::printf(
       "#  step_ms: median over steps of the slowest rank; effective_GBps = bytes / step "
-      "(GB = 1e9 B); speedup_vs_mpi = faster MPI variant / this\n#\n");
+      "(GB = 1e9 B); %s = faster %s variant / this\n#\n",
+      speedup_column.c_str(), m.device ? "NCCL" : "MPI");
   std::printf("# %-14s %7s %12s %10s %14s %14s %7s\n", "variant", "tensors", "bytes", "step_ms",
-              "effective_GBps", "speedup_vs_mpi", "#wrong");
+              "effective_GBps", speedup_column.c_str(), "#wrong");
   std::unique_ptr<CsvWriter> csv;
   if (!o.csv_path.empty()) {
     csv = std::make_unique<CsvWriter>(
         o.csv_path,
         std::vector<std::string>{"variant", "tensors", "bytes", "step_ms", "effective_GBps",
-                                 "speedup_vs_mpi", "wrong", "nranks", "transport"});
+                                 speedup_column, "wrong", "nranks", "transport"});
     if (!csv->ok())
       std::fprintf(stderr, "kolo-allreduce-perf: cannot write %s\n", o.csv_path.c_str());
   }
   for (const VariantResult& r : rows) {
     const double gbps = gb_per_second(static_cast<double>(p.total_bytes()), r.step_s);
-    const double speedup = r.step_s > 0 ? best_mpi / r.step_s : 0.0;
+    const double speedup = r.step_s > 0 ? best_ref / r.step_s : 0.0;
     std::printf("  %-14s %7zu %12lld %10.3f %14.3f %14.2f %7lld\n", r.name.c_str(),
                 p.tensors.size(), static_cast<long long>(p.total_bytes()), r.step_s * 1e3, gbps,
                 speedup, static_cast<long long>(r.wrong));
@@ -198,10 +275,23 @@ void print_rows(const ModelRun& m, const std::vector<VariantResult>& rows,
   std::fflush(stdout);
 }
 
+// The two reference variants: MPI on host arenas, NCCL on device arenas.
+void run_references(ModelRun* m, std::vector<VariantResult>* rows) {
+  if (m->device == nullptr) {
+    MpiReference average(m->comm, m->profile.dtype, kOp);
+    rows->push_back(run_mpi_per_tensor(m, average));
+    rows->push_back(run_mpi_concat(m));
+    return;
+  }
+  std::unique_ptr<NcclReference> nccl = m->device->nccl_reference(m->comm, m->profile.dtype, kOp);
+  rows->push_back(run_nccl_per_tensor(m, nccl.get()));
+  rows->push_back(run_nccl_concat(m, nccl.get()));
+}
+
 }  // namespace
 
-int run_model(MPI_Comm comm, const PerfOptions& options) {
-  ModelRun m{comm, options, {}, {}, {}, {}, {}, {}};
+int run_model(MPI_Comm comm, const PerfOptions& options, CudaDevice* device) {
+  ModelRun m{comm, options, {}, {}, {}, {}, {}, {}, 0, 1, device, {}, {}, {}, {}};
   MPI_Comm_rank(comm, &m.rank);
   MPI_Comm_size(comm, &m.world_size);
   std::string error;
@@ -211,19 +301,24 @@ int run_model(MPI_Comm comm, const PerfOptions& options) {
   }
   prepare(&m);
   const std::string threshold = threshold_label();  // before kolo_unfused sets it to 0
-  MpiReference average(comm, m.profile.dtype, kOp);
   std::vector<VariantResult> rows;
   rows.push_back(run_kolo_variant(&m, "kolo_fused", ""));
   rows.push_back(run_kolo_variant(&m, "kolo_unfused", "0"));
-  rows.push_back(run_mpi_per_tensor(&m, average));
-  rows.push_back(run_mpi_concat(&m));
-  int64_t wrong = 0;
-  for (const VariantResult& r : rows) wrong += r.wrong;
+  run_references(&m, &rows);
+  // MPI's results equal kolo's bit for bit, NCCL's average may not (see perf_cuda.h):
+  // on the device a reference mismatch is reported, not failed.
+  int64_t wrong = rows[0].wrong + rows[1].wrong;
+  const int64_t ref_wrong = rows[2].wrong + rows[3].wrong;
+  if (device == nullptr) wrong += ref_wrong;
   if (m.rank == 0) {
     print_rows(m, rows, threshold);
     if (options.check) {
-      std::printf("# Wrong elements (all variants, steps and ranks): %lld %s\n",
-                  static_cast<long long>(wrong), wrong == 0 ? "OK" : "FAILED");
+      std::printf("# Wrong elements (%s, steps and ranks): %lld %s\n",
+                  device ? "kolo variants" : "all variants", static_cast<long long>(wrong),
+                  wrong == 0 ? "OK" : "FAILED");
+      if (device != nullptr && ref_wrong != 0) {
+        std::printf("# NCCL reference wrong elements: %lld\n", static_cast<long long>(ref_wrong));
+      }
     }
   }
   return wrong == 0 ? 0 : 1;

@@ -103,10 +103,12 @@ const std::vector<Flag>& flags() {
        "auto or a transport name (kolo-info lists them)"},
       {"-r", "--reference",
        [](const std::string& v, PerfOptions* o) {
-         o->reference_mpi = v == "mpi";
-         return v == "mpi" || v == "none";
+         for (Reference r : {Reference::kNone, Reference::kMpi, Reference::kNccl}) {
+           if (v == reference_name(r)) o->reference = r;
+         }
+         return v == reference_name(o->reference);
        },
-       "mpi or none"},
+       "mpi, nccl or none"},
       {"-m", "--model",
        [](const std::string& v, PerfOptions* o) {
          o->model = v;
@@ -128,6 +130,32 @@ const Flag* find_flag(const std::string& name) {
     if ((f.short_name && name == f.short_name) || name == f.long_name) return &f;
   }
   return nullptr;
+}
+
+// -t nccl: device buffers, allreduce only, NCCL's dtypes, the NCCL reference.
+bool check_device_consistency(const PerfOptions& o, std::string* error) {
+  if (!uses_device(o)) {
+    if (o.reference == Reference::kNccl) {
+      *error = "-r nccl times ncclAllReduce on device buffers: it needs -t nccl";
+      return false;
+    }
+    return true;
+  }
+  if (o.collective != Collective::kAllreduce) {
+    *error = std::string("-t nccl (device buffers) times allreduce only, not ") +
+             collective_name(o.collective);
+    return false;
+  }
+  if (o.dtype == DataType::kUint16 || o.dtype == DataType::kInt16) {
+    *error = "-t nccl: NCCL has no " + dtype_name(o.dtype) + " (kolo refuses it on CUDA tensors)";
+    return false;
+  }
+  if (o.reference == Reference::kMpi) {
+    *error =
+        "-r mpi times MPI_Allreduce on host buffers; with -t nccl (device buffers) use -r nccl";
+    return false;
+  }
+  return true;
 }
 
 bool check_consistency(const PerfOptions& o, std::string* error) {
@@ -153,11 +181,13 @@ bool check_consistency(const PerfOptions& o, std::string* error) {
     *error = "--model times allreduces; it takes no --collective";
     return false;
   }
-  if (!o.model.empty() && o.reference_mpi) {
-    *error = "--model always compares with MPI; -r applies to the size sweep only";
+  if (!o.model.empty() && o.reference != Reference::kNone) {
+    *error =
+        "--model always compares with MPI (with NCCL under -t nccl); -r applies to the size "
+        "sweep only";
     return false;
   }
-  return true;
+  return check_device_consistency(o, error);
 }
 
 }  // namespace
@@ -213,18 +243,37 @@ const char* perf_usage() {
          "                           reducescatter (sum|avg) only\n"
          "      --collective NAME    allreduce (default), allgather, broadcast (root 0),\n"
          "                           alltoall or reducescatter\n"
-         "  -t, --transport NAME     sets KOLO_TRANSPORT before kolo_init (default auto)\n"
+         "  -t, --transport NAME     sets KOLO_TRANSPORT before kolo_init (default auto);\n"
+         "                           -t nccl also puts the buffers on the GPU (cudaMalloc on\n"
+         "                           local rank % visible devices; allreduce only)\n"
          "  -r, --reference mpi      also time the matching MPI call (MPI_Allreduce,\n"
          "                           MPI_Allgather, MPI_Bcast, MPI_Alltoall,\n"
          "                           MPI_Reduce_scatter_block), interleaved, and print the ratio\n"
+         "  -r, --reference nccl     with -t nccl: ncclAllReduce on the same device buffers\n"
+         "                           (own communicator and stream), interleaved\n"
          "  -m, --model PROFILE      time a training step's gradient set (e.g. resnet50):\n"
          "                           kolo fused, kolo unfused, MPI per tensor, MPI concatenated\n"
+         "                           (-t nccl: on the GPU, NCCL per tensor, NCCL concatenated)\n"
          "      --csv FILE           also write the rows as CSV\n"
          "Every operation goes through kolo_<collective>_async + kolo_wait. time = median\n"
          "over iterations of the maximum over ranks; GB = 1e9 bytes. size, count, algbw and\n"
          "busbw follow nccl-tests: size is the larger of a rank's input and output, algbw =\n"
          "size / time, busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather, alltoall,\n"
          "reducescatter) or 1 (broadcast).\n";
+}
+
+bool uses_device(const PerfOptions& options) { return options.transport == "nccl"; }
+
+const char* reference_name(Reference reference) {
+  switch (reference) {
+    case Reference::kNone:
+      return "none";
+    case Reference::kMpi:
+      return "mpi";
+    case Reference::kNccl:
+      return "nccl";
+  }
+  return "?";
 }
 
 const char* redop_name(ReduceOp op) {

@@ -3,10 +3,12 @@
 //   -b/--minbytes SIZE   -e/--maxbytes SIZE   -f/--stepfactor F (2)
 //   -n/--iters N (20)    -w/--warmup_iters N (5)   -c/--check 0|1 (1)
 //   -d/--datatype NAME (float32)   -o/--op sum|avg|min|max|prod (sum)
-//   -t/--transport NAME (auto)     -r/--reference mpi
+//   -t/--transport NAME (auto)     -r/--reference mpi|nccl|none
 //   -m/--model PROFILE             --csv FILE      -h/--help
 //   --collective allreduce|allgather|broadcast|alltoall|reducescatter (allreduce)
 // SIZE takes K, M, G suffixes (powers of 1024), as kolo's byte knobs do.
+// -t nccl also moves the data to the GPU: device buffers (see perf_cuda.h), compared
+// with ncclAllReduce (-r nccl) instead of MPI.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,10 @@ namespace kolo::bench {
 
 // The collective a size sweep times (nccl-tests has one program per collective).
 enum class Collective { kAllreduce, kAllgather, kBroadcast, kAlltoall, kReducescatter };
+
+// What a sweep times beside kolo (-r): nothing, the matching MPI call on the same
+// host buffers, or ncclAllReduce on the same device buffers.
+enum class Reference { kNone, kMpi, kNccl };
 
 struct PerfOptions {
   Collective collective = Collective::kAllreduce;
@@ -31,7 +37,7 @@ struct PerfOptions {
   ReduceOp op = ReduceOp::kSum;
   bool op_given = false;  // -o was on the command line
   std::string transport;  // empty: leave KOLO_TRANSPORT as the environment has it
-  bool reference_mpi = false;
+  Reference reference = Reference::kNone;
   std::string model;     // empty: the size sweep
   std::string csv_path;  // empty: no CSV
   bool help = false;
@@ -43,6 +49,12 @@ struct PerfOptions {
 bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string* error);
 
 const char* perf_usage();
+
+// Whether the buffers live on a CUDA device: -t nccl.
+bool uses_device(const PerfOptions& options);
+
+// "none", "mpi", "nccl".
+const char* reference_name(Reference reference);
 
 // "sum", "avg", "min", "max", "prod": nccl-tests' names for the ops.
 const char* redop_name(ReduceOp op);

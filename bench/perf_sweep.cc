@@ -3,7 +3,8 @@
 // One iteration is one kolo_<collective>_async + kolo_wait of the same tensor name (so
 // from the second iteration on kolo's response cache serves it, as in a training
 // loop); with -r mpi each kolo iteration is followed by one call of the matching MPI
-// collective of the same size, so both see the same machine state. Each rank times
+// collective of the same size (with -r nccl, on device buffers: one ncclAllReduce
+// and its cudaStreamSynchronize), so both see the same machine state. Each rank times
 // each iteration on its own clock; after the loop (not inside it) one
 // MPI_Allreduce(MAX) gives each iteration's slowest rank, and the reported time is the
 // median of those maxima. With -c 1 the output is poisoned before every iteration and
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "bench/perf_collective.h"
+#include "bench/perf_device_case.h"
 #include "bench/perf_kolo.h"
 #include "bench/perf_mpi.h"
 #include "bench/perf_report.h"
@@ -34,7 +36,7 @@ struct SizeResult {
   int64_t wrong = 0, ref_wrong = 0;
 };
 
-SizeResult run_size(MPI_Comm comm, const PerfOptions& o, CollectiveCase* coll,
+SizeResult run_size(MPI_Comm comm, const PerfOptions& o, SweepCase* coll,
                     const CollectiveShape& shape) {
   SizeResult r;
   r.shape = shape;
@@ -45,13 +47,13 @@ SizeResult run_size(MPI_Comm comm, const PerfOptions& o, CollectiveCase* coll,
   for (int it = -o.warmup_iters; it < o.iters; ++it) {
     double t = coll->run_kolo(name, &r.wrong);
     if (it >= 0) times[it] = t;
-    if (!o.reference_mpi) continue;
+    if (o.reference == Reference::kNone) continue;
     t = coll->run_reference(&r.ref_wrong);
     if (it >= 0) ref_times[it] = t;
   }
   r.time_s = median(max_over_ranks(comm, times));
   r.wrong = sum_over_ranks(comm, r.wrong);
-  if (o.reference_mpi) {
+  if (o.reference != Reference::kNone) {
     r.ref_time_s = median(max_over_ranks(comm, ref_times));
     r.ref_wrong = sum_over_ranks(comm, r.ref_wrong);
   }
@@ -62,13 +64,24 @@ const char* redop_column(const PerfOptions& o) {
   return collective_reduces(o.collective) ? redop_name(o.op) : "none";
 }
 
-void print_header(const PerfOptions& o, int world_size) {
+void print_header(const PerfOptions& o, int world_size, const CudaDevice* device) {
   const char* coll = collective_name(o.collective);
+  const bool with_reference = o.reference != Reference::kNone;
   std::printf(
       "# kolo-allreduce-perf (kolo %s): %s, nranks %d, transport %s, every op through "
       "kolo_%s_async + kolo_wait%s\n",
       kolo_version(), coll, world_size, effective_transport().c_str(), coll,
       o.collective == Collective::kBroadcast ? " (in place, root 0)" : "");
+  if (device != nullptr) {
+    std::printf(
+        "#  device buffers on %s (rank 0), kolo_device_t stream: the benchmark's producer "
+        "stream; time = submit -> kolo_wait%s\n",
+        device->describe().c_str(),
+        o.reference == Reference::kNccl
+            ? "; ref = ncclAllReduce on the same buffers, own comm and stream, + "
+              "cudaStreamSynchronize"
+            : "");
+  }
   if (o.collective == Collective::kAllgather || o.collective == Collective::kAlltoall) {
     std::printf(
         "#  kolo allocates the output (a std::vector in the handle) inside each timed op, as "
@@ -79,17 +92,17 @@ void print_header(const PerfOptions& o, int world_size) {
       "validation: %d reference: %s\n",
       static_cast<long long>(o.min_bytes), static_cast<long long>(o.max_bytes),
       static_cast<long long>(o.step_factor), o.warmup_iters, o.iters, o.check ? 1 : 0,
-      o.reference_mpi ? "mpi" : "none");
+      reference_name(o.reference));
   std::printf(
       "#  time: median over iterations of the slowest rank; size, count: as nccl-tests; "
       "algbw = size / time; busbw = algbw * %s; GB = 1e9 B%s\n#\n",
-      bus_factor_text(o.collective), o.reference_mpi ? "; speedup = ref_time / time" : "");
+      bus_factor_text(o.collective), with_reference ? "; speedup = ref_time / time" : "");
   std::printf("# %10s %12s %9s %6s %10s %10s %8s %8s %7s", "size", "count", "type", "redop",
               "transport", "time_us", "algbw", "busbw", "#wrong");
-  if (o.reference_mpi) std::printf(" %11s %9s %8s", "ref_time_us", "ref_busbw", "speedup");
+  if (with_reference) std::printf(" %11s %9s %8s", "ref_time_us", "ref_busbw", "speedup");
   std::printf("\n# %10s %12s %9s %6s %10s %10s %8s %8s %7s", "(B)", "(elements)", "", "", "",
               "(us)", "(GB/s)", "(GB/s)", "");
-  if (o.reference_mpi) std::printf(" %11s %9s %8s", "(us)", "(GB/s)", "");
+  if (with_reference) std::printf(" %11s %9s %8s", "(us)", "(GB/s)", "");
   std::printf("\n");
 }
 
@@ -117,7 +130,7 @@ double report_row(const PerfOptions& o, const SizeResult& r, int world_size, Csv
                                      "",
                                      std::to_string(world_size),
                                      collective_name(o.collective)};
-  if (o.reference_mpi) {
+  if (o.reference != Reference::kNone) {
     const double ref_busbw = gb_per_second(bytes, r.ref_time_s) * factor;
     const double speedup = r.time_s > 0 ? r.ref_time_s / r.time_s : 0.0;
     std::printf(" %11.2f %9.3f %8.2f", r.ref_time_s * 1e6, ref_busbw, speedup);
@@ -133,7 +146,7 @@ double report_row(const PerfOptions& o, const SizeResult& r, int world_size, Csv
 
 }  // namespace
 
-int run_sweep(MPI_Comm comm, const PerfOptions& o) {
+int run_sweep(MPI_Comm comm, const PerfOptions& o, CudaDevice* device) {
   int rank = 0, world_size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &world_size);
@@ -145,13 +158,18 @@ int run_sweep(MPI_Comm comm, const PerfOptions& o) {
                                              "ref_busbw", "speedup", "nranks", "collective"});
     if (!csv->ok()) abort_job(comm, "--csv", ("cannot write " + o.csv_path).c_str());
   }
-  CollectiveCase coll(comm, o, o.max_bytes);
-  if (rank == 0) print_header(o, world_size);
+  std::unique_ptr<SweepCase> coll;
+  if (device != nullptr) {
+    coll = std::make_unique<DeviceAllreduceCase>(comm, o, o.max_bytes, device);
+  } else {
+    coll = std::make_unique<CollectiveCase>(comm, o, o.max_bytes);
+  }
+  if (rank == 0) print_header(o, world_size, device);
   double busbw_sum = 0;
   int rows = 0;
   int64_t wrong = 0, ref_wrong = 0;
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
-    SizeResult r = run_size(comm, o, &coll, coll.shape_of(bytes));
+    SizeResult r = run_size(comm, o, coll.get(), coll->shape_of(bytes));
     wrong += r.wrong;
     ref_wrong += r.ref_wrong;
     if (rank == 0) busbw_sum += report_row(o, r, world_size, csv.get());
@@ -163,7 +181,9 @@ int run_sweep(MPI_Comm comm, const PerfOptions& o) {
                   static_cast<long long>(wrong), wrong == 0 ? "OK" : "FAILED");
     }
     if (ref_wrong != 0) {
-      std::printf("# MPI reference wrong elements: %lld\n", static_cast<long long>(ref_wrong));
+      std::printf("# %s reference wrong elements: %lld\n",
+                  o.reference == Reference::kNccl ? "NCCL" : "MPI",
+                  static_cast<long long>(ref_wrong));
     }
     std::printf("# Avg bus bandwidth : %.6g\n", rows > 0 ? busbw_sum / rows : 0.0);
     std::fflush(stdout);
