@@ -65,7 +65,9 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   kolo::Config config;
   if (Status s = kolo::load_config(kolo::process_env(), &config); !s.ok()) return report(s);
   kolo::transport::World world;
-  if (Status s = kolo::mpi::create_world(options, &world); !s.ok()) return report(s);
+  kolo::mpi::WorldOptions with_config = options;
+  with_config.fusion_bytes = static_cast<size_t>(config.fusion_threshold_bytes);
+  if (Status s = kolo::mpi::create_world(with_config, &world); !s.ok()) return report(s);
   std::unique_ptr<kolo::core::Runtime> runtime;
   if (Status s = kolo::core::Runtime::start(std::move(world), config, &runtime); !s.ok())
     return report(s);
@@ -320,6 +322,12 @@ kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_
   if (data) *data = handle->state->output.data();
   if (bytes) *bytes = static_cast<int64_t>(handle->state->output.size());
   return KOLO_OK;
+}
+
+kolo_status_t kolo_handle_stream_wait(kolo_handle_t handle, void* stream) {
+  if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
+  if (!g_runtime) return not_initialized();
+  return report(g_runtime->stream_wait(*handle->state, stream));
 }
 
 kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n) {

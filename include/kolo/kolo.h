@@ -94,9 +94,27 @@ typedef enum kolo_device_kind_t {
 } kolo_device_kind_t;
 
 /* Where a tensor lives. For CPU memory use KOLO_CPU_DEVICE (index and stream
- * are ignored). For CUDA memory, index is the CUDA device ordinal and stream
- * the cudaStream_t after whose work the data is ready (NULL: the legacy default
- * stream). */
+ * are ignored).
+ *
+ * CUDA memory (needs a build with NCCL: kolo_transport_built("nccl")):
+ * - index is the CUDA device ordinal as this process sees it (within
+ *   CUDA_VISIBLE_DEVICES), or -1 for kolo's choice: local rank modulo the number
+ *   of visible devices. Every buffer of one call lives on that device; ranks may
+ *   use different ordinals. NCCL needs a distinct GPU per rank.
+ * - stream is the cudaStream_t whose work produces the input (NULL: the legacy
+ *   default stream). The submitting call records an event on it and returns at
+ *   once: kolo's own stream waits for that event, so anything queued on `stream`
+ *   before the call is seen and anything queued after it is not. The buffers must
+ *   not be written by any stream until the operation completes.
+ * - Completion: kolo_poll/kolo_wait report done once the device work has
+ *   finished, so the outputs can then be read from any stream or copied to the
+ *   host. To overlap instead, kolo_handle_stream_wait makes a stream of yours
+ *   wait for the operation without blocking the CPU on the GPU.
+ * - Outputs kolo allocates (allgather, alltoall) are device memory on the same
+ *   device, owned by the handle (kolo_handle_output gives the device pointer).
+ * - Reductions: SUM, AVERAGE, MIN, MAX, PRODUCT for uint8, int8, int32, int64,
+ *   float16, bfloat16, float32, float64 and bool; uint16 and int16 fail with
+ *   KOLO_ERR_UNSUPPORTED (NCCL has no such types). */
 typedef struct kolo_device_t {
   int32_t kind;  /* a kolo_device_kind_t */
   int32_t index;
@@ -286,6 +304,15 @@ KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** dat
 /* Per-rank row counts of an allgather (rows each rank contributed) or alltoall
  * (rows received from each rank): copies min(n, size) values into splits. */
 KOLO_API kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n);
+
+/* For a CUDA operation: makes `stream` (a cudaStream_t on the operation's
+ * device; NULL: the legacy default stream) wait until the operation's device
+ * work is done, without blocking the CPU on the GPU. It blocks the CPU only
+ * until kolo has queued the work (after negotiation with the other ranks).
+ * Returns KOLO_OK, or the operation's error if it already failed (then nothing
+ * is queued on `stream`; a later failure shows in kolo_wait/kolo_handle_status),
+ * or KOLO_ERR_INVALID_ARGUMENT for a NULL handle or a CPU operation. */
+KOLO_API kolo_status_t kolo_handle_stream_wait(kolo_handle_t handle, void* stream);
 
 /* Releases the caller's handle. Releasing an incomplete handle does not cancel
  * the operation: it still runs, and the buffers must stay valid until it would

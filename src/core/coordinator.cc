@@ -19,6 +19,9 @@ std::vector<transport::Transport*> offered(transport::World& world) {
 
 // See Note [Waking up]: poll this long before sleeping.
 constexpr auto kSpinFor = std::chrono::microseconds(50);
+// The longest sleep while device work is in flight (a safety net: the device
+// transport wakes the coordinator when work finishes).
+constexpr auto kDeviceRecheck = std::chrono::milliseconds(1);
 
 }  // namespace
 
@@ -33,11 +36,13 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       fusion_(static_cast<size_t>(config.fusion_threshold_bytes)),
       negotiator_(*world.control, config),
       executor_(selector_, fusion_, world.control->topology().rank, world.control->topology().size,
-                [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_) {}
+                [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_,
+                world.device) {}
 
 Status Coordinator::init() {
   transport::ControlPlane* control = world_.control.get();
   queue_.set_waker([control] { control->wake(); });
+  for (auto& t : world_.transports) t->set_completion_waker([control] { control->wake(); });
   KOLO_RETURN_IF_ERROR(selector_.validate());
   if (world_.control->topology().rank == 0) KOLO_RETURN_IF_ERROR(timeline_.open(config_.timeline_path));
   return Status::OK();
@@ -94,6 +99,7 @@ void Coordinator::wait_for_news() {
     if (queue_.has_queued() || shutdown_requested_.load(std::memory_order_acquire) ||
         control.rung(next))
       return;
+    executor_.poll();  // Note [Device work in flight]
     const auto now = Clock::now();
     if (negotiator_.has_news(now)) return;
     negotiator_.warn_stalls(now);
@@ -101,14 +107,18 @@ void Coordinator::wait_for_news() {
       sched_yield();
       continue;
     }
-    // Sleep until a peer rings, an enqueue wakes us, or the stall timers are due.
-    const auto until = negotiator_.next_deadline(now);
+    // Sleep until a peer rings, an enqueue wakes us, device work finishes (its
+    // transport wakes us), or the stall timers are due. With device work in flight
+    // the sleep is also capped, in case a wake-up is lost.
+    auto until = negotiator_.next_deadline(now);
+    if (executor_.busy()) until = std::min(until, now + kDeviceRecheck);
     control.wait_for_ring(next, std::chrono::duration_cast<std::chrono::microseconds>(until - now),
                           poll);
   }
 }
 
 void Coordinator::fail_everything(const Status& status) {
+  executor_.finish_all();  // device work already queued runs to its own end
   timeline_.close();
   for (TensorEntry& e : queue_.close(status)) e.handle->complete(status);
   for (auto& [name, e] : pending_) complete(e, status);

@@ -40,13 +40,15 @@ double output_factor(const TensorParams& p, int world_size) {
 }  // namespace
 
 Executor::Executor(transport::Selector& selector, FusionBuffer& fusion, int rank,
-                   int world_size, Complete complete, Timeline* timeline)
+                   int world_size, Complete complete, Timeline* timeline,
+                   transport::DeviceSupport* device)
     : selector_(selector),
       fusion_(fusion),
       rank_(rank),
       world_size_(world_size),
       complete_(std::move(complete)),
-      timeline_(timeline) {}
+      timeline_(timeline),
+      device_(device) {}
 
 void Executor::execute(const std::vector<Response>& responses,
                        std::map<std::string, TensorEntry>* pending) {
@@ -77,15 +79,71 @@ void Executor::execute(const std::vector<Response>& responses,
     if (timeline_ && timeline_->enabled())
       timeline_->bucket({r->name}, sequence_, r->params.bytes(),
                         collective_name(r->params.collective), start, Timeline::Clock::now());
-    if (!status.ok()) KOLO_LOG(kError) << r->name << ": " << status.to_string();
     ++sequence_;
+    if (device_work_ != nullptr) {  // started on the device; completes in poll()
+      std::vector<TensorEntry> moved;
+      moved.push_back(std::move(it->second));
+      pending->erase(it);
+      launch(std::move(status), std::move(device_work_), std::move(moved));
+      continue;
+    }
+    if (!status.ok()) KOLO_LOG(kError) << r->name << ": " << status.to_string();
     complete_(it->second, status);
     pending->erase(it);
   }
 }
 
+void Executor::launch(Status launched, std::unique_ptr<transport::Work> work,
+                      std::vector<TensorEntry> entries) {
+  if (launched.ok() && work == nullptr) launched = internal_error("device work was not started");
+  if (!launched.ok()) {
+    KOLO_LOG(kError) << "bucket " << sequence_ - 1 << ": " << launched.to_string();
+    for (TensorEntry& e : entries)
+      if (e.handle) complete_(e, launched);
+    return;
+  }
+  if (std::shared_ptr<transport::DeviceEvent> done = work->done_event())
+    for (TensorEntry& e : entries)
+      if (e.handle) e.handle->launched(done);
+  in_flight_.push_back(InFlight{std::move(work), std::move(entries)});
+}
+
+bool Executor::poll() {
+  bool any = false;
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    if (!it->work->test()) {
+      ++it;
+      continue;
+    }
+    Status status = it->work->wait();
+    if (!status.ok()) KOLO_LOG(kError) << "device work: " << status.to_string();
+    for (TensorEntry& e : it->entries)
+      if (e.handle) complete_(e, status);
+    it = in_flight_.erase(it);
+    any = true;
+  }
+  return any;
+}
+
+void Executor::finish_all() {
+  while (!in_flight_.empty()) {
+    InFlight f = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    Status status = f.work->wait();
+    for (TensorEntry& e : f.entries)
+      if (e.handle) complete_(e, status);
+  }
+}
+
 TensorEntry Executor::zero_entry(const Response& response) {
   const TensorParams& p = response.params;
+  if (p.device == DeviceKind::kCuda) {  // the device transport makes its own zeros
+    TensorEntry e;
+    e.request.name = response.name;
+    e.request.params = p;
+    for (int64_t count : p.splits) e.members.push_back({nullptr, nullptr, count});
+    return e;
+  }
   const size_t bytes = p.bytes();
   if (zeros_.size() < bytes) zeros_.assign(bytes, 0);
   if (sink_.size() < bytes) sink_.resize(bytes);
@@ -129,6 +187,18 @@ void Executor::run_allreduces(const std::vector<const Response*>& ok,
     const TensorParams& params = ok[bucket.items[0]]->params;
     const auto start = Timeline::Clock::now();
     Status status;
+    if (params.device == DeviceKind::kCuda) {
+      std::unique_ptr<transport::Work> work = start_device_bucket(entries, params, &status);
+      record_bucket(bucket, ok, params, start);
+      std::vector<TensorEntry> moved;
+      for (size_t i : bucket.items) {
+        auto it = pending->find(ok[i]->name);
+        moved.push_back(std::move(it->second));
+        pending->erase(it);
+      }
+      launch(std::move(status), std::move(work), std::move(moved));
+      continue;
+    }
     if (params.collective == Collective::kGroupedAllreduce)
       status = run_group(*entries[0], params);
     else if (entries.size() == 1)
@@ -136,20 +206,66 @@ void Executor::run_allreduces(const std::vector<const Response*>& ok,
     else
       status = run_fused(entries, params);
     if (!status.ok()) KOLO_LOG(kError) << "bucket " << sequence_ << ": " << status.to_string();
-    if (timeline_ && timeline_->enabled()) {
-      std::vector<std::string> names;
-      for (size_t i : bucket.items) names.push_back(ok[i]->name);
-      const size_t bytes = params.collective == Collective::kGroupedAllreduce ? params.bytes() : bucket.bytes;
-      timeline_->bucket(names, sequence_, bytes, collective_name(params.collective), start,
-                        Timeline::Clock::now());
-    }
-    ++sequence_;
+    record_bucket(bucket, ok, params, start);
     for (size_t i : bucket.items) {
       auto it = pending->find(ok[i]->name);
       if (it->second.handle) complete_(it->second, status);
       pending->erase(it);
     }
   }
+}
+
+// Records the bucket in the timeline and advances the sequence number.
+void Executor::record_bucket(const PlannedBucket& bucket, const std::vector<const Response*>& ok,
+                             const TensorParams& params, Timeline::Clock::time_point start) {
+  if (timeline_ && timeline_->enabled()) {
+    std::vector<std::string> names;
+    for (size_t i : bucket.items) names.push_back(ok[i]->name);
+    const size_t bytes = params.collective == Collective::kGroupedAllreduce ? params.bytes() : bucket.bytes;
+    timeline_->bucket(names, sequence_, bytes, collective_name(params.collective), start,
+                      Timeline::Clock::now());
+  }
+  ++sequence_;
+}
+
+// A device bucket goes to the transport whole: it packs, reduces, scales and
+// unpacks on its stream (transport.h, BucketView). A joined rank's entries have no
+// handle and contribute zeros (null pointers).
+std::unique_ptr<transport::Work> Executor::start_device_bucket(
+    const std::vector<TensorEntry*>& entries, const TensorParams& params, Status* status) {
+  transport::BucketView view;
+  view.dtype = params.dtype;
+  view.op = params.op;
+  view.prescale = params.prescale;
+  view.postscale = params.postscale;
+  view.sequence = sequence_;
+  view.device = Device{DeviceKind::kCuda, -1, nullptr};
+  for (TensorEntry* e : entries) {
+    if (e->handle) view.device = Device{DeviceKind::kCuda, e->device.index, nullptr};
+    if (!e->handle) {
+      const bool group = !e->members.empty();
+      for (const TensorEntry::Member& m : e->members) view.tensors.push_back({nullptr, nullptr, m.count, nullptr});
+      if (!group) view.tensors.push_back({nullptr, nullptr, e->request.params.count, nullptr});
+    } else if (!e->members.empty()) {
+      for (const TensorEntry::Member& m : e->members)
+        view.tensors.push_back({m.input, m.output, m.count, e->ready});
+    } else {
+      view.tensors.push_back({e->input, e->output, e->request.params.count, e->ready});
+    }
+  }
+  for (const transport::BucketTensor& t : view.tensors) view.count += t.count;
+  if (device_ == nullptr) {
+    *status = unsupported("CUDA tensors need the NCCL transport");
+    return nullptr;
+  }
+  if (view.device.index < 0) {
+    *status = device_->resolve(&view.device);
+    if (!status->ok()) return nullptr;
+  }
+  transport::Transport* transport = nullptr;
+  *status = selector_.select(view, &transport);
+  if (!status->ok()) return nullptr;
+  return transport->allreduce(view);
 }
 
 Status Executor::reduce(const void* input, void* output, const TensorParams& params) {

@@ -29,6 +29,20 @@ void HandleState::complete(Status status) {
   cv_.notify_all();
 }
 
+void HandleState::launched(std::shared_ptr<transport::DeviceEvent> done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_event_ = std::move(done);
+  }
+  cv_.notify_all();
+}
+
+std::shared_ptr<transport::DeviceEvent> HandleState::wait_launched() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return done_event_ != nullptr || done(); });
+  return done_event_;
+}
+
 const std::string& HandleState::message() const {
   return done() ? status_.message() : kEmpty;
 }

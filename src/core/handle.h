@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "core/output_pool.h"
+#include "transport/device.h"
 
 namespace kolo::core {
 
@@ -34,15 +35,25 @@ class HandleState {
   // Returns done().
   bool wait(double timeout_seconds);
 
+  // Device operations: the coordinator publishes the event that ends the
+  // operation's device work as soon as it has queued it (before complete()).
+  void launched(std::shared_ptr<transport::DeviceEvent> done);
+  // Blocks until launched() or complete(); returns the event, or null if the
+  // operation completed without publishing one (it failed, or was not device work).
+  std::shared_ptr<transport::DeviceEvent> wait_launched();
+
   // Results some collectives hand back (allgather and alltoall: the output kolo
   // allocated and the per-rank rows; join: the last rank). Written by the
   // coordinator before complete(); read by anyone after done().
   OutputBuffer output;
   std::vector<int64_t> splits;
+  // Set at submission: the operation works on device memory.
+  bool on_device = false;
 
  private:
   std::atomic<bool> done_{false};
   Status status_;  // written once, before done_ is released
+  std::shared_ptr<transport::DeviceEvent> done_event_;  // guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;
 };

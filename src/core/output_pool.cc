@@ -8,6 +8,7 @@ OutputBuffer& OutputBuffer::operator=(OutputBuffer&& other) {
   if (this != &other) {
     give_back();
     block_ = std::move(other.block_);
+    external_ = std::move(other.external_);
     capacity_ = other.capacity_;
     size_ = other.size_;
     pool_ = std::move(other.pool_);
@@ -21,6 +22,7 @@ OutputBuffer::~OutputBuffer() { give_back(); }
 void OutputBuffer::give_back() {
   if (block_ && pool_) pool_->give(std::move(block_), capacity_);
   block_.reset();
+  external_.reset();
   pool_.reset();
   capacity_ = size_ = 0;
 }

@@ -19,12 +19,16 @@ class OutputPool;
 class OutputBuffer {
  public:
   OutputBuffer() = default;
+  // A block allocated elsewhere (device memory from the device transport), freed
+  // by its own deleter when the buffer goes; never pooled.
+  OutputBuffer(std::shared_ptr<char> external, size_t size)
+      : external_(std::move(external)), size_(size) {}
   OutputBuffer(OutputBuffer&&) = default;
   OutputBuffer& operator=(OutputBuffer&& other);
   ~OutputBuffer();
 
-  char* data() { return block_.get(); }
-  const char* data() const { return block_.get(); }
+  char* data() { return external_ ? external_.get() : block_.get(); }
+  const char* data() const { return external_ ? external_.get() : block_.get(); }
   size_t size() const { return size_; }
 
  private:
@@ -32,6 +36,7 @@ class OutputBuffer {
   void give_back();
 
   std::unique_ptr<char[]> block_;
+  std::shared_ptr<char> external_;
   size_t capacity_ = 0;
   size_t size_ = 0;
   std::shared_ptr<OutputPool> pool_;

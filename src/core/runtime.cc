@@ -5,13 +5,13 @@
 #include "common/check.h"
 #include "common/logging.h"
 #include "core/collective_args.h"
+#include "transport/registry.h"
 
 namespace kolo::core {
 
 Runtime::Runtime(transport::World world, const Config& config)
     : world_(std::move(world)), config_(config), topology_(world_.control->topology()) {
-  for (const auto& t : world_.transports)
-    if (std::strcmp(t->name(), "nccl") == 0) cuda_supported_ = true;
+  cuda_supported_ = world_.device != nullptr;
 }
 
 Status Runtime::start(transport::World world, const Config& config, std::unique_ptr<Runtime>* out) {
@@ -33,6 +33,22 @@ Status Runtime::start(transport::World world, const Config& config, std::unique_
 
 Runtime::~Runtime() { shutdown(); }
 
+std::string Runtime::nccl_unavailable() {
+  for (const transport::TransportInfo& t : transport::known_transports())
+    if (t.name == "nccl" && !t.built) return "the NCCL transport, and this kolo was " + t.reason;
+  return "the NCCL transport, which this world does not offer";
+}
+
+Status Runtime::stream_wait(HandleState& handle, void* stream) {
+  if (!handle.on_device || !cuda_supported_)
+    return invalid_argument("kolo_handle_stream_wait: the handle is not a CUDA operation");
+  std::shared_ptr<transport::DeviceEvent> done = handle.wait_launched();
+  if (done == nullptr) {  // completed without device work queued: it failed (or had none)
+    return handle.code() == Code::kOk ? Status::OK() : Status(handle.code(), handle.message());
+  }
+  return world_.device->stream_wait(*done, stream);
+}
+
 Status Runtime::allreduce_async(const AllreduceArgs& a, std::shared_ptr<HandleState>* handle) {
   if (a.name == nullptr) return invalid_argument("name is NULL");
   CollectiveArgs args;
@@ -50,10 +66,23 @@ Status Runtime::allreduce_async(const AllreduceArgs& a, std::shared_ptr<HandleSt
 }
 
 Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle) {
+  if (args.device.kind == DeviceKind::kCuda) {
+    const std::string prefix = "tensor '" + args.name + "': ";
+    if (!cuda_supported_) return unsupported(prefix + "CUDA memory needs " + nccl_unavailable());
+    if (Status s = world_.device->resolve(&args.device); !s.ok())
+      return Status(s.code(), prefix + s.message());
+  }
   TensorEntry entry;
   // Caller mistakes go back as they are, without file:line: they are the user's message.
   if (Status s = make_entry(args, topology_, cuda_supported_, &entry); !s.ok()) return s;
+  if (entry.device.kind == DeviceKind::kCuda) {
+    // Note [Device streams]: the inputs are ready after what the caller's stream
+    // holds now, whenever the coordinator gets to them.
+    if (Status s = world_.device->record_ready(entry.device, &entry.ready); !s.ok())
+      return Status(s.code(), "tensor '" + args.name + "': " + s.message());
+  }
   entry.handle = std::make_shared<HandleState>();
+  entry.handle->on_device = entry.device.kind == DeviceKind::kCuda;
   entry.enqueued = Clock::now();
   auto h = entry.handle;
   if (Status s = queue_.push(std::move(entry)); !s.ok()) return s;

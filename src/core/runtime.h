@@ -80,11 +80,16 @@ class Runtime {
   // releases the world. Idempotent.
   void shutdown();
 
+  // kolo_handle_stream_wait: makes `stream` wait for the handle's device work.
+  Status stream_wait(HandleState& handle, void* stream);
+
   bool running() const { return running_.load(std::memory_order_acquire); }
   const transport::Topology& topology() const { return topology_; }
 
  private:
   Runtime(transport::World world, const Config& config);
+  // Why CUDA tensors cannot be taken (the registry's reason in a build without NCCL).
+  static std::string nccl_unavailable();
 
   transport::World world_;
   const Config config_;

@@ -36,6 +36,9 @@ struct TensorEntry {
   void* output = nullptr;
   std::vector<Member> members;  // grouped allreduce only
   Device device;
+  // Device tensors: the point on the caller's stream after which the inputs are
+  // ready, recorded at submission (Note [Device streams]); null otherwise.
+  std::shared_ptr<transport::DeviceEvent> ready;
   std::shared_ptr<HandleState> handle;
   Clock::time_point enqueued;
 };

@@ -152,7 +152,11 @@ std::vector<std::string> Selector::auto_order(const BucketView& bucket) const {
 
 Status Selector::select(const BucketView& bucket, Transport** chosen) const {
   *chosen = nullptr;
-  if (preference_ != "auto") {
+  // KOLO_TRANSPORT names a host transport or the device one ("nccl"); it steers
+  // the buckets of its own kind, and the others go in auto order.
+  const bool device_preference = preference_ == "nccl";
+  const bool device_bucket = bucket.device.kind != DeviceKind::kCpu;
+  if (preference_ != "auto" && device_preference == device_bucket) {
     KOLO_RETURN_IF_ERROR(validate());
     Transport* t = find(preference_);
     Status s = t->supports(bucket);

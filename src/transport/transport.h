@@ -12,22 +12,37 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/dtype.h"
 #include "common/status.h"
+#include "transport/device.h"
 
 namespace kolo::transport {
+
+// One tensor of a device bucket (see BucketView).
+struct BucketTensor {
+  const void* input = nullptr;  // null with output null: a joined rank's zeros
+  void* output = nullptr;
+  int64_t count = 0;
+  std::shared_ptr<DeviceEvent> ready;  // null: ready now
+};
 
 // One bucket, as a transport sees it: `count` elements at `input`, reduced into
 // `output` on every rank (input == output: in place).
 //
-// For CPU buckets the coordinator has already applied the scale factors and turned
-// AVERAGE into SUM (it divides afterwards), so a CPU transport sees op in {SUM,
-// MIN, MAX, PRODUCT} and prescale == postscale == 1. Device transports may be
-// handed the factors to fuse them into their own kernels.
+// For CPU buckets the coordinator has already packed the tensors, applied the
+// scale factors and turned AVERAGE into SUM (it divides afterwards), so a CPU
+// transport sees op in {SUM, MIN, MAX, PRODUCT} and prescale == postscale == 1.
+//
+// Device buckets (device.kind != kCpu) are handed over whole: `tensors` lists
+// them in bucket order (input/output above are unused), op may be AVERAGE, and
+// the transport applies prescale to every input element and postscale to every
+// output element (AVERAGE's 1/size on top) in its own kernels. An integer
+// AVERAGE truncates toward zero, as on the CPU. `device` is resolved (index set).
 struct BucketView {
   const void* input = nullptr;
   void* output = nullptr;
@@ -38,6 +53,7 @@ struct BucketView {
   double prescale = 1.0;
   double postscale = 1.0;
   uint64_t sequence = 0;  // the bucket's index in the coordinator's global order
+  std::vector<BucketTensor> tensors;  // device buckets only
 
   size_t bytes() const { return static_cast<size_t>(count) * dtype_size(dtype); }
 };
@@ -50,6 +66,9 @@ class Work {
   virtual bool test() = 0;
   // Blocks until complete; returns the operation's status.
   virtual Status wait() = 0;
+  // Device work: the event its last step records (see Note [Device streams]);
+  // null for host work.
+  virtual std::shared_ptr<DeviceEvent> done_event() const { return nullptr; }
 };
 
 // A Work that is already complete (synchronous transports).
@@ -90,6 +109,12 @@ struct CollectiveView {
   int64_t count = 0;
   int root = 0;
   ReduceOp op = ReduceOp::kSum;  // kReducescatter: SUM, MIN, MAX or PRODUCT
+  // Device collectives: the input's ready event (null: ready now), and the scale
+  // factors (kReducescatter: applied like a device bucket's; op may be AVERAGE).
+  // CPU collectives get op without AVERAGE and factors of 1, as buckets do.
+  std::shared_ptr<DeviceEvent> ready;
+  double prescale = 1.0;
+  double postscale = 1.0;
 };
 
 class Transport {
@@ -102,6 +127,10 @@ class Transport {
   virtual Status supports(const BucketView& bucket) const = 0;
 
   virtual std::unique_ptr<Work> allreduce(const BucketView& bucket) = 0;
+
+  // Device transports: `wake` is to be called (from any thread) when device work
+  // completes, so that the coordinator polls its Work. Host transports ignore it.
+  virtual void set_completion_waker(std::function<void()> wake) {}
 
   // The other collectives. A transport that does not implement one answers
   // Unsupported (with the reason) from supports_collective, the same on every rank.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "transport/control_plane.h"
+#include "transport/device.h"
 #include "transport/point_to_point.h"
 #include "transport/transport.h"
 
@@ -22,6 +23,9 @@ struct World {
   // Collective transports in the world's own order. Ones built over `p2p` (the
   // ring) hold a reference to it, so they are destroyed first (declared after).
   std::vector<std::unique_ptr<Transport>> transports;
+  // The device transport's other face (one of `transports`), or null when this
+  // world cannot take device tensors.
+  DeviceSupport* device = nullptr;
   // Runs once after the coordinator has stopped and the transports are gone
   // (e.g. MPI_Finalize when kolo initialised MPI). May be empty.
   std::function<void()> finalize;
@@ -31,7 +35,9 @@ struct World {
       : control(std::move(o.control)),
         p2p(std::move(o.p2p)),
         transports(std::move(o.transports)),
+        device(o.device),
         finalize(std::move(o.finalize)) {
+    o.device = nullptr;
     o.finalize = nullptr;  // a moved-from std::function need not be empty
   }
   // Releases this world (in order, running its finalize) before taking the other.
@@ -41,6 +47,8 @@ struct World {
       control = std::move(o.control);
       p2p = std::move(o.p2p);
       transports = std::move(o.transports);
+      device = o.device;
+      o.device = nullptr;
       finalize = std::move(o.finalize);
       o.finalize = nullptr;
     }
@@ -50,6 +58,7 @@ struct World {
 
  private:
   void release() {
+    device = nullptr;
     transports.clear();
     p2p.reset();
     control.reset();

@@ -19,6 +19,10 @@
 #include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_wait.h"
 #include "transports/mpi/shm_transport.h"
+#include "kolo_build_config.h"
+#if KOLO_HAVE_NCCL
+#include "transports/nccl/nccl_transport.h"
+#endif
 
 namespace kolo::mpi {
 namespace {
@@ -186,6 +190,11 @@ Status create_world(const WorldOptions& options, transport::World* world) {
   built.transports.push_back(std::move(native));
   built.transports.push_back(algorithms::make_ring_transport(*built.p2p));
   KOLO_RETURN_IF_ERROR(add_shared_memory_transports(comms, topology, &built));
+#if KOLO_HAVE_NCCL
+  auto nccl = std::make_unique<nccl::NcclTransport>(*built.control, options.fusion_bytes);
+  built.device = nccl.get();
+  built.transports.push_back(std::move(nccl));
+#endif
   if (kolo_owns) {
     ++kolo_owned_worlds;
     built.finalize = release_owned_world;

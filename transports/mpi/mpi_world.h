@@ -2,6 +2,7 @@
 // transports over MPI, for one process.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -17,13 +18,17 @@ struct WorldOptions {
   // Test-only (KOLO_TEST_NODE_SIZE): split the ranks of one machine into pretend
   // nodes of this many ranks. 0: real nodes (MPI_COMM_TYPE_SHARED).
   int test_node_size = 0;
+  // KOLO_FUSION_THRESHOLD: the size of the device transport's fusion buffer.
+  size_t fusion_bytes = size_t{64} << 20;
 };
 
 // Initialises MPI if nobody has (asking for MPI_THREAD_MULTIPLE; the world's
 // finalize then calls MPI_Finalize), or checks that the caller's MPI provides at
 // least MPI_THREAD_SERIALIZED. Builds the topology (node = shared-memory
 // communicator) and the transports "mpi" (native MPI_Allreduce) and "ring" (kolo's
-// ring over MPI point-to-point). Collective over the communicator.
+// ring over MPI point-to-point), the shared-memory ones, and — in a build with
+// NCCL — the device transport "nccl" (also the world's DeviceSupport). Collective
+// over the communicator.
 Status create_world(const WorldOptions& options, transport::World* world);
 
 }  // namespace kolo::mpi

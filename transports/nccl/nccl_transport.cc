@@ -1,0 +1,535 @@
+#include "transports/nccl/nccl_transport.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/check.h"
+#include "common/logging.h"
+#include "transports/nccl/copy_plan.h"
+#include "transports/nccl/device_kernels.h"
+#include "transports/nccl/nccl_types.h"
+
+namespace kolo::nccl {
+namespace {
+
+using transport::BucketTensor;
+using transport::BucketView;
+using transport::CollectiveOp;
+using transport::CollectiveView;
+using transport::Work;
+
+// The device buffer is never smaller than this, so that a joined rank's zeros and
+// scaled reducescatter inputs always have room to go through it in chunks.
+constexpr size_t kMinFusionBytes = size_t{1} << 20;
+
+// Makes `device` current for the scope and restores the caller's device after:
+// record_ready and friends run on user threads, whose current device is theirs.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) status_ = cuda_status(cudaSetDevice(device), "cudaSetDevice");
+  }
+  ~DeviceGuard() {
+    if (previous_ >= 0 && status_.ok()) cudaSetDevice(previous_);
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  Status status_;
+};
+
+// How a reduction runs on NCCL: NCCL's op, and what the kernels around it do.
+// AVERAGE is a SUM followed by 1/size (floating: folded into the output factor;
+// integers: a truncating division), so results match the CPU path's rounding.
+struct Reduction {
+  ncclDataType_t dtype;
+  ncclRedOp_t op;
+  double in_factor = 1.0;
+  double out_factor = 1.0;
+  bool divide = false;  // integer AVERAGE
+};
+
+Status plan_reduction(DataType dtype, ReduceOp op, double prescale, double postscale, int size,
+                      Reduction* r) {
+  KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_dtype(dtype, &r->dtype));
+  const bool average = op == ReduceOp::kAverage;
+  KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_op(average ? ReduceOp::kSum : op, dtype, &r->op));
+  r->in_factor = prescale;
+  r->out_factor = postscale;
+  if (average && is_floating(dtype)) r->out_factor /= size;
+  r->divide = average && !is_floating(dtype) && size > 1;
+  return Status::OK();
+}
+
+// Applies out_factor / the integer division to `count` elements at `data`.
+Status finish_in_place(const Reduction& r, void* data, int64_t count, DataType dtype,
+                       int size, cudaStream_t stream) {
+  if (count == 0) return Status::OK();
+  if (r.out_factor != 1.0) KOLO_RETURN_IF_ERROR(scale(data, data, count, dtype, r.out_factor, stream));
+  if (r.divide) KOLO_RETURN_IF_ERROR(divide_integer(data, count, dtype, size, stream));
+  return Status::OK();
+}
+
+Status wait_ready(const std::shared_ptr<transport::DeviceEvent>& ready, cudaStream_t stream) {
+  if (ready == nullptr) return Status::OK();
+  const auto* event = static_cast<const CudaEvent*>(ready.get());
+  return cuda_status(cudaStreamWaitEvent(stream, event->get(), 0), "cudaStreamWaitEvent");
+}
+
+// The completion of work queued on one device's stream. Done when its event has
+// happened, or — checked while waiting — when the communicator failed.
+class NcclWork : public Work {
+ public:
+  NcclWork(DeviceState* state, std::shared_ptr<CudaEvent> done)
+      : state_(state), done_(std::move(done)) {}
+
+  bool test() override {
+    if (finished_) return true;
+    const cudaError_t e = cudaEventQuery(done_->get());
+    if (e == cudaSuccess) return finish(Status::OK());
+    if (e != cudaErrorNotReady) return finish(cuda_status(e, "waiting for kolo's stream"));
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (!state_->broken.ok()) return finish(state_->broken);
+    ncclResult_t async = ncclSuccess;
+    if (state_->comm != nullptr && ncclCommGetAsyncError(state_->comm, &async) == ncclSuccess &&
+        async != ncclSuccess && async != ncclInProgress) {
+      Status failed = nccl_status(async, "the NCCL communicator failed");
+      state_->broken = Status(failed.code(), failed.message() + "; kolo aborted the communicator");
+      KOLO_LOG(kError) << state_->broken.message();
+      ncclCommAbort(state_->comm);
+      state_->comm = nullptr;
+      return finish(state_->broken);
+    }
+    return false;
+  }
+
+  Status wait() override {
+    for (int i = 0; !test(); ++i) {
+      if (i < 64) {
+        sched_yield();
+      } else {
+        usleep(20);
+      }
+    }
+    return status_;
+  }
+
+  std::shared_ptr<transport::DeviceEvent> done_event() const override { return done_; }
+
+ private:
+  bool finish(Status status) {
+    status_ = std::move(status);
+    finished_ = true;
+    return true;
+  }
+
+  DeviceState* state_;
+  std::shared_ptr<CudaEvent> done_;
+  bool finished_ = false;
+  Status status_;
+};
+
+}  // namespace
+
+CudaEvent::~CudaEvent() { cudaEventDestroy(event_); }
+
+NcclTransport::NcclTransport(transport::ControlPlane& control, size_t fusion_bytes)
+    : control_(control),
+      topology_(control.topology()),
+      fusion_bytes_(std::max(fusion_bytes, kMinFusionBytes)) {}
+
+NcclTransport::~NcclTransport() {
+  for (auto& [ordinal, state] : states_) {
+    DeviceGuard guard(ordinal);
+    if (state->stream) cudaStreamSynchronize(state->stream);
+    if (state->comm) {
+      if (state->broken.ok()) {
+        ncclCommDestroy(state->comm);
+      } else {
+        ncclCommAbort(state->comm);
+      }
+    }
+    if (state->fusion) cudaFree(state->fusion);
+    if (state->stream) cudaStreamDestroy(state->stream);
+  }
+}
+
+// ---- DeviceSupport ------------------------------------------------------------
+
+Status NcclTransport::resolve(Device* device) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    return unsupported(std::string("no CUDA device is visible to this process (") +
+                       (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") +
+                       (visible ? std::string("; CUDA_VISIBLE_DEVICES=") + visible : "") + ")");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  int index = device->index;
+  if (index == -1) index = pinned_ >= 0 ? pinned_ : topology_.local_rank % count;
+  if (index < 0 || index >= count)
+    return invalid_argument("CUDA device " + std::to_string(device->index) +
+                            " does not exist: this process sees " + std::to_string(count) +
+                            " device(s), ordinals 0.." + std::to_string(count - 1) +
+                            " (or -1 for kolo's choice)");
+  if (pinned_ >= 0 && index != pinned_)
+    return invalid_argument("kolo uses one CUDA device per process: this process already uses cuda:" +
+                            std::to_string(pinned_) + ", this tensor is on cuda:" +
+                            std::to_string(index));
+  pinned_ = index;
+  device->index = index;
+  return Status::OK();
+}
+
+Status NcclTransport::record_ready(const Device& device,
+                                   std::shared_ptr<transport::DeviceEvent>* ready) {
+  DeviceGuard guard(device.index);
+  KOLO_RETURN_IF_ERROR(guard.status());
+  cudaEvent_t event = nullptr;
+  KOLO_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  auto owned = std::make_shared<CudaEvent>(event, device.index);
+  KOLO_CUDA_RETURN_IF_ERROR(cudaEventRecord(event, static_cast<cudaStream_t>(device.stream)));
+  *ready = std::move(owned);
+  return Status::OK();
+}
+
+Status NcclTransport::stream_wait(const transport::DeviceEvent& event, void* stream) {
+  const auto& e = static_cast<const CudaEvent&>(event);
+  return cuda_status(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), e.get(), 0),
+                     "cudaStreamWaitEvent");
+}
+
+Status NcclTransport::allocate(const Device& device, size_t bytes, std::shared_ptr<char>* out) {
+  DeviceGuard guard(device.index);
+  KOLO_RETURN_IF_ERROR(guard.status());
+  void* p = nullptr;
+  KOLO_CUDA_RETURN_IF_ERROR(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
+  const int ordinal = device.index;
+  *out = std::shared_ptr<char>(static_cast<char*>(p), [ordinal](char* q) {
+    DeviceGuard g(ordinal);
+    cudaFree(q);
+  });
+  return Status::OK();
+}
+
+// ---- set-up -------------------------------------------------------------------
+
+Status NcclTransport::state_for(const Device& device, DeviceState** out) {
+  DeviceState* state = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = states_[device.index];
+    if (!slot) {
+      slot = std::make_unique<DeviceState>();
+      slot->ordinal = device.index;
+    }
+    state = slot.get();
+  }
+  // The coordinator thread works on this device from now on.
+  KOLO_RETURN_IF_ERROR(cuda_status(cudaSetDevice(state->ordinal), "cudaSetDevice"));
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (!state->broken.ok()) return state->broken;
+  }
+  if (state->comm == nullptr) {
+    Status s = create_communicator(*state);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(state->mu);
+      state->broken = s;
+      return s;
+    }
+  }
+  *out = state;
+  return Status::OK();
+}
+
+// Every rank makes its stream and fusion buffer, the ranks agree that all of them
+// succeeded (one AND over the control plane, so that a rank that failed does not
+// leave the others waiting in ncclCommInitRank forever), rank 0's unique id is
+// broadcast, and every rank joins the communicator.
+Status NcclTransport::create_communicator(DeviceState& state) {
+  Status local;
+  if (state.stream == nullptr) {
+    int least = 0, greatest = 0;
+    local = cuda_status(cudaDeviceGetStreamPriorityRange(&least, &greatest),
+                        "cudaDeviceGetStreamPriorityRange");
+    if (local.ok())
+      local = cuda_status(cudaStreamCreateWithPriority(&state.stream, cudaStreamNonBlocking, greatest),
+                          "cudaStreamCreateWithPriority");
+  }
+  if (local.ok() && state.fusion == nullptr) {
+    local = cuda_status(cudaMalloc(&state.fusion, fusion_bytes_), "cudaMalloc (device fusion buffer)");
+    if (local.ok()) state.fusion_bytes = fusion_bytes_;
+  }
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (local.ok() && topology_.rank == 0) local = nccl_status(ncclGetUniqueId(&id), "ncclGetUniqueId");
+
+  std::vector<uint64_t> all_ok{local.ok() ? ~uint64_t{0} : 0};
+  KOLO_RETURN_IF_ERROR(control_.bitwise_and(&all_ok));
+  transport::Bytes blob(reinterpret_cast<const char*>(&id), sizeof(id));
+  KOLO_RETURN_IF_ERROR(control_.broadcast(&blob, 0));
+  if (!local.ok()) return local.with_context("setting up NCCL on cuda:" + std::to_string(state.ordinal));
+  if (all_ok[0] == 0)
+    return Status(Code::kTransport, "setting up NCCL failed on another rank (see its error)");
+  if (blob.size() != sizeof(id)) return internal_error("the NCCL unique id arrived truncated");
+  std::memcpy(&id, blob.data(), sizeof(id));
+  KOLO_NCCL_RETURN_IF_ERROR(ncclCommInitRank(&state.comm, topology_.size, id, topology_.rank));
+  KOLO_LOG(kDebug) << "NCCL communicator on cuda:" << state.ordinal << " rank " << topology_.rank
+                   << " of " << topology_.size;
+  return Status::OK();
+}
+
+std::unique_ptr<Work> NcclTransport::finish(DeviceState* state, Status queued) {
+  if (!queued.ok()) return std::make_unique<transport::CompletedWork>(std::move(queued));
+  cudaEvent_t event = nullptr;
+  Status s = cuda_status(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  if (!s.ok()) return std::make_unique<transport::CompletedWork>(s);
+  auto done = std::make_shared<CudaEvent>(event, state->ordinal);
+  s = cuda_status(cudaEventRecord(event, state->stream), "cudaEventRecord");
+  if (!s.ok()) return std::make_unique<transport::CompletedWork>(s);
+  if (wake_) cudaLaunchHostFunc(state->stream, &NcclTransport::on_done, this);
+  return std::make_unique<NcclWork>(state, std::move(done));
+}
+
+void CUDART_CB NcclTransport::on_done(void* self) {
+  auto* t = static_cast<NcclTransport*>(self);
+  if (t->wake_) t->wake_();
+}
+
+// ---- allreduce ----------------------------------------------------------------
+
+Status NcclTransport::supports(const BucketView& bucket) const {
+  if (bucket.device.kind != DeviceKind::kCuda) return unsupported("nccl reduces CUDA memory only");
+  ncclDataType_t dtype;
+  ncclRedOp_t op;
+  KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_dtype(bucket.dtype, &dtype));
+  const ReduceOp nccl_side = bucket.op == ReduceOp::kAverage ? ReduceOp::kSum : bucket.op;
+  return to_nccl_op(nccl_side, bucket.dtype, &op);
+}
+
+std::unique_ptr<Work> NcclTransport::allreduce(const BucketView& bucket) {
+  DeviceState* state = nullptr;
+  Status s = state_for(bucket.device, &state);
+  if (s.ok()) s = enqueue_allreduce(*state, bucket);
+  if (!s.ok()) return std::make_unique<transport::CompletedWork>(s);
+  return finish(state, Status::OK());
+}
+
+// Tensors are taken in order; consecutive ones that fit the fusion buffer together
+// are packed, reduced once and unpacked; one that does not fit, or a bucket of
+// one tensor, is reduced in place in the caller's memory.
+Status NcclTransport::enqueue_allreduce(DeviceState& state, const BucketView& bucket) {
+  const BucketTensor* last_ready = nullptr;
+  for (const BucketTensor& t : bucket.tensors) {
+    if (t.ready == nullptr || (last_ready && last_ready->ready == t.ready)) continue;
+    KOLO_RETURN_IF_ERROR(wait_ready(t.ready, state.stream));
+    last_ready = &t;
+  }
+  const size_t elem = dtype_size(bucket.dtype);
+  const size_t n = bucket.tensors.size();
+  size_t i = 0;
+  while (i < n) {
+    const BucketTensor& t = bucket.tensors[i];
+    if (n == 1 || static_cast<size_t>(t.count) * elem > state.fusion_bytes) {
+      KOLO_RETURN_IF_ERROR(enqueue_alone(state, bucket, t));
+      ++i;
+      continue;
+    }
+    size_t j = i, used = 0;
+    while (j < n && used + static_cast<size_t>(bucket.tensors[j].count) * elem <= state.fusion_bytes)
+      used += static_cast<size_t>(bucket.tensors[j++].count) * elem;
+    KOLO_RETURN_IF_ERROR(enqueue_chunk(state, bucket, i, j));
+    i = j;
+  }
+  return Status::OK();
+}
+
+Status NcclTransport::enqueue_chunk(DeviceState& state, const BucketView& bucket, size_t first,
+                                    size_t last) {
+  Reduction r;
+  KOLO_RETURN_IF_ERROR(
+      plan_reduction(bucket.dtype, bucket.op, bucket.prescale, bucket.postscale, topology_.size, &r));
+  const size_t elem = dtype_size(bucket.dtype);
+  std::vector<CopySegment> in, out;
+  int64_t total = 0;
+  for (size_t k = first; k < last; ++k) {
+    const BucketTensor& t = bucket.tensors[k];
+    char* slot = state.fusion + static_cast<size_t>(total) * elem;
+    in.push_back(CopySegment{t.input, slot, t.count});  // null input: zeros (a joined rank)
+    if (t.output != nullptr) out.push_back(CopySegment{slot, t.output, t.count});
+    total += t.count;
+  }
+  if (total == 0) return Status::OK();
+  KOLO_RETURN_IF_ERROR(batched_copy(in, bucket.dtype, r.in_factor, state.stream));
+  KOLO_NCCL_RETURN_IF_ERROR(ncclAllReduce(state.fusion, state.fusion, static_cast<size_t>(total),
+                                          r.dtype, r.op, state.comm, state.stream));
+  if (r.divide)
+    KOLO_RETURN_IF_ERROR(divide_integer(state.fusion, total, bucket.dtype, topology_.size, state.stream));
+  if (out.empty()) return Status::OK();
+  return batched_copy(out, bucket.dtype, r.out_factor, state.stream);
+}
+
+Status NcclTransport::enqueue_alone(DeviceState& state, const BucketView& bucket,
+                                    const BucketTensor& t) {
+  Reduction r;
+  KOLO_RETURN_IF_ERROR(
+      plan_reduction(bucket.dtype, bucket.op, bucket.prescale, bucket.postscale, topology_.size, &r));
+  const size_t elem = dtype_size(bucket.dtype);
+  if (t.input == nullptr) {  // a joined rank: zeros, through the fusion buffer, result dropped
+    const int64_t chunk = static_cast<int64_t>(state.fusion_bytes / elem);
+    for (int64_t done = 0; done < t.count; done += chunk) {
+      const int64_t n = std::min(chunk, t.count - done);
+      KOLO_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(state.fusion, 0, static_cast<size_t>(n) * elem, state.stream));
+      KOLO_NCCL_RETURN_IF_ERROR(ncclAllReduce(state.fusion, state.fusion, static_cast<size_t>(n),
+                                              r.dtype, r.op, state.comm, state.stream));
+    }
+    return Status::OK();
+  }
+  if (t.count == 0) return Status::OK();
+  const void* input = t.input;
+  if (r.in_factor != 1.0) {
+    KOLO_RETURN_IF_ERROR(scale(t.output, t.input, t.count, bucket.dtype, r.in_factor, state.stream));
+    input = t.output;
+  }
+  KOLO_NCCL_RETURN_IF_ERROR(ncclAllReduce(input, t.output, static_cast<size_t>(t.count), r.dtype,
+                                          r.op, state.comm, state.stream));
+  return finish_in_place(r, t.output, t.count, bucket.dtype, topology_.size, state.stream);
+}
+
+// ---- the other collectives ----------------------------------------------------
+
+Status NcclTransport::supports_collective(CollectiveOp op, const CollectiveView& view) const {
+  if (view.device.kind != DeviceKind::kCuda) return unsupported("nccl moves CUDA memory only");
+  ncclDataType_t dtype;
+  KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_dtype(view.dtype, &dtype));
+  if (op == CollectiveOp::kReducescatter) {
+    ncclRedOp_t nop;
+    return to_nccl_op(view.op == ReduceOp::kAverage ? ReduceOp::kSum : view.op, view.dtype, &nop);
+  }
+  return Status::OK();
+}
+
+std::unique_ptr<Work> NcclTransport::collective(CollectiveOp op, const CollectiveView& view) {
+  DeviceState* state = nullptr;
+  Status s = state_for(view.device, &state);
+  if (s.ok()) s = wait_ready(view.ready, state->stream);
+  if (s.ok()) s = enqueue_collective(*state, op, view);
+  if (!s.ok()) return std::make_unique<transport::CompletedWork>(s);
+  return finish(state, Status::OK());
+}
+
+Status NcclTransport::enqueue_collective(DeviceState& state, CollectiveOp op,
+                                         const CollectiveView& view) {
+  ncclDataType_t dtype;
+  KOLO_RETURN_IF_ERROR(to_nccl_dtype(view.dtype, &dtype));
+  const size_t elem = dtype_size(view.dtype);
+  const int size = topology_.size, rank = topology_.rank;
+  switch (op) {
+    case CollectiveOp::kBroadcast: {
+      // The root sends from its input (in place when input == output).
+      const void* send = rank == view.root ? view.input : view.output;
+      KOLO_NCCL_RETURN_IF_ERROR(ncclBroadcast(send, view.output, static_cast<size_t>(view.count), dtype,
+                                              view.root, state.comm, state.stream));
+      return Status::OK();
+    }
+    case CollectiveOp::kAllgather: {
+      const bool even = std::all_of(view.recv_counts.begin(), view.recv_counts.end(),
+                                    [&](int64_t c) { return c == view.recv_counts[0]; });
+      if (even) {
+        KOLO_NCCL_RETURN_IF_ERROR(ncclAllGather(view.input, view.output, static_cast<size_t>(view.recv_counts[0]),
+                                                dtype, state.comm, state.stream));
+        return Status::OK();
+      }
+      // Uneven rows: every rank broadcasts its block into place.
+      KOLO_NCCL_RETURN_IF_ERROR(ncclGroupStart());
+      size_t offset = 0;
+      Status s;
+      for (int r = 0; r < size && s.ok(); ++r) {
+        char* block = static_cast<char*>(view.output) + offset * elem;
+        const void* send = r == rank ? view.input : block;
+        if (view.recv_counts[r] > 0)
+          s = nccl_status(ncclBroadcast(send, block, static_cast<size_t>(view.recv_counts[r]), dtype, r,
+                                        state.comm, state.stream), "ncclBroadcast");
+        offset += static_cast<size_t>(view.recv_counts[r]);
+      }
+      Status end = nccl_status(ncclGroupEnd(), "ncclGroupEnd");
+      return s.ok() ? end : s;
+    }
+    case CollectiveOp::kAlltoall: {
+      KOLO_NCCL_RETURN_IF_ERROR(ncclGroupStart());
+      size_t sent = 0, received = 0;
+      Status s;
+      for (int peer = 0; peer < size && s.ok(); ++peer) {
+        const size_t out_n = static_cast<size_t>(view.send_counts[peer]);
+        const size_t in_n = static_cast<size_t>(view.recv_counts[peer]);
+        if (out_n > 0)
+          s = nccl_status(ncclSend(static_cast<const char*>(view.input) + sent * elem, out_n, dtype, peer,
+                                   state.comm, state.stream), "ncclSend");
+        if (s.ok() && in_n > 0)
+          s = nccl_status(ncclRecv(static_cast<char*>(view.output) + received * elem, in_n, dtype, peer,
+                                   state.comm, state.stream), "ncclRecv");
+        sent += out_n;
+        received += in_n;
+      }
+      Status end = nccl_status(ncclGroupEnd(), "ncclGroupEnd");
+      return s.ok() ? end : s;
+    }
+    case CollectiveOp::kReducescatter: return enqueue_reducescatter(state, view);
+  }
+  return internal_error("unknown collective");
+}
+
+// Prescaled input goes through the fusion buffer (or a stream-ordered temporary
+// when larger); uneven blocks are reduced to each owner with grouped ncclReduce.
+Status NcclTransport::enqueue_reducescatter(DeviceState& state, const CollectiveView& view) {
+  Reduction r;
+  KOLO_RETURN_IF_ERROR(plan_reduction(view.dtype, view.op, view.prescale, view.postscale, topology_.size, &r));
+  const size_t elem = dtype_size(view.dtype);
+  int64_t total = 0;
+  for (int64_t c : view.recv_counts) total += c;
+  const void* input = view.input;
+  void* temporary = nullptr;
+  if (r.in_factor != 1.0 && total > 0) {
+    const size_t bytes = static_cast<size_t>(total) * elem;
+    void* scratch = state.fusion;
+    if (bytes > state.fusion_bytes) {
+      KOLO_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&temporary, bytes, state.stream));
+      scratch = temporary;
+    }
+    KOLO_RETURN_IF_ERROR(scale(scratch, view.input, total, view.dtype, r.in_factor, state.stream));
+    input = scratch;
+  }
+  const int rank = topology_.rank;
+  const bool even = std::all_of(view.recv_counts.begin(), view.recv_counts.end(),
+                                [&](int64_t c) { return c == view.recv_counts[0]; });
+  Status s;
+  if (even) {
+    s = nccl_status(ncclReduceScatter(input, view.output, static_cast<size_t>(view.recv_counts[0]), r.dtype,
+                                      r.op, state.comm, state.stream), "ncclReduceScatter");
+  } else {
+    s = nccl_status(ncclGroupStart(), "ncclGroupStart");
+    size_t offset = 0;
+    for (int owner = 0; owner < topology_.size && s.ok(); ++owner) {
+      const size_t n = static_cast<size_t>(view.recv_counts[owner]);
+      if (n > 0)
+        s = nccl_status(ncclReduce(static_cast<const char*>(input) + offset * elem, view.output, n, r.dtype,
+                                   r.op, owner, state.comm, state.stream), "ncclReduce");
+      offset += n;
+    }
+    Status end = nccl_status(ncclGroupEnd(), "ncclGroupEnd");
+    if (s.ok()) s = end;
+  }
+  if (temporary != nullptr) cudaFreeAsync(temporary, state.stream);
+  KOLO_RETURN_IF_ERROR(s);
+  return finish_in_place(r, view.output, view.recv_counts[rank], view.dtype, topology_.size, state.stream);
+}
+
+}  // namespace kolo::nccl

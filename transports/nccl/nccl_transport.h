@@ -1,0 +1,116 @@
+// NcclTransport: device tensors through NCCL, on kolo's own CUDA stream.
+//
+// Contract (beyond transport.h and device.h):
+// - One communicator per device this process uses (kolo has one process group:
+//   the world), made on the first device bucket or collective: rank 0's
+//   ncclUniqueId reaches every rank over the control plane, so the call happens in
+//   the coordinator's bucket order, at the same point on every rank.
+// - A process uses one CUDA device: the first one resolve() settles on (the
+//   caller's ordinal, or local rank modulo the visible devices) is pinned, and a
+//   later tensor on another device is refused with a message naming both.
+// - Each device has a persistent fusion buffer of the fusion threshold's size and
+//   a non-blocking stream of the highest priority. A bucket's work is queued on
+//   that stream behind the tensors' ready events: pack (one batched copy kernel,
+//   prescale fused in), ncclAllReduce, unpack (postscale and AVERAGE fused in);
+//   then a done event and a host callback that wakes the coordinator. Nothing
+//   here blocks the CPU on the GPU except Work::wait().
+// - Errors: every CUDA and NCCL result becomes a Status at this boundary. While
+//   work is in flight, ncclCommGetAsyncError is checked; on an error the
+//   communicator is aborted and every Work of that device, pending or later,
+//   fails with NCCL's message.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "transport/control_plane.h"
+#include "transport/device.h"
+#include "transport/transport.h"
+
+namespace kolo::nccl {
+
+// A CUDA event on one device, destroyed with the object.
+class CudaEvent : public transport::DeviceEvent {
+ public:
+  CudaEvent(cudaEvent_t event, int device) : event_(event), device_(device) {}
+  ~CudaEvent() override;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+
+  cudaEvent_t get() const { return event_; }
+  int device() const { return device_; }
+
+ private:
+  cudaEvent_t event_;
+  int device_;
+};
+
+// What one device needs: kolo's stream, the communicator, the fusion buffer, and
+// the error that broke the communicator (then every later use fails with it).
+struct DeviceState {
+  int ordinal = 0;
+  cudaStream_t stream = nullptr;
+  ncclComm_t comm = nullptr;
+  char* fusion = nullptr;
+  size_t fusion_bytes = 0;
+  std::mutex mu;       // guards broken (Work::test runs on the coordinator, wait anywhere)
+  Status broken;       // OK until the communicator failed
+};
+
+class NcclTransport : public transport::Transport, public transport::DeviceSupport {
+ public:
+  // `control` outlives the transport; `fusion_bytes` is KOLO_FUSION_THRESHOLD.
+  NcclTransport(transport::ControlPlane& control, size_t fusion_bytes);
+  ~NcclTransport() override;
+
+  const char* name() const override { return "nccl"; }
+  Status supports(const transport::BucketView& bucket) const override;
+  std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
+  Status supports_collective(transport::CollectiveOp op,
+                             const transport::CollectiveView& view) const override;
+  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+                                              const transport::CollectiveView& view) override;
+  void set_completion_waker(std::function<void()> wake) override { wake_ = std::move(wake); }
+
+  Status resolve(Device* device) override;
+  Status record_ready(const Device& device, std::shared_ptr<transport::DeviceEvent>* ready) override;
+  Status stream_wait(const transport::DeviceEvent& event, void* stream) override;
+  Status allocate(const Device& device, size_t bytes, std::shared_ptr<char>* out) override;
+
+ private:
+  // The device's state, with its stream, communicator and fusion buffer made on
+  // first use (collective over the control plane).
+  Status state_for(const Device& device, DeviceState** out);
+  Status create_communicator(DeviceState& state);
+  // Queues the bucket's work on the device's stream.
+  Status enqueue_allreduce(DeviceState& state, const transport::BucketView& bucket);
+  Status enqueue_chunk(DeviceState& state, const transport::BucketView& bucket, size_t first,
+                       size_t last);
+  Status enqueue_alone(DeviceState& state, const transport::BucketView& bucket,
+                       const transport::BucketTensor& t);
+  Status enqueue_collective(DeviceState& state, transport::CollectiveOp op,
+                            const transport::CollectiveView& view);
+  Status enqueue_reducescatter(DeviceState& state, const transport::CollectiveView& view);
+  // Records the done event (and the wake-up callback) after queued work; the
+  // Work reports `queued` if it failed, else the device's outcome.
+  std::unique_ptr<transport::Work> finish(DeviceState* state, Status queued);
+
+  static void CUDART_CB on_done(void* self);
+
+  transport::ControlPlane& control_;
+  const transport::Topology topology_;
+  const size_t fusion_bytes_;
+  std::function<void()> wake_;
+  std::mutex mu_;  // guards pinned_ and states_' map (resolve runs on user threads)
+  int pinned_ = -1;
+  std::map<int, std::unique_ptr<DeviceState>> states_;
+};
+
+}  // namespace kolo::nccl
