@@ -127,6 +127,9 @@ class CudaDeviceImpl final : public CudaDevice {
   }
   void upload(void* device, const void* host, size_t bytes) override {
     check_cuda(comm_, cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy(H2D)");
+    // A pageable copy may return before its DMA lands, and the non-blocking
+    // streams that read the buffer next do not wait for the legacy stream.
+    check_cuda(comm_, cudaDeviceSynchronize(), "cudaDeviceSynchronize(upload)");
   }
   void download(void* host, const void* device, size_t bytes) override {
     check_cuda(comm_, cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(D2H)");

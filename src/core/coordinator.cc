@@ -19,6 +19,11 @@ std::vector<transport::Transport*> offered(transport::World& world) {
 
 // See Note [Waking up]: poll this long before sleeping.
 constexpr auto kSpinFor = std::chrono::microseconds(50);
+// While device work is in flight the coordinator polls it (yielding) this long
+// before it sleeps: a wake-up from the transport's host callback costs two
+// thread wake-ups, tens of microseconds each in a VM, on every bucket. Only
+// machines with GPUs take this path, and there cores are not scarce.
+constexpr auto kSpinWhileDeviceBusy = std::chrono::milliseconds(2);
 // The longest sleep while device work is in flight (a safety net: the device
 // transport wakes the coordinator when work finishes).
 constexpr auto kDeviceRecheck = std::chrono::milliseconds(1);
@@ -103,7 +108,7 @@ void Coordinator::wait_for_news() {
     const auto now = Clock::now();
     if (negotiator_.has_news(now)) return;
     negotiator_.warn_stalls(now);
-    if (now - idle_start < kSpinFor) {
+    if (now - idle_start < (executor_.busy() ? kSpinWhileDeviceBusy : kSpinFor)) {
       sched_yield();
       continue;
     }

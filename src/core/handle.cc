@@ -14,6 +14,9 @@ namespace {
 // anyone else runnable) saves a futex wake-up, which costs tens of microseconds
 // in a VM. Past it, sleep.
 constexpr auto kSpinFor = std::chrono::microseconds(50);
+// Device operations take longer (the GPU's work, then the coordinator's poll);
+// a waiter on one polls longer before it sleeps, for the same reason.
+constexpr auto kSpinForDevice = std::chrono::milliseconds(2);
 
 const std::string kEmpty;
 
@@ -57,7 +60,8 @@ bool HandleState::wait(double timeout_seconds) {
   for (int i = 0; !done(); ++i) {
     if (i >= 8) {
       auto now = Clock::now();
-      if (now - start >= kSpinFor || (!forever && now >= deadline)) break;
+      if (now - start >= (on_device ? kSpinForDevice : kSpinFor) || (!forever && now >= deadline))
+        break;
       sched_yield();
     }
   }

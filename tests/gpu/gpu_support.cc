@@ -52,6 +52,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 void DeviceBuffer::upload(const void* host, size_t bytes) {
   ASSERT_LE(bytes, bytes_);
   GPU_CHECK(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
+  // A pageable copy may return before its DMA lands, and non-blocking streams do
+  // not wait for the legacy stream it ran on.
+  GPU_CHECK(cudaDeviceSynchronize());
 }
 
 void DeviceBuffer::download(void* host, size_t bytes) const {

@@ -194,8 +194,12 @@ Status NcclTransport::record_ready(const Device& device,
   KOLO_RETURN_IF_ERROR(guard.status());
   cudaEvent_t event = nullptr;
   KOLO_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  auto owned = std::make_shared<CudaEvent>(event, device.index);
-  KOLO_CUDA_RETURN_IF_ERROR(cudaEventRecord(event, static_cast<cudaStream_t>(device.stream)));
+  const auto stream = static_cast<cudaStream_t>(device.stream);
+  // The serial is taken and the event recorded under one lock, so that serial
+  // order is recording order on every stream.
+  std::lock_guard<std::mutex> lock(record_mu_);
+  auto owned = std::make_shared<CudaEvent>(event, device.index, stream, ++recordings_);
+  KOLO_CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
   *ready = std::move(owned);
   return Status::OK();
 }
@@ -327,12 +331,21 @@ std::unique_ptr<Work> NcclTransport::allreduce(const BucketView& bucket) {
 // are packed, reduced once and unpacked; one that does not fit, or a bucket of
 // one tensor, is reduced in place in the caller's memory.
 Status NcclTransport::enqueue_allreduce(DeviceState& state, const BucketView& bucket) {
-  const BucketTensor* last_ready = nullptr;
+  // Wait for the latest ready event of each producer stream: it implies the rest.
+  // (cudaStreamPerThread names a different stream in each thread: no shortcut.)
+  std::map<cudaStream_t, const CudaEvent*> latest;
   for (const BucketTensor& t : bucket.tensors) {
-    if (t.ready == nullptr || (last_ready && last_ready->ready == t.ready)) continue;
-    KOLO_RETURN_IF_ERROR(wait_ready(t.ready, state.stream));
-    last_ready = &t;
+    if (t.ready == nullptr) continue;
+    const auto* e = static_cast<const CudaEvent*>(t.ready.get());
+    if (e->stream() == cudaStreamPerThread) {
+      KOLO_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(state.stream, e->get(), 0));
+      continue;
+    }
+    const CudaEvent*& slot = latest[e->stream()];
+    if (slot == nullptr || e->serial() > slot->serial()) slot = e;
   }
+  for (const auto& [stream, event] : latest)
+    KOLO_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(state.stream, event->get(), 0));
   const size_t elem = dtype_size(bucket.dtype);
   const size_t n = bucket.tensors.size();
   size_t i = 0;

@@ -36,20 +36,27 @@
 
 namespace kolo::nccl {
 
-// A CUDA event on one device, destroyed with the object.
+// A CUDA event on one device, destroyed with the object. `stream` and `serial`
+// (a process-wide count of recordings) say where and when it was recorded: of
+// two events recorded on one stream, waiting for the later one suffices.
 class CudaEvent : public transport::DeviceEvent {
  public:
-  CudaEvent(cudaEvent_t event, int device) : event_(event), device_(device) {}
+  CudaEvent(cudaEvent_t event, int device, cudaStream_t stream = nullptr, uint64_t serial = 0)
+      : event_(event), device_(device), stream_(stream), serial_(serial) {}
   ~CudaEvent() override;
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
 
   cudaEvent_t get() const { return event_; }
   int device() const { return device_; }
+  cudaStream_t stream() const { return stream_; }
+  uint64_t serial() const { return serial_; }
 
  private:
   cudaEvent_t event_;
   int device_;
+  cudaStream_t stream_;
+  uint64_t serial_;
 };
 
 // What one device needs: kolo's stream, the communicator, the fusion buffer, and
@@ -110,6 +117,8 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   std::function<void()> wake_;
   std::mutex mu_;  // guards pinned_ and states_' map (resolve runs on user threads)
   int pinned_ = -1;
+  std::mutex record_mu_;
+  uint64_t recordings_ = 0;  // CudaEvent serials; guarded by record_mu_
   std::map<int, std::unique_ptr<DeviceState>> states_;
 };
 

@@ -97,6 +97,9 @@ void check_pack(DeviceKernelsTest* t, DataType dtype, double factor,
   char* dst = t->device_bytes(input.size() + 16);
   ASSERT_CUDA(cudaMemcpy(src, input.data(), input.size(), cudaMemcpyHostToDevice));
   ASSERT_CUDA(cudaMemset(dst, 0xab, input.size()));
+  // The set-up ran on the legacy default stream, which a non-blocking stream does
+  // not wait for: finish it before the kernel goes on stream_.
+  ASSERT_CUDA(cudaDeviceSynchronize());
   std::vector<CopySegment> segments;
   std::vector<int64_t> src_at, dst_at;
   int64_t in = 0, out = 0;
@@ -154,6 +157,7 @@ TEST_F(DeviceKernelsTest, ScaleInPlace) {
   for (int64_t i = 0; i < count; ++i) host[i] = static_cast<float>(i) - 5000.0f;
   float* data = reinterpret_cast<float*>(device_bytes(count * sizeof(float)));
   ASSERT_CUDA(cudaMemcpy(data, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaDeviceSynchronize());
   Status status = scale(data, data, count, DataType::kFloat32, 0.125, stream_);
   ASSERT_TRUE(status.ok()) << status.to_string();
   ASSERT_CUDA(cudaStreamSynchronize(stream_));
@@ -169,6 +173,7 @@ void check_divide(DeviceKernelsTest* t, DataType dtype) {
   for (int64_t i = 0; i < count; ++i) host[i] = static_cast<T>(i * 7919 - 12345);
   T* data = reinterpret_cast<T*>(t->device_bytes(count * sizeof(T)));
   ASSERT_CUDA(cudaMemcpy(data, host.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  ASSERT_CUDA(cudaDeviceSynchronize());
   Status status = divide_integer(data, count, dtype, 3, t->stream_);
   ASSERT_TRUE(status.ok()) << status.to_string();
   ASSERT_CUDA(cudaStreamSynchronize(t->stream_));
