@@ -67,6 +67,7 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   kolo::transport::World world;
   kolo::mpi::WorldOptions with_config = options;
   with_config.fusion_bytes = static_cast<size_t>(config.fusion_threshold_bytes);
+  with_config.hierarchical_allreduce = config.hierarchical_allreduce;
   if (Status s = kolo::mpi::create_world(with_config, &world); !s.ok()) return report(s);
   std::unique_ptr<kolo::core::Runtime> runtime;
   if (Status s = kolo::core::Runtime::start(std::move(world), config, &runtime); !s.ok())

@@ -8,7 +8,7 @@
 namespace kolo::mpi {
 
 Status hierarchical_applies(const SharedComms& comms, const transport::Topology& topology,
-                            bool* applies) {
+                            bool* applies, bool* equal_nodes_out) {
   // max(local_size) and max(-local_size) in one call: equal iff they negate.
   int mine[2] = {topology.local_size, -topology.local_size};
   int all[2] = {0, 0};
@@ -18,6 +18,20 @@ Status hierarchical_applies(const SharedComms& comms, const transport::Topology&
   const bool equal_nodes = all[0] == -all[1];
   // cross_size is the number of nodes when node sizes are equal, on every rank.
   *applies = equal_nodes && topology.cross_size > 1;
+  if (equal_nodes_out) *equal_nodes_out = equal_nodes;
+  return Status::OK();
+}
+
+Status CrossRing::create(const SharedComms& comms, std::unique_ptr<CrossRing>* out) {
+  std::unique_ptr<CrossRing> r(new CrossRing());
+  r->comms_ = std::make_shared<Comms>();
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Comm_idup(comms->cross, &r->comms_->data, &request));
+  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_MPI_CHECK(MPI_Comm_set_errhandler(r->comms_->data, MPI_ERRORS_RETURN));
+  r->p2p_ = std::make_unique<MpiPointToPoint>(r->comms_);
+  r->ring_ = std::make_unique<algorithms::RingAllreduce>(*r->p2p_);
+  *out = std::move(r);
   return Status::OK();
 }
 
@@ -25,13 +39,7 @@ Status HierarchicalTransport::create(const SharedComms& comms,
                                      std::unique_ptr<HierarchicalTransport>* out) {
   std::unique_ptr<HierarchicalTransport> t(new HierarchicalTransport());
   KOLO_RETURN_IF_ERROR(ShmAllreduce::create(comms->local, kSlotBytes, &t->node_));
-  t->cross_comms_ = std::make_shared<Comms>();
-  MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Comm_idup(comms->cross, &t->cross_comms_->data, &request));
-  KOLO_RETURN_IF_ERROR(wait(&request));
-  KOLO_MPI_CHECK(MPI_Comm_set_errhandler(t->cross_comms_->data, MPI_ERRORS_RETURN));
-  t->cross_p2p_ = std::make_unique<MpiPointToPoint>(t->cross_comms_);
-  t->cross_ring_ = std::make_unique<algorithms::RingAllreduce>(*t->cross_p2p_);
+  KOLO_RETURN_IF_ERROR(CrossRing::create(comms, &t->cross_));
   *out = std::move(t);
   return Status::OK();
 }
@@ -47,7 +55,7 @@ std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(
   // The ranks of a cross communicator share a local rank and a node size, so they
   // run the same slices with the same shard counts and their ring calls match.
   auto across_nodes = [&](void* shard, int64_t count) {
-    return cross_ring_->run(shard, shard, count, dtype, op);
+    return cross_->run(shard, count, dtype, op);
   };
   Status s = node_->run(bucket.input, bucket.output, bucket.count, dtype, op, across_nodes);
   return std::make_unique<transport::CompletedWork>(std::move(s));

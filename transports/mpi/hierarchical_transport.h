@@ -32,6 +32,8 @@
 
 namespace kolo::mpi {
 
+class CrossRing;
+
 class HierarchicalTransport : public transport::Transport {
  public:
   // Slots of the intra-node stage: larger than shm's, so that each inter-node
@@ -50,14 +52,30 @@ class HierarchicalTransport : public transport::Transport {
   HierarchicalTransport() = default;
 
   std::unique_ptr<ShmAllreduce> node_;
-  SharedComms cross_comms_;  // data: the cross communicator's duplicate
-  std::unique_ptr<MpiPointToPoint> cross_p2p_;
-  std::unique_ptr<algorithms::RingAllreduce> cross_ring_;
+  std::unique_ptr<CrossRing> cross_;
 };
 
 // Whether the MPI world offers "hierarchical": several nodes, equal node sizes.
-// Collective over comms->control.
+// `equal_nodes` (may be null) receives the second condition alone. Collective over
+// comms->control.
 Status hierarchical_applies(const SharedComms& comms, const transport::Topology& topology,
-                            bool* applies);
+                            bool* applies, bool* equal_nodes = nullptr);
+
+// kolo's ring allreduce over a duplicate of the cross communicator (the ranks with
+// this rank's local rank, one per node), in place on host memory. Collective over
+// comms->cross. The hierarchical paths run their inter-node step on it.
+class CrossRing {
+ public:
+  static Status create(const SharedComms& comms, std::unique_ptr<CrossRing>* out);
+  Status run(void* data, int64_t count, DataType dtype, ReduceOp op) {
+    return ring_->run(data, data, count, dtype, op);
+  }
+
+ private:
+  CrossRing() = default;
+  SharedComms comms_;  // data: the cross communicator's duplicate
+  std::unique_ptr<MpiPointToPoint> p2p_;
+  std::unique_ptr<algorithms::RingAllreduce> ring_;
+};
 
 }  // namespace kolo::mpi

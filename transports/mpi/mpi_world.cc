@@ -148,7 +148,7 @@ void release_owned_world() {
 // "shm" when the whole world is one node; "hierarchical" when there are several
 // nodes of equal size. Collective over the world.
 Status add_shared_memory_transports(const SharedComms& comms, const transport::Topology& topology,
-                                    transport::World* world) {
+                                    transport::World* world, bool* equal_nodes) {
   if (topology.local_size == topology.size) {
     std::unique_ptr<ShmAllreduce> engine;
     KOLO_RETURN_IF_ERROR(
@@ -156,7 +156,7 @@ Status add_shared_memory_transports(const SharedComms& comms, const transport::T
     world->transports.push_back(std::make_unique<ShmTransport>(std::move(engine)));
   }
   bool hierarchical = false;
-  KOLO_RETURN_IF_ERROR(hierarchical_applies(comms, topology, &hierarchical));
+  KOLO_RETURN_IF_ERROR(hierarchical_applies(comms, topology, &hierarchical, equal_nodes));
   if (hierarchical) {
     std::unique_ptr<HierarchicalTransport> t;
     KOLO_RETURN_IF_ERROR(HierarchicalTransport::create(comms, &t));
@@ -164,6 +164,27 @@ Status add_shared_memory_transports(const SharedComms& comms, const transport::T
   }
   return Status::OK();
 }
+
+#if KOLO_HAVE_NCCL
+// The device transport; hierarchical (Note [Hierarchical on GPUs]) when asked for
+// and the nodes are of equal size. Collective over the world when hierarchical.
+Status add_nccl_transport(const SharedComms& comms, const WorldOptions& options, bool equal_nodes,
+                          transport::World* world) {
+  nccl::NcclTransport::CrossAllreduce cross;
+  if (options.hierarchical_allreduce && equal_nodes) {
+    std::unique_ptr<CrossRing> ring;
+    KOLO_RETURN_IF_ERROR(CrossRing::create(comms, &ring));
+    std::shared_ptr<CrossRing> shared = std::move(ring);
+    cross = [shared](void* data, int64_t count, DataType dtype, ReduceOp op) {
+      return shared->run(data, count, dtype, op);
+    };
+  }
+  auto nccl = std::make_unique<nccl::NcclTransport>(*world->control, options.fusion_bytes, std::move(cross));
+  world->device = nccl.get();
+  world->transports.push_back(std::move(nccl));
+  return Status::OK();
+}
+#endif
 
 }  // namespace
 
@@ -189,11 +210,10 @@ Status create_world(const WorldOptions& options, transport::World* world) {
   built.p2p = std::make_unique<MpiPointToPoint>(comms);
   built.transports.push_back(std::move(native));
   built.transports.push_back(algorithms::make_ring_transport(*built.p2p));
-  KOLO_RETURN_IF_ERROR(add_shared_memory_transports(comms, topology, &built));
+  bool equal_nodes = false;
+  KOLO_RETURN_IF_ERROR(add_shared_memory_transports(comms, topology, &built, &equal_nodes));
 #if KOLO_HAVE_NCCL
-  auto nccl = std::make_unique<nccl::NcclTransport>(*built.control, options.fusion_bytes);
-  built.device = nccl.get();
-  built.transports.push_back(std::move(nccl));
+  KOLO_RETURN_IF_ERROR(add_nccl_transport(comms, options, equal_nodes, &built));
 #endif
   if (kolo_owns) {
     ++kolo_owned_worlds;

@@ -20,6 +20,8 @@ struct WorldOptions {
   int test_node_size = 0;
   // KOLO_FUSION_THRESHOLD: the size of the device transport's fusion buffer.
   size_t fusion_bytes = size_t{64} << 20;
+  // KOLO_HIERARCHICAL_ALLREDUCE: the device transport goes hierarchical too.
+  bool hierarchical_allreduce = false;
 };
 
 // Initialises MPI if nobody has (asking for MPI_THREAD_MULTIPLE; the world's

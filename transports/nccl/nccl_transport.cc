@@ -139,15 +139,25 @@ class NcclWork : public Work {
 
 CudaEvent::~CudaEvent() { cudaEventDestroy(event_); }
 
-NcclTransport::NcclTransport(transport::ControlPlane& control, size_t fusion_bytes)
+NcclTransport::NcclTransport(transport::ControlPlane& control, size_t fusion_bytes,
+                             CrossAllreduce cross)
     : control_(control),
       topology_(control.topology()),
-      fusion_bytes_(std::max(fusion_bytes, kMinFusionBytes)) {}
+      fusion_bytes_(std::max(fusion_bytes, kMinFusionBytes)),
+      cross_(std::move(cross)) {}
 
 NcclTransport::~NcclTransport() {
   for (auto& [ordinal, state] : states_) {
     DeviceGuard guard(ordinal);
     if (state->stream) cudaStreamSynchronize(state->stream);
+    if (state->local) {
+      if (state->broken.ok()) {
+        ncclCommDestroy(state->local);
+      } else {
+        ncclCommAbort(state->local);
+      }
+    }
+    if (state->staging) cudaFreeHost(state->staging);
     if (state->comm) {
       if (state->broken.ok()) {
         ncclCommDestroy(state->comm);
@@ -272,6 +282,8 @@ Status NcclTransport::create_communicator(DeviceState& state) {
     local = cuda_status(cudaMalloc(&state.fusion, fusion_bytes_), "cudaMalloc (device fusion buffer)");
     if (local.ok()) state.fusion_bytes = fusion_bytes_;
   }
+  if (local.ok() && cross_ && state.staging == nullptr)
+    local = cuda_status(cudaMallocHost(&state.staging, fusion_bytes_), "cudaMallocHost (staging)");
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
   if (local.ok() && topology_.rank == 0) local = nccl_status(ncclGetUniqueId(&id), "ncclGetUniqueId");
@@ -286,6 +298,10 @@ Status NcclTransport::create_communicator(DeviceState& state) {
   if (blob.size() != sizeof(id)) return internal_error("the NCCL unique id arrived truncated");
   std::memcpy(&id, blob.data(), sizeof(id));
   KOLO_NCCL_RETURN_IF_ERROR(ncclCommInitRank(&state.comm, topology_.size, id, topology_.rank));
+  if (cross_) {  // the node's ranks: color = node, key = local rank (collective)
+    KOLO_NCCL_RETURN_IF_ERROR(
+        ncclCommSplit(state.comm, topology_.cross_rank, topology_.local_rank, &state.local, nullptr));
+  }
   KOLO_LOG(kDebug) << "NCCL communicator on cuda:" << state.ordinal << " rank " << topology_.rank
                    << " of " << topology_.size;
   return Status::OK();
@@ -382,8 +398,7 @@ Status NcclTransport::enqueue_chunk(DeviceState& state, const BucketView& bucket
   }
   if (total == 0) return Status::OK();
   KOLO_RETURN_IF_ERROR(batched_copy(in, bucket.dtype, r.in_factor, state.stream));
-  KOLO_NCCL_RETURN_IF_ERROR(ncclAllReduce(state.fusion, state.fusion, static_cast<size_t>(total),
-                                          r.dtype, r.op, state.comm, state.stream));
+  KOLO_RETURN_IF_ERROR(reduce_in_place(state, state.fusion, total, bucket.dtype, bucket.op));
   if (r.divide)
     KOLO_RETURN_IF_ERROR(divide_integer(state.fusion, total, bucket.dtype, topology_.size, state.stream));
   if (out.empty()) return Status::OK();
@@ -401,8 +416,7 @@ Status NcclTransport::enqueue_alone(DeviceState& state, const BucketView& bucket
     for (int64_t done = 0; done < t.count; done += chunk) {
       const int64_t n = std::min(chunk, t.count - done);
       KOLO_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(state.fusion, 0, static_cast<size_t>(n) * elem, state.stream));
-      KOLO_NCCL_RETURN_IF_ERROR(ncclAllReduce(state.fusion, state.fusion, static_cast<size_t>(n),
-                                              r.dtype, r.op, state.comm, state.stream));
+      KOLO_RETURN_IF_ERROR(reduce_in_place(state, state.fusion, n, bucket.dtype, bucket.op));
     }
     return Status::OK();
   }
@@ -412,9 +426,63 @@ Status NcclTransport::enqueue_alone(DeviceState& state, const BucketView& bucket
     KOLO_RETURN_IF_ERROR(scale(t.output, t.input, t.count, bucket.dtype, r.in_factor, state.stream));
     input = t.output;
   }
+  if (cross_) {  // hierarchical works in place
+    if (input != t.output)
+      KOLO_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(t.output, input, static_cast<size_t>(t.count) * elem,
+                                                cudaMemcpyDeviceToDevice, state.stream));
+    KOLO_RETURN_IF_ERROR(reduce_in_place(state, t.output, t.count, bucket.dtype, bucket.op));
+    return finish_in_place(r, t.output, t.count, bucket.dtype, topology_.size, state.stream);
+  }
   KOLO_NCCL_RETURN_IF_ERROR(ncclAllReduce(input, t.output, static_cast<size_t>(t.count), r.dtype,
                                           r.op, state.comm, state.stream));
   return finish_in_place(r, t.output, t.count, bucket.dtype, topology_.size, state.stream);
+}
+
+Status NcclTransport::reduce_in_place(DeviceState& state, void* data, int64_t count, DataType dtype,
+                                      ReduceOp op) {
+  if (count == 0) return Status::OK();
+  if (cross_) return hierarchical_in_place(state, static_cast<char*>(data), count, dtype, op);
+  Reduction r;
+  KOLO_RETURN_IF_ERROR(plan_reduction(dtype, op, 1.0, 1.0, topology_.size, &r));
+  return nccl_status(ncclAllReduce(data, data, static_cast<size_t>(count), r.dtype, r.op, state.comm,
+                                   state.stream), "ncclAllReduce");
+}
+
+// See Note [Hierarchical on GPUs]. Chunks of at most the staging buffer's size.
+Status NcclTransport::hierarchical_in_place(DeviceState& state, char* data, int64_t count,
+                                            DataType dtype, ReduceOp op) {
+  Reduction r;
+  KOLO_RETURN_IF_ERROR(plan_reduction(dtype, op, 1.0, 1.0, topology_.size, &r));
+  const ReduceOp cross_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
+  const size_t elem = dtype_size(dtype);
+  const int n = topology_.local_size, me = topology_.local_rank;
+  const int64_t most = static_cast<int64_t>(fusion_bytes_ / elem);
+  for (int64_t done = 0; done < count; done += most) {
+    const int64_t c = std::min(most, count - done);
+    char* p = data + static_cast<size_t>(done) * elem;
+    const int64_t per = c / n;
+    if (per > 0) {
+      const size_t shard_bytes = static_cast<size_t>(per) * elem;
+      char* shard = p + static_cast<size_t>(me) * shard_bytes;
+      KOLO_NCCL_RETURN_IF_ERROR(ncclReduceScatter(p, shard, static_cast<size_t>(per), r.dtype, r.op,
+                                                  state.local, state.stream));
+      KOLO_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(state.staging, shard, shard_bytes, cudaMemcpyDeviceToHost, state.stream));
+      KOLO_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(state.stream));
+      KOLO_RETURN_IF_ERROR(cross_(state.staging, per, dtype, cross_op));
+      KOLO_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(shard, state.staging, shard_bytes, cudaMemcpyHostToDevice, state.stream));
+      KOLO_NCCL_RETURN_IF_ERROR(
+          ncclAllGather(shard, p, static_cast<size_t>(per), r.dtype, state.local, state.stream));
+    }
+    const int64_t tail = c - per * n;  // fewer than local_size elements: flat
+    if (tail > 0) {
+      char* t = p + static_cast<size_t>(per * n) * elem;
+      KOLO_NCCL_RETURN_IF_ERROR(ncclAllReduce(t, t, static_cast<size_t>(tail), r.dtype, r.op, state.comm,
+                                              state.stream));
+    }
+  }
+  return Status::OK();
 }
 
 // ---- the other collectives ----------------------------------------------------

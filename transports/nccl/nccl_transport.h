@@ -18,6 +18,11 @@
 //   work is in flight, ncclCommGetAsyncError is checked; on an error the
 //   communicator is aborted and every Work of that device, pending or later,
 //   fails with NCCL's message.
+// - Hierarchical (KOLO_HIERARCHICAL_ALLREDUCE, equal node sizes; see Note
+//   [Hierarchical on GPUs]): given `cross`, every allreduce is an NCCL
+//   reduce-scatter inside the node, `cross` (kolo's ring over MPI between the
+//   ranks of equal local rank) on each rank's shard staged through pinned host
+//   memory, and an NCCL allgather inside the node.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -65,6 +70,8 @@ struct DeviceState {
   int ordinal = 0;
   cudaStream_t stream = nullptr;
   ncclComm_t comm = nullptr;
+  ncclComm_t local = nullptr;  // hierarchical only: this node's ranks (ncclCommSplit)
+  char* staging = nullptr;     // hierarchical only: pinned host memory, fusion_bytes
   char* fusion = nullptr;
   size_t fusion_bytes = 0;
   std::mutex mu;       // guards broken (Work::test runs on the coordinator, wait anywhere)
@@ -73,8 +80,14 @@ struct DeviceState {
 
 class NcclTransport : public transport::Transport, public transport::DeviceSupport {
  public:
-  // `control` outlives the transport; `fusion_bytes` is KOLO_FUSION_THRESHOLD.
-  NcclTransport(transport::ControlPlane& control, size_t fusion_bytes);
+  // In-place allreduce of host memory across nodes, between the ranks that share
+  // this rank's local rank (the cross communicator). AVERAGE never reaches it.
+  using CrossAllreduce = std::function<Status(void* host, int64_t count, DataType dtype, ReduceOp op)>;
+
+  // `control` outlives the transport; `fusion_bytes` is KOLO_FUSION_THRESHOLD;
+  // `cross`, when set, makes every allreduce hierarchical (the MPI world sets it
+  // for KOLO_HIERARCHICAL_ALLREDUCE=1 when nodes are of equal size).
+  NcclTransport(transport::ControlPlane& control, size_t fusion_bytes, CrossAllreduce cross = nullptr);
   ~NcclTransport() override;
 
   const char* name() const override { return "nccl"; }
@@ -102,6 +115,11 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
                        size_t last);
   Status enqueue_alone(DeviceState& state, const transport::BucketView& bucket,
                        const transport::BucketTensor& t);
+  // In-place allreduce of `count` elements at `data`: flat, or hierarchical.
+  Status reduce_in_place(DeviceState& state, void* data, int64_t count, DataType dtype,
+                         ReduceOp op);
+  Status hierarchical_in_place(DeviceState& state, char* data, int64_t count, DataType dtype,
+                               ReduceOp op);
   Status enqueue_collective(DeviceState& state, transport::CollectiveOp op,
                             const transport::CollectiveView& view);
   Status enqueue_reducescatter(DeviceState& state, const transport::CollectiveView& view);
@@ -114,6 +132,7 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   transport::ControlPlane& control_;
   const transport::Topology topology_;
   const size_t fusion_bytes_;
+  const CrossAllreduce cross_;
   std::function<void()> wake_;
   std::mutex mu_;  // guards pinned_ and states_' map (resolve runs on user threads)
   int pinned_ = -1;
@@ -121,5 +140,16 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   uint64_t recordings_ = 0;  // CudaEvent serials; guarded by record_mu_
   std::map<int, std::unique_ptr<DeviceState>> states_;
 };
+
+// Note [Hierarchical on GPUs]
+// Across nodes the network is the bottleneck; inside a node NVLink is not. So,
+// as in Horovod's NCCL_REDUCESCATTER + MPI + NCCL_ALLGATHER path, each bucket is
+// reduce-scattered inside the node, each rank allreduces only its 1/local_size
+// shard with its peers of equal local rank on the other nodes (kolo's ring over
+// MPI, on a pinned host copy: the coordinator waits for the device there), and
+// the node allgathers the shards. Elements past the last multiple of local_size
+// (fewer than local_size) take a flat ncclAllReduce. With one node (or
+// KOLO_TEST_NODE_SIZE pretend nodes) the same code runs with the staging step
+// among fewer peers, which is how one GPU exercises it.
 
 }  // namespace kolo::nccl
