@@ -307,5 +307,66 @@ TEST(SelectorTest, HierarchicalKnobPrefersHierarchicalAtEverySize) {
   EXPECT_STREQ(chosen->name(), "hierarchical");
 }
 
+// Serves the buckets of one device kind only, as the real transports do.
+class KindTransport : public FakeTransport {
+ public:
+  KindTransport(std::string name, DeviceKind kind) : FakeTransport(std::move(name)), kind_(kind) {}
+  Status supports(const BucketView& b) const override {
+    return b.device.kind == kind_ ? Status::OK() : unsupported(std::string(name()) + ": wrong memory");
+  }
+
+ private:
+  DeviceKind kind_;
+};
+
+BucketView cuda_bucket(size_t bytes) {
+  BucketView b = cpu_bucket(bytes);
+  b.device = Device{DeviceKind::kCuda, 0, nullptr};
+  return b;
+}
+
+// KOLO_TRANSPORT steers the buckets of its own memory kind; the others go in auto
+// order, where a CUDA bucket tries nccl first.
+TEST(SelectorTest, PreferenceSteersOnlyItsOwnMemoryKind) {
+  std::vector<std::unique_ptr<Transport>> owned;
+  owned.push_back(std::make_unique<KindTransport>("mpi", DeviceKind::kCpu));
+  owned.push_back(std::make_unique<KindTransport>("shm", DeviceKind::kCpu));
+  owned.push_back(std::make_unique<KindTransport>("nccl", DeviceKind::kCuda));
+  std::vector<Transport*> offered;
+  for (auto& t : owned) offered.push_back(t.get());
+  Topology one_node;
+  one_node.size = one_node.local_size = 2;
+
+  Transport* chosen = nullptr;
+  Selector mpi_preferred(offered, "mpi", one_node);
+  ASSERT_TRUE(mpi_preferred.select(cuda_bucket(1 << 20), &chosen).ok());
+  EXPECT_STREQ(chosen->name(), "nccl");
+  ASSERT_TRUE(mpi_preferred.select(cpu_bucket(1 << 20), &chosen).ok());
+  EXPECT_STREQ(chosen->name(), "mpi");
+
+  Selector nccl_preferred(offered, "nccl", one_node);
+  ASSERT_TRUE(nccl_preferred.validate().ok());
+  ASSERT_TRUE(nccl_preferred.select(cpu_bucket(1 << 20), &chosen).ok());
+  EXPECT_STREQ(chosen->name(), "shm");  // auto order on one node
+  ASSERT_TRUE(nccl_preferred.select(cuda_bucket(4), &chosen).ok());
+  EXPECT_STREQ(chosen->name(), "nccl");
+
+  Selector automatic(offered, "auto", one_node);
+  EXPECT_EQ(automatic.auto_order(cuda_bucket(4)).front(), "nccl");
+  ASSERT_TRUE(automatic.select(cuda_bucket(64 << 20), &chosen).ok());
+  EXPECT_STREQ(chosen->name(), "nccl");
+}
+
+// Without a device transport a CUDA bucket fails, naming why each transport said no.
+TEST(SelectorTest, CudaBucketWithoutDeviceTransportNamesTheReasons) {
+  KindTransport mpi("mpi", DeviceKind::kCpu);
+  Selector selector({&mpi}, "auto", Topology{});
+  Transport* chosen = nullptr;
+  const Status s = selector.select(cuda_bucket(4), &chosen);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("mpi: wrong memory"), std::string::npos) << s.message();
+  EXPECT_EQ(chosen, nullptr);
+}
+
 }  // namespace
 }  // namespace kolo::transport
