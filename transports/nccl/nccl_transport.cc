@@ -147,24 +147,21 @@ NcclTransport::NcclTransport(transport::ControlPlane& control, size_t fusion_byt
       cross_(std::move(cross)) {}
 
 NcclTransport::~NcclTransport() {
+  // A communicator that failed is aborted (destroying it could wait for peers).
+  auto release = [](ncclComm_t comm, bool failed) {
+    if (comm == nullptr) return;
+    if (failed) {
+      ncclCommAbort(comm);
+    } else {
+      ncclCommDestroy(comm);
+    }
+  };
   for (auto& [ordinal, state] : states_) {
     DeviceGuard guard(ordinal);
     if (state->stream) cudaStreamSynchronize(state->stream);
-    if (state->local) {
-      if (state->broken.ok()) {
-        ncclCommDestroy(state->local);
-      } else {
-        ncclCommAbort(state->local);
-      }
-    }
+    release(state->local, !state->broken.ok());
+    release(state->comm, !state->broken.ok());
     if (state->staging) cudaFreeHost(state->staging);
-    if (state->comm) {
-      if (state->broken.ok()) {
-        ncclCommDestroy(state->comm);
-      } else {
-        ncclCommAbort(state->comm);
-      }
-    }
     if (state->fusion) cudaFree(state->fusion);
     if (state->stream) cudaStreamDestroy(state->stream);
   }
