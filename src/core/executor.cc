@@ -268,7 +268,8 @@ std::unique_ptr<transport::Work> Executor::start_device_bucket(
   return transport->allreduce(view);
 }
 
-Status Executor::reduce(const void* input, void* output, const TensorParams& params) {
+Status Executor::reduce(const void* input, void* output, const TensorParams& params,
+                        bool* finished) {
   transport::BucketView view;
   view.input = input;
   view.output = output;
@@ -277,9 +278,18 @@ Status Executor::reduce(const void* input, void* output, const TensorParams& par
   view.op = transport_op(params.op);
   view.device = Device{params.device, 0, nullptr};
   view.sequence = sequence_;
+  if (finished) *finished = false;
   if (view.count == 0) return Status::OK();
   transport::Transport* transport = nullptr;
   KOLO_RETURN_IF_ERROR(selector_.select(view, &transport));
+  if (finished && transport->scales_output()) {  // see BucketView
+    if (is_floating(params.dtype)) {
+      view.postscale = output_factor(params, world_size_);
+    } else if (params.op == ReduceOp::kAverage) {
+      view.divide = world_size_;
+    }
+    *finished = true;
+  }
   return transport->allreduce(view)->wait();
 }
 
@@ -298,8 +308,9 @@ Status Executor::run_alone(TensorEntry& entry, const TensorParams& params) {
     reduce::copy_scaled(entry.output, entry.input, params.count, params.dtype, params.prescale);
     input = entry.output;
   }
-  KOLO_RETURN_IF_ERROR(reduce(input, entry.output, params));
-  finish_in_place(entry.output, params.count, params);
+  bool finished = false;
+  KOLO_RETURN_IF_ERROR(reduce(input, entry.output, params, &finished));
+  if (!finished) finish_in_place(entry.output, params.count, params);
   return Status::OK();
 }
 

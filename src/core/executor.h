@@ -71,7 +71,11 @@ class Executor {
   Status run_fused(const std::vector<TensorEntry*>& entries, const TensorParams& params);
   Status run_alone(TensorEntry& entry, const TensorParams& params);
   Status run_group(TensorEntry& entry, const TensorParams& params);
-  Status reduce(const void* input, void* output, const TensorParams& params);
+  // Reduces one bucket through the selected transport. With `finished` non-null the
+  // transport may apply the output factor itself (*finished = true; see
+  // Transport::scales_output); with null the caller always does.
+  Status reduce(const void* input, void* output, const TensorParams& params,
+                bool* finished = nullptr);
   void finish_in_place(void* data, int64_t count, const TensorParams& params);
   TensorEntry zero_entry(const Response& response);
 

@@ -35,8 +35,13 @@ struct BucketTensor {
 // `output` on every rank (input == output: in place).
 //
 // For CPU buckets the coordinator has already packed the tensors, applied the
-// scale factors and turned AVERAGE into SUM (it divides afterwards), so a CPU
-// transport sees op in {SUM, MIN, MAX, PRODUCT} and prescale == postscale == 1.
+// prescale and turned AVERAGE into SUM, so a CPU transport sees op in {SUM, MIN,
+// MAX, PRODUCT} and prescale == 1. The output factor (postscale, and 1/size for a
+// floating AVERAGE) and an integer AVERAGE's division are the coordinator's pass
+// afterwards — unless the transport says scales_output(): then it gets them in
+// `postscale` (floating dtypes) and `divide` (integers; truncating toward zero)
+// and applies them to each result element before it is written out, saving the
+// coordinator's pass over memory. Otherwise postscale == 1 and divide == 1.
 //
 // Device buckets (device.kind != kCpu) are handed over whole: `tensors` lists
 // them in bucket order (input/output above are unused), op may be AVERAGE, and
@@ -52,6 +57,7 @@ struct BucketView {
   Device device;
   double prescale = 1.0;
   double postscale = 1.0;
+  int64_t divide = 1;     // CPU buckets to a transport that scales_output() only
   uint64_t sequence = 0;  // the bucket's index in the coordinator's global order
   std::vector<BucketTensor> tensors;  // device buckets only
 
@@ -127,6 +133,10 @@ class Transport {
   virtual Status supports(const BucketView& bucket) const = 0;
 
   virtual std::unique_ptr<Work> allreduce(const BucketView& bucket) = 0;
+
+  // Host transports: whether allreduce() applies a CPU bucket's output factor and
+  // integer division itself (see BucketView). Same answer on every rank.
+  virtual bool scales_output() const { return false; }
 
   // Device transports: `wake` is to be called (from any thread) when device work
   // completes, so that the coordinator polls its Work. Host transports ignore it.

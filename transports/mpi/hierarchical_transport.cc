@@ -57,7 +57,8 @@ std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(
   auto across_nodes = [&](void* shard, int64_t count) {
     return cross_->run(shard, count, dtype, op);
   };
-  Status s = node_->run(bucket.input, bucket.output, bucket.count, dtype, op, across_nodes);
+  Status s = node_->run(bucket.input, bucket.output, bucket.count, dtype, op,
+                         finish_stage(bucket, across_nodes));
   return std::make_unique<transport::CompletedWork>(std::move(s));
 }
 

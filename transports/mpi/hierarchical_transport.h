@@ -47,6 +47,8 @@ class HierarchicalTransport : public transport::Transport {
   const char* name() const override { return "hierarchical"; }
   Status supports(const transport::BucketView& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
+  // After the inter-node step, each shard is scaled in cache (see finish_stage).
+  bool scales_output() const override { return true; }
 
  private:
   HierarchicalTransport() = default;

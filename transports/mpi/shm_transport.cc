@@ -216,10 +216,26 @@ Status shm_supports(const char* name, const transport::BucketView& bucket) {
   if (bucket.op == ReduceOp::kAverage) {
     return unsupported(who + ": no average kernel (the coordinator sums, then divides)");
   }
-  if (bucket.prescale != 1.0 || bucket.postscale != 1.0) {
-    return unsupported(who + ": does not apply scale factors");
-  }
+  if (bucket.prescale != 1.0) return unsupported(who + ": does not apply a prescale");
+  if (bucket.postscale != 1.0 && !is_floating(bucket.dtype))
+    return invalid_argument(who + ": an output factor needs a floating dtype, not " + dtype_name(bucket.dtype));
+  if (bucket.divide != 1 && !is_integer(bucket.dtype))
+    return invalid_argument(who + ": integer division needs an integer dtype, not " + dtype_name(bucket.dtype));
   return Status::OK();
+}
+
+ShmAllreduce::ShardStage finish_stage(const transport::BucketView& bucket,
+                                      ShmAllreduce::ShardStage before) {
+  if (bucket.postscale == 1.0 && bucket.divide == 1) return before;
+  const DataType dtype = bucket.dtype;
+  const double factor = bucket.postscale;
+  const int64_t divide = bucket.divide;
+  return [before = std::move(before), dtype, factor, divide](void* shard, int64_t count) {
+    if (before) KOLO_RETURN_IF_ERROR_AS_IS(before(shard, count));
+    if (factor != 1.0) reduce::scale(shard, shard, count, dtype, factor);
+    if (divide != 1) reduce::divide_integer(shard, count, dtype, divide);
+    return Status::OK();
+  };
 }
 
 Status ShmTransport::supports(const transport::BucketView& bucket) const {
@@ -227,7 +243,8 @@ Status ShmTransport::supports(const transport::BucketView& bucket) const {
 }
 
 std::unique_ptr<transport::Work> ShmTransport::allreduce(const transport::BucketView& bucket) {
-  Status s = engine_->run(bucket.input, bucket.output, bucket.count, bucket.dtype, bucket.op);
+  Status s = engine_->run(bucket.input, bucket.output, bucket.count, bucket.dtype, bucket.op,
+                         finish_stage(bucket, nullptr));
   return std::make_unique<transport::CompletedWork>(std::move(s));
 }
 

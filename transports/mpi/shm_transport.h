@@ -75,12 +75,20 @@ class ShmTransport : public transport::Transport {
   const char* name() const override { return "shm"; }
   Status supports(const transport::BucketView& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
+  // The output factor is applied to each reduced shard while it is in cache.
+  bool scales_output() const override { return true; }
 
  private:
   std::unique_ptr<ShmAllreduce> engine_;
 };
 
-// What shm and hierarchical accept: CPU memory, no average, no scale factors.
+// What shm and hierarchical accept: CPU memory, no average, no prescale; an output
+// factor (floating) or division (integers) as Transport::scales_output() hands it.
 Status shm_supports(const char* name, const transport::BucketView& bucket);
+
+// `before` (may be empty), then the bucket's output factor and integer division
+// applied to a reduced shard in place: what a node's ranks copy out is final.
+ShmAllreduce::ShardStage finish_stage(const transport::BucketView& bucket,
+                                      ShmAllreduce::ShardStage before);
 
 }  // namespace kolo::mpi

@@ -86,5 +86,32 @@ TEST(ShmAllreduce, SupportsCpuSumMinMaxProductOnly) {
             Code::kInvalidArgument);
 }
 
+// scales_output(): the output factor and integer division are applied to every
+// result element (the coordinator then skips its own pass). Sizes cross slices.
+TEST(ShmAllreduce, AppliesOutputFactorAndIntegerDivision) {
+  transport::Transport& shm = *find_transport("shm");
+  ASSERT_TRUE(shm.scales_output());
+  for (int64_t count : {int64_t{1}, int64_t{1000}, int64_t{300001}}) {
+    std::vector<float> f(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) f[i] = static_cast<float>((rank() + 1) * (i % 7));
+    transport::BucketView scaled = bucket_of(f.data(), f.data(), count, ReduceOp::kSum);
+    scaled.postscale = 0.25;
+    ASSERT_TRUE(shm.allreduce(scaled)->wait().ok());
+    const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
+    for (int64_t i = 0; i < count; ++i) ASSERT_EQ(f[i], ranks_sum * (i % 7) * 0.25f) << i;
+
+    std::vector<int32_t> v(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) v[i] = (i % 2 ? -1 : 1) * static_cast<int32_t>(rank() + 2 * i % 11);
+    transport::BucketView divided = bucket_of(v.data(), v.data(), count, ReduceOp::kSum);
+    divided.divide = size();
+    ASSERT_TRUE(shm.allreduce(divided)->wait().ok());
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t sum = 0;
+      for (int r = 0; r < size(); ++r) sum += (i % 2 ? -1 : 1) * static_cast<int64_t>(r + 2 * i % 11);
+      ASSERT_EQ(v[i], static_cast<int32_t>(sum / size())) << i;  // C++ truncates toward zero
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kolo::mpi
