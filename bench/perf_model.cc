@@ -130,6 +130,9 @@ VariantResult time_steps(ModelRun* m, const std::string& name, const std::functi
   std::vector<double> times(o.iters);
   for (int it = -o.warmup_iters; it < o.iters; ++it) {
     if (o.check) poison_output(*m);
+    // A common start line: without it a rank still checking the last step's
+    // output makes the other rank's step look longer by the difference.
+    MPI_Barrier(m->comm);
     double start = now_seconds();
     step();
     double t = now_seconds() - start;

@@ -25,7 +25,10 @@ bool same_fusion_class(const TensorParams& a, const TensorParams& b) {
 // input into its output. Measured with kolo-allreduce-perf -m resnet50 -n 30 (2
 // ranks, shm, 2026-11-22): fusing everything 33.0-33.7 ms per step; fusing
 // nothing 25.0-27.1 ms; this rule (1 MiB and up alone) 22.0-24.8 ms; 64 KiB and
-// up alone 22.3-22.5 ms, no better within the noise.
+// up alone 22.3-22.5 ms, no better within the noise. Again after shm learnt to
+// scale in cache (-n 20, three interleaved runs each, same session): 64 KiB
+// 13.6-14.7 ms, 256 KiB 11.6-15.3 ms, 1 MiB 11.9-15.5 ms, 4 MiB 16.1-18.9 ms;
+// between 64 KiB and 1 MiB the VM's noise is larger than any difference.
 constexpr size_t kAloneBytes = size_t{1} << 20;
 
 ReduceOp transport_op(ReduceOp op) { return op == ReduceOp::kAverage ? ReduceOp::kSum : op; }
@@ -220,8 +223,11 @@ void Executor::record_bucket(const PlannedBucket& bucket, const std::vector<cons
                              const TensorParams& params, Timeline::Clock::time_point start) {
   if (timeline_ && timeline_->enabled()) {
     std::vector<std::string> names;
-    for (size_t i : bucket.items) names.push_back(ok[i]->name);
-    const size_t bytes = params.collective == Collective::kGroupedAllreduce ? params.bytes() : bucket.bytes;
+    size_t bytes = 0;  // not bucket.bytes: the planner saw a lone tensor as "over the threshold"
+    for (size_t i : bucket.items) {
+      names.push_back(ok[i]->name);
+      bytes += ok[i]->params.bytes();
+    }
     timeline_->bucket(names, sequence_, bytes, collective_name(params.collective), start,
                       Timeline::Clock::now());
   }
