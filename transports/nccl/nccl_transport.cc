@@ -25,6 +25,8 @@ using transport::Work;
 // The device buffer is never smaller than this, so that a joined rank's zeros and
 // scaled reducescatter inputs always have room to go through it in chunks.
 constexpr size_t kMinFusionBytes = size_t{1} << 20;
+// Work at least this large gets a wake-up callback on the stream (see finish()).
+constexpr size_t kWakeCallbackBytes = size_t{16} << 20;
 
 // Makes `device` current for the scope and restores the caller's device after:
 // record_ready and friends run on user threads, whose current device is theirs.
@@ -137,7 +139,41 @@ class NcclWork : public Work {
 
 }  // namespace
 
-CudaEvent::~CudaEvent() { cudaEventDestroy(event_); }
+CudaEvent::~CudaEvent() {
+  if (std::shared_ptr<EventPool> pool = pool_.lock()) {
+    pool->give(device_, event_);
+  } else {
+    cudaEventDestroy(event_);
+  }
+}
+
+EventPool::~EventPool() {
+  for (const auto& [device, event] : free_) cudaEventDestroy(event);
+}
+
+Status EventPool::take(int device, cudaEvent_t* out) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = free_.rbegin(); it != free_.rend(); ++it) {
+      if (it->first != device) continue;
+      *out = it->second;
+      free_.erase(std::next(it).base());
+      return Status::OK();
+    }
+  }
+  return cuda_status(cudaEventCreateWithFlags(out, cudaEventDisableTiming), "cudaEventCreate");
+}
+
+void EventPool::give(int device, cudaEvent_t event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.size() < kKeep) {
+      free_.emplace_back(device, event);
+      return;
+    }
+  }
+  cudaEventDestroy(event);
+}
 
 NcclTransport::NcclTransport(transport::ControlPlane& control, size_t fusion_bytes,
                              CrossAllreduce cross)
@@ -200,12 +236,12 @@ Status NcclTransport::record_ready(const Device& device,
   DeviceGuard guard(device.index);
   KOLO_RETURN_IF_ERROR(guard.status());
   cudaEvent_t event = nullptr;
-  KOLO_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  KOLO_RETURN_IF_ERROR(events_->take(device.index, &event));
   const auto stream = static_cast<cudaStream_t>(device.stream);
   // The serial is taken and the event recorded under one lock, so that serial
   // order is recording order on every stream.
   std::lock_guard<std::mutex> lock(record_mu_);
-  auto owned = std::make_shared<CudaEvent>(event, device.index, stream, ++recordings_);
+  auto owned = std::make_shared<CudaEvent>(event, device.index, events_, stream, ++recordings_);
   KOLO_CUDA_RETURN_IF_ERROR(cudaEventRecord(event, stream));
   *ready = std::move(owned);
   return Status::OK();
@@ -304,15 +340,19 @@ Status NcclTransport::create_communicator(DeviceState& state) {
   return Status::OK();
 }
 
-std::unique_ptr<Work> NcclTransport::finish(DeviceState* state, Status queued) {
+std::unique_ptr<Work> NcclTransport::finish(DeviceState* state, Status queued, size_t bytes) {
   if (!queued.ok()) return std::make_unique<transport::CompletedWork>(std::move(queued));
   cudaEvent_t event = nullptr;
-  Status s = cuda_status(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  Status s = events_->take(state->ordinal, &event);
   if (!s.ok()) return std::make_unique<transport::CompletedWork>(s);
-  auto done = std::make_shared<CudaEvent>(event, state->ordinal);
+  auto done = std::make_shared<CudaEvent>(event, state->ordinal, events_);
   s = cuda_status(cudaEventRecord(event, state->stream), "cudaEventRecord");
   if (!s.ok()) return std::make_unique<transport::CompletedWork>(s);
-  if (wake_) cudaLaunchHostFunc(state->stream, &NcclTransport::on_done, this);
+  // The coordinator polls in-flight work for a while before it sleeps, so a host
+  // callback (which also holds up the stream's next work until it has run) only
+  // pays for buckets large enough to outlast that; a late small one is still
+  // seen within the coordinator's capped sleep.
+  if (wake_ && bytes >= kWakeCallbackBytes) cudaLaunchHostFunc(state->stream, &NcclTransport::on_done, this);
   return std::make_unique<NcclWork>(state, std::move(done));
 }
 
@@ -337,7 +377,7 @@ std::unique_ptr<Work> NcclTransport::allreduce(const BucketView& bucket) {
   Status s = state_for(bucket.device, &state);
   if (s.ok()) s = enqueue_allreduce(*state, bucket);
   if (!s.ok()) return std::make_unique<transport::CompletedWork>(s);
-  return finish(state, Status::OK());
+  return finish(state, Status::OK(), bucket.bytes());
 }
 
 // Tensors are taken in order; consecutive ones that fit the fusion buffer together
@@ -501,7 +541,9 @@ std::unique_ptr<Work> NcclTransport::collective(CollectiveOp op, const Collectiv
   if (s.ok()) s = wait_ready(view.ready, state->stream);
   if (s.ok()) s = enqueue_collective(*state, op, view);
   if (!s.ok()) return std::make_unique<transport::CompletedWork>(s);
-  return finish(state, Status::OK());
+  size_t elements = static_cast<size_t>(view.count);
+  for (int64_t c : view.recv_counts) elements += static_cast<size_t>(c);
+  return finish(state, Status::OK(), elements * dtype_size(view.dtype));
 }
 
 Status NcclTransport::enqueue_collective(DeviceState& state, CollectiveOp op,

@@ -34,6 +34,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "transport/control_plane.h"
 #include "transport/device.h"
@@ -41,13 +43,30 @@
 
 namespace kolo::nccl {
 
-// A CUDA event on one device, destroyed with the object. `stream` and `serial`
-// (a process-wide count of recordings) say where and when it was recorded: of
-// two events recorded on one stream, waiting for the later one suffices.
+// Recycled CUDA events: creating one per tensor and per bucket would cost a
+// driver call each. Any thread. Events go back when their CudaEvent goes.
+class EventPool {
+ public:
+  static constexpr size_t kKeep = 1024;
+  ~EventPool();
+  // An event on the current device (`device`), recycled or new.
+  Status take(int device, cudaEvent_t* out);
+  void give(int device, cudaEvent_t event);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<int, cudaEvent_t>> free_;
+};
+
+// A CUDA event on one device, returned to its pool (or destroyed, once the pool
+// is gone) with the object. `stream` and `serial` (a process-wide count of
+// recordings) say where and when it was recorded: of two events recorded on one
+// stream, waiting for the later one suffices.
 class CudaEvent : public transport::DeviceEvent {
  public:
-  CudaEvent(cudaEvent_t event, int device, cudaStream_t stream = nullptr, uint64_t serial = 0)
-      : event_(event), device_(device), stream_(stream), serial_(serial) {}
+  CudaEvent(cudaEvent_t event, int device, std::weak_ptr<EventPool> pool,
+            cudaStream_t stream = nullptr, uint64_t serial = 0)
+      : event_(event), device_(device), pool_(std::move(pool)), stream_(stream), serial_(serial) {}
   ~CudaEvent() override;
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
@@ -60,6 +79,7 @@ class CudaEvent : public transport::DeviceEvent {
  private:
   cudaEvent_t event_;
   int device_;
+  std::weak_ptr<EventPool> pool_;
   cudaStream_t stream_;
   uint64_t serial_;
 };
@@ -123,9 +143,10 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   Status enqueue_collective(DeviceState& state, transport::CollectiveOp op,
                             const transport::CollectiveView& view);
   Status enqueue_reducescatter(DeviceState& state, const transport::CollectiveView& view);
-  // Records the done event (and the wake-up callback) after queued work; the
-  // Work reports `queued` if it failed, else the device's outcome.
-  std::unique_ptr<transport::Work> finish(DeviceState* state, Status queued);
+  // Records the done event (and, for work that may outlast the coordinator's
+  // polling, the wake-up callback) after queued work; the Work reports `queued`
+  // if it failed, else the device's outcome.
+  std::unique_ptr<transport::Work> finish(DeviceState* state, Status queued, size_t bytes);
 
   static void CUDART_CB on_done(void* self);
 
@@ -136,6 +157,7 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   std::function<void()> wake_;
   std::mutex mu_;  // guards pinned_ and states_' map (resolve runs on user threads)
   int pinned_ = -1;
+  std::shared_ptr<EventPool> events_ = std::make_shared<EventPool>();
   std::mutex record_mu_;
   uint64_t recordings_ = 0;  // CudaEvent serials; guarded by record_mu_
   std::map<int, std::unique_ptr<DeviceState>> states_;
