@@ -23,6 +23,9 @@
 //   4. gathers: waits for every peer's reduced >= g + 1 and copies their results
 //      into its output; done = g + 1.
 //
+// Step 2 of slice g + 1 runs between steps 3 and 4 of slice g: Note [Pipelined
+// slices].
+//
 // Every shard is reduced by exactly one rank, so every rank ends with bitwise
 // the same result. Counters only grow and are published with release stores and
 // read with acquire loads; no MPI call happens after the window is created.
@@ -51,6 +54,17 @@ constexpr size_t kControlBytes = 4096;  // three counters, one per cache line; s
 constexpr int kSlots = 2;
 // Acquire loads between pauses before the polite Backoff (yield, then sleep).
 constexpr int kSpinLoads = 512;
+
+// Note [Pipelined slices]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A rank that has reduced its shard of slice g would otherwise wait for every
+// peer's reduced(g) with nothing to do. run() posts slice g + 1 in that gap
+// (post, reduce, then post the next, then gather), which the double-buffered
+// slots allow: posting g + 1 waits only for the peers' done(g - 1). No cycle of
+// waits: done(g - 1) needs reduced(g - 1), which every rank published before it
+// posted g. Measured (kolo-allreduce-perf -m resnet50 -n 20, 2 ranks, three
+// interleaved pairs with the unpipelined build): 11.6/11.0/11.2 ms against
+// 12.0/11.4/11.7 ms.
 
 // Note [Shm slice size]
 // ~~~~~~~~~~~~~~~~~~~~~
@@ -81,6 +95,8 @@ struct ShmAllreduce::Slice {
     const int64_t units = (count + unit - 1) / unit;
     return std::min(count, units * r / n * unit);
   }
+  size_t offset(int r, int n) const { return static_cast<size_t>(begin(r, n)) * elem; }
+  size_t bytes(int r, int n) const { return static_cast<size_t>(begin(r + 1, n) - begin(r, n)) * elem; }
 };
 
 Status ShmAllreduce::create(MPI_Comm local, size_t slot_bytes, std::unique_ptr<ShmAllreduce>* out) {
@@ -128,28 +144,32 @@ Status ShmAllreduce::wait_peers(int which, uint64_t target) {
   return Status::OK();
 }
 
-Status ShmAllreduce::run_slice(const Slice& s, const ShardStage& stage) {
+// The three steps of a slice (see the top of the file); run() interleaves them
+// across consecutive slices: Note [Pipelined slices].
+Status ShmAllreduce::post(const Slice& s) {
   const int n = local_size();
   const int me = local_rank();
   const uint64_t g = s.index;
-  const size_t elem = s.elem;
-  auto bytes_of = [&](int r) { return static_cast<size_t>(s.begin(r + 1, n) - s.begin(r, n)) * elem; };
-  auto offset_of = [&](int r) { return static_cast<size_t>(s.begin(r, n)) * elem; };
-
   // 1. Slot reuse: every peer has finished slice g - kSlots.
   if (g + 1 >= kSlots) KOLO_RETURN_IF_ERROR(wait_peers(kDone, g + 1 - kSlots));
   // 2. Post the peers' shards.
   char* mine = slot(me, g);
   for (int p = 0; p < n; ++p) {
-    if (p != me) std::memcpy(mine + offset_of(p), s.input + offset_of(p), bytes_of(p));
+    if (p != me) std::memcpy(mine + s.offset(p, n), s.input + s.offset(p, n), s.bytes(p, n));
   }
   __atomic_store_n(counter(me, kPosted), g + 1, __ATOMIC_RELEASE);
+  return Status::OK();
+}
 
-  // 3. Reduce the own shard from the own input and the peers' slots.
+// 3. Reduce the own shard from the own input and the peers' slots.
+Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage) {
+  const int n = local_size();
+  const int me = local_rank();
+  const uint64_t g = s.index;
   KOLO_RETURN_IF_ERROR(wait_peers(kPosted, g + 1));
-  const size_t off = offset_of(me);
+  const size_t off = s.offset(me, n);
   const int64_t shard = s.begin(me + 1, n) - s.begin(me, n);
-  char* result = mine + off;
+  char* result = slot(me, g) + off;
   if (shard > 0) {
     const void* a = s.input + off;
     for (int p = 0; p < n; ++p) {
@@ -158,14 +178,20 @@ Status ShmAllreduce::run_slice(const Slice& s, const ShardStage& stage) {
       a = result;
     }
     if (stage) KOLO_RETURN_IF_ERROR(stage(result, shard));
-    std::memcpy(s.output + off, result, bytes_of(me));
+    std::memcpy(s.output + off, result, s.bytes(me, n));
   }
   __atomic_store_n(counter(me, kReduced), g + 1, __ATOMIC_RELEASE);
+  return Status::OK();
+}
 
-  // 4. Gather the peers' results.
+// 4. Gather the peers' results.
+Status ShmAllreduce::gather(const Slice& s) {
+  const int n = local_size();
+  const int me = local_rank();
+  const uint64_t g = s.index;
   KOLO_RETURN_IF_ERROR(wait_peers(kReduced, g + 1));
   for (int p = 0; p < n; ++p) {
-    if (p != me) std::memcpy(s.output + offset_of(p), slot(p, g) + offset_of(p), bytes_of(p));
+    if (p != me) std::memcpy(s.output + s.offset(p, n), slot(p, g) + s.offset(p, n), s.bytes(p, n));
   }
   __atomic_store_n(counter(me, kDone), g + 1, __ATOMIC_RELEASE);
   return Status::OK();
@@ -189,22 +215,31 @@ Status ShmAllreduce::run(const void* input, void* output, int64_t count, DataTyp
     return Status::OK();
   }
   const int64_t per_slice = static_cast<int64_t>(slot_bytes_ / elem);
-  for (int64_t done = 0; done < count; done += per_slice) {
+  const int64_t slices = (count + per_slice - 1) / per_slice;
+  auto slice = [&](int64_t k) {
     Slice s;
-    s.index = next_slice_;
-    s.input = static_cast<const char*>(input) + static_cast<size_t>(done) * elem;
-    s.output = static_cast<char*>(output) + static_cast<size_t>(done) * elem;
-    s.count = std::min(per_slice, count - done);
+    s.index = next_slice_ + static_cast<uint64_t>(k);
+    s.input = static_cast<const char*>(input) + static_cast<size_t>(k * per_slice) * elem;
+    s.output = static_cast<char*>(output) + static_cast<size_t>(k * per_slice) * elem;
+    s.count = std::min(per_slice, count - k * per_slice);
     s.dtype = dtype;
     s.op = op;
     s.elem = elem;
-    Status status = run_slice(s, stage);
-    if (!status.ok()) {
-      broken_ = status.with_context("shm is unusable after an earlier failure");
-      return status;
-    }
-    ++next_slice_;
+    return s;
+  };
+  // Note [Pipelined slices]: post k+1 between reducing k and gathering k.
+  Status status = slices > 0 ? post(slice(0)) : Status::OK();
+  for (int64_t k = 0; k < slices && status.ok(); ++k) {
+    const Slice s = slice(k);
+    status = reduce_own(s, stage);
+    if (status.ok() && k + 1 < slices) status = post(slice(k + 1));
+    if (status.ok()) status = gather(s);
   }
+  if (!status.ok()) {
+    broken_ = status.with_context("shm is unusable after an earlier failure");
+    return status;
+  }
+  next_slice_ += static_cast<uint64_t>(slices);
   return Status::OK();
 }
 

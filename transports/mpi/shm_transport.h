@@ -54,7 +54,9 @@ class ShmAllreduce {
   struct Slice;
   explicit ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes);
 
-  Status run_slice(const Slice& slice, const ShardStage& stage);
+  Status post(const Slice& slice);
+  Status reduce_own(const Slice& slice, const ShardStage& stage);
+  Status gather(const Slice& slice);
   // Waits until counter `which` of every other rank is at least `target`.
   Status wait_peers(int which, uint64_t target);
   uint64_t* counter(int rank, int which) const;
