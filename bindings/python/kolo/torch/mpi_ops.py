@@ -300,20 +300,32 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 # ---- allgather, alltoall: outputs sized by the negotiation ---------------------------
 
+class _DeviceBytes:
+    """kolo's device output as raw bytes, for torch.as_tensor (CUDA array interface)."""
+
+    def __init__(self, addr, nbytes):
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes,), "typestr": "|u1", "data": (addr, False), "version": 2}
+
+
 def _copy_out(tensor, row_shape, nranks, what):
-    """finish() for a handle-owned output: copies it into a new CPU tensor."""
-    if tensor.device.type != "cpu":
-        raise UnsupportedError("%s: GPU tensors are not supported for this collective yet" % what)
+    """finish() for a handle-owned output: copies it into a new tensor on the input's
+    device (kolo frees its own output when the handle is released). A CUDA output is
+    complete once the handle is (kolo.h), so the copy may run on any stream."""
 
     def finish(ptr):
         addr, nbytes = _core.handle_output(ptr)
         splits = _core.handle_splits(ptr, nranks)
-        out = torch.empty((sum(splits),) + tuple(row_shape), dtype=tensor.dtype)
+        out = torch.empty((sum(splits),) + tuple(row_shape), dtype=tensor.dtype,
+                          device=tensor.device)
         expected = out.numel() * out.element_size()
         if nbytes != expected:
             raise _core.KoloError("%s: kolo returned %d bytes, expected %d" % (
                 what, nbytes, expected))
-        if nbytes:
+        if nbytes and tensor.device.type == "cuda":
+            raw = torch.as_tensor(_DeviceBytes(addr, nbytes), device=tensor.device)
+            out.view(-1).view(torch.uint8).copy_(raw)
+        elif nbytes:
             ctypes.memmove(out.data_ptr(), addr, nbytes)
         return out, torch.tensor(splits, dtype=torch.int32)
 
