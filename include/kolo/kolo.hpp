@@ -141,6 +141,13 @@ class Handle {
     throw Error(status, "kolo::Handle::wait", why);
   }
 
+  // CUDA operations: makes `stream` (a cudaStream_t, passed as void*) wait for the
+  // operation's device work without blocking the CPU on the GPU; see
+  // kolo_handle_stream_wait in kolo.h.
+  kolo_status_t stream_wait(void* stream) const noexcept {
+    return handle_ ? kolo_handle_stream_wait(handle_, stream) : KOLO_ERR_INVALID_ARGUMENT;
+  }
+
   // True once the operation has completed (successfully or not). Never blocks.
   bool poll() const noexcept {
     int done = 1;

@@ -249,6 +249,40 @@ TEST_F(KoloTest, BadArgumentsAndBoolAverageAreRefusedLocally) {
   EXPECT_EQ(flags, std::vector<uint8_t>(4, 1));
 }
 
+// Where CUDA memory cannot be taken (a build without NCCL, or no visible GPU, as
+// in CI) the call refuses it at once, saying why, on every rank; a CPU handle has
+// no device work for kolo_handle_stream_wait.
+TEST_F(KoloTest, CudaMemoryWithoutAUsableGpuIsRefusedClearly) {
+  float x[4] = {1, 2, 3, 4};
+  kolo_handle_t h = nullptr;
+  const kolo_device_t gpu = {KOLO_DEVICE_CUDA, -1, nullptr};
+  // No elements: where a GPU is usable this is a valid no-op and touches nothing.
+  const kolo_status_t s =
+      kolo_allreduce_async("gpu", nullptr, nullptr, 0, KOLO_FLOAT32, KOLO_OP_SUM, 1, 1, gpu, &h);
+  if (s == KOLO_OK) {  // a machine with a GPU: tests/gpu covers it
+    EXPECT_EQ(kolo_wait(h, 60.0), KOLO_OK);
+    kolo_handle_release(h);
+    GTEST_SKIP() << "a CUDA device is usable here";
+  }
+  EXPECT_EQ(s, KOLO_ERR_UNSUPPORTED) << kolo_last_error();
+  EXPECT_EQ(h, nullptr);
+  const std::string why = kolo_last_error();
+  const char* reason = nullptr;
+  if (kolo_transport_built("nccl", &reason)) {
+    EXPECT_NE(why.find("no CUDA device is visible"), std::string::npos) << why;
+  } else {
+    EXPECT_NE(why.find("built without NCCL"), std::string::npos) << why;
+  }
+  EXPECT_NE(why.find("tensor 'gpu'"), std::string::npos) << why;
+
+  ASSERT_EQ(kolo_allreduce_async("cpu", x, x, 4, KOLO_FLOAT32, KOLO_OP_SUM, 1, 1, cpu(), &h), KOLO_OK);
+  EXPECT_EQ(kolo_handle_stream_wait(h, nullptr), KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kolo_last_error()).find("not a CUDA operation"), std::string::npos);
+  EXPECT_EQ(kolo_wait(h, 60.0), KOLO_OK);
+  kolo_handle_release(h);
+  EXPECT_EQ(kolo_handle_stream_wait(nullptr, nullptr), KOLO_ERR_INVALID_ARGUMENT);
+}
+
 TEST_F(KoloTest, WaitTimesOutAndPollReportsProgress) {
   std::vector<float> x(4, 1.0f);
   kolo_handle_t h = nullptr;
