@@ -35,7 +35,8 @@ Runtime::~Runtime() { shutdown(); }
 
 std::string Runtime::nccl_unavailable() {
   for (const transport::TransportInfo& t : transport::known_transports())
-    if (t.name == "nccl" && !t.built) return "the NCCL transport, and this kolo was " + t.reason;
+    if (t.name == "nccl" && !t.built)
+      return "the NCCL transport, which this kolo does not have (" + t.reason + ")";
   return "the NCCL transport, which this world does not offer";
 }
 
