@@ -37,15 +37,12 @@ Status check_scale(const std::string& prefix, const char* which, double factor, 
 }
 
 // dtype, device, and a non-negative element count that fits in bytes.
-Status check_shape(const std::string& prefix, const CollectiveArgs& a, bool cuda_supported,
-                   int64_t* elements) {
+Status check_shape(const std::string& prefix, const CollectiveArgs& a, int64_t* elements) {
   if (!is_valid(a.dtype))
     return invalid_argument(prefix + "unknown dtype " + std::to_string(static_cast<int>(a.dtype)));
   if (!is_valid(a.device.kind))
     return invalid_argument(prefix + "unknown device kind " +
                             std::to_string(static_cast<int>(a.device.kind)));
-  if (a.device.kind == DeviceKind::kCuda && !cuda_supported)
-    return unsupported(prefix + "CUDA memory needs the NCCL transport, which this world does not offer");
   const char* what = a.collective == Collective::kAllreduce || a.collective == Collective::kBroadcast
                          ? "count" : "rows";
   if (a.rows < 0) return invalid_argument(prefix + "negative " + what + " " + std::to_string(a.rows));
@@ -88,7 +85,7 @@ uint64_t hash_names(const std::vector<std::string>& names) {
   return h;
 }
 
-Status make_grouped(const CollectiveArgs& a, bool cuda_supported, TensorEntry* e) {
+Status make_grouped(const CollectiveArgs& a, TensorEntry* e) {
   if (a.members.empty()) return invalid_argument("grouped allreduce of no tensors");
   if (a.member_names.size() != a.members.size())
     return invalid_argument("grouped allreduce: names and tensors differ in number");
@@ -104,7 +101,7 @@ Status make_grouped(const CollectiveArgs& a, bool cuda_supported, TensorEntry* e
     m.rows = a.members[i].count;
     m.row_count = 1;
     int64_t n = 0;
-    KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, m, cuda_supported, &n));
+    KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, m, &n));
     KOLO_RETURN_IF_ERROR_AS_IS(check_buffers(prefix, a.members[i].input, a.members[i].output, n, a.dtype, true, true));
     e->request.params.splits.push_back(n);
     if (total > std::numeric_limits<int64_t>::max() / 16 - n)
@@ -125,7 +122,7 @@ int64_t shard_rows(int64_t rows, int rank, int size) {
   return rows / size + (rank < rows % size ? 1 : 0);
 }
 
-Status make_entry(const CollectiveArgs& a, const transport::Topology& topo, bool cuda_supported,
+Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
                   TensorEntry* e) {
   TensorParams& p = e->request.params;
   p.collective = a.collective;
@@ -138,14 +135,14 @@ Status make_entry(const CollectiveArgs& a, const transport::Topology& topo, bool
     p.op = a.op;
     p.prescale = a.prescale;
     p.postscale = a.postscale;
-    return make_grouped(a, cuda_supported, e);
+    return make_grouped(a, e);
   }
   KOLO_RETURN_IF_ERROR_AS_IS(check_name(a.name));
   e->request.name = a.name;
   const std::string prefix = "tensor '" + a.name + "': ";
   if (a.collective == Collective::kBarrier || a.collective == Collective::kJoin) return Status::OK();
   int64_t n = 0;
-  KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, a, cuda_supported, &n));
+  KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, a, &n));
   p.count = n;
   p.row_count = a.row_count;
   switch (a.collective) {

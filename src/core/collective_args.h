@@ -1,6 +1,7 @@
 // Turning a caller's collective arguments into a TensorEntry, with every check a
 // caller can fail on its own rank (before anything is enqueued). The messages
-// name the tensor and the argument.
+// name the tensor and the argument. Whether this world takes CUDA memory at all is
+// the runtime's check (it owns the device transport), made before this one.
 #pragma once
 
 #include "common/status.h"
@@ -10,7 +11,7 @@
 namespace kolo::core {
 
 Status make_entry(const CollectiveArgs& args, const transport::Topology& topology,
-                  bool cuda_supported, TensorEntry* entry);
+                  TensorEntry* entry);
 
 // Horovod's reducescatter shards: with q = rows / size and m = rows % size, ranks
 // below m get q + 1 rows, the others q.

@@ -101,14 +101,24 @@ void Executor::launch(Status launched, std::unique_ptr<transport::Work> work,
   if (launched.ok() && work == nullptr) launched = internal_error("device work was not started");
   if (!launched.ok()) {
     KOLO_LOG(kError) << "bucket " << sequence_ - 1 << ": " << launched.to_string();
-    for (TensorEntry& e : entries)
-      if (e.handle) complete_(e, launched);
+    complete_all(entries, launched);
     return;
   }
   if (std::shared_ptr<transport::DeviceEvent> done = work->done_event())
     for (TensorEntry& e : entries)
       if (e.handle) e.handle->launched(done);
   in_flight_.push_back(InFlight{std::move(work), std::move(entries)});
+}
+
+void Executor::complete_all(std::vector<TensorEntry>& entries, const Status& status) {
+  for (TensorEntry& e : entries)
+    if (e.handle) complete_(e, status);  // a joined rank's zero entries have none
+}
+
+void Executor::retire(InFlight& done) {
+  Status status = done.work->wait();
+  if (!status.ok()) KOLO_LOG(kError) << "device work: " << status.to_string();
+  complete_all(done.entries, status);
 }
 
 bool Executor::poll() {
@@ -118,10 +128,7 @@ bool Executor::poll() {
       ++it;
       continue;
     }
-    Status status = it->work->wait();
-    if (!status.ok()) KOLO_LOG(kError) << "device work: " << status.to_string();
-    for (TensorEntry& e : it->entries)
-      if (e.handle) complete_(e, status);
+    retire(*it);
     it = in_flight_.erase(it);
     any = true;
   }
@@ -132,9 +139,7 @@ void Executor::finish_all() {
   while (!in_flight_.empty()) {
     InFlight f = std::move(in_flight_.front());
     in_flight_.pop_front();
-    Status status = f.work->wait();
-    for (TensorEntry& e : f.entries)
-      if (e.handle) complete_(e, status);
+    retire(f);
   }
 }
 

@@ -61,6 +61,10 @@ class Executor {
   // the transport's Work, or completes them with the launch error.
   void launch(Status launched, std::unique_ptr<transport::Work> work,
               std::vector<TensorEntry> entries);
+  // Completes every entry that has a handle with `status`.
+  void complete_all(std::vector<TensorEntry>& entries, const Status& status);
+  // Waits for a finished (or, at shutdown, any) in-flight Work and completes it.
+  void retire(InFlight& done);
   std::unique_ptr<transport::Work> start_device_bucket(const std::vector<TensorEntry*>& entries,
                                                        const TensorParams& params, Status* status);
 

@@ -1,7 +1,5 @@
 #include "core/runtime.h"
 
-#include <cstring>
-
 #include "common/check.h"
 #include "common/logging.h"
 #include "core/collective_args.h"
@@ -10,9 +8,7 @@
 namespace kolo::core {
 
 Runtime::Runtime(transport::World world, const Config& config)
-    : world_(std::move(world)), config_(config), topology_(world_.control->topology()) {
-  cuda_supported_ = world_.device != nullptr;
-}
+    : world_(std::move(world)), config_(config), topology_(world_.control->topology()) {}
 
 Status Runtime::start(transport::World world, const Config& config, std::unique_ptr<Runtime>* out) {
   log::set_level(config.log_level);
@@ -41,7 +37,7 @@ std::string Runtime::nccl_unavailable() {
 }
 
 Status Runtime::stream_wait(HandleState& handle, void* stream) {
-  if (!handle.on_device || !cuda_supported_)
+  if (!handle.on_device || world_.device == nullptr)
     return invalid_argument("kolo_handle_stream_wait: the handle is not a CUDA operation");
   std::shared_ptr<transport::DeviceEvent> done = handle.wait_launched();
   if (done == nullptr) {  // completed without device work queued: it failed (or had none)
@@ -69,13 +65,13 @@ Status Runtime::allreduce_async(const AllreduceArgs& a, std::shared_ptr<HandleSt
 Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle) {
   if (args.device.kind == DeviceKind::kCuda) {
     const std::string prefix = "tensor '" + args.name + "': ";
-    if (!cuda_supported_) return unsupported(prefix + "CUDA memory needs " + nccl_unavailable());
+    if (world_.device == nullptr) return unsupported(prefix + "CUDA memory needs " + nccl_unavailable());
     if (Status s = world_.device->resolve(&args.device); !s.ok())
       return Status(s.code(), prefix + s.message());
   }
   TensorEntry entry;
   // Caller mistakes go back as they are, without file:line: they are the user's message.
-  if (Status s = make_entry(args, topology_, cuda_supported_, &entry); !s.ok()) return s;
+  if (Status s = make_entry(args, topology_, &entry); !s.ok()) return s;
   if (entry.device.kind == DeviceKind::kCuda) {
     // Note [Device streams]: the inputs are ready after what the caller's stream
     // holds now, whenever the coordinator gets to them.

@@ -100,7 +100,6 @@ class Runtime {
   std::unique_ptr<Coordinator> coordinator_;
   std::thread thread_;
   std::mutex shutdown_mu_;
-  bool cuda_supported_ = false;
   std::atomic<uint64_t> barriers_{0};
 };
 
