@@ -75,23 +75,6 @@ std::vector<uint8_t> download_bytes(const void* src, size_t bytes) {
   return out;
 }
 
-uint16_t Half::from(double v) {
-  if (v == 0) return 0;
-  const uint16_t sign = v < 0 ? 0x8000 : 0;
-  const double a = std::fabs(v);
-  const int e = static_cast<int>(std::floor(std::log2(a)));
-  const auto mant = static_cast<uint16_t>(std::lround((a / std::ldexp(1.0, e) - 1.0) * 1024));
-  return sign | static_cast<uint16_t>((e + 15) << 10) | mant;
-}
-
-double Half::to(uint16_t h) {
-  const int exp = (h >> 10) & 0x1f;
-  const double sign = (h & 0x8000) ? -1 : 1;
-  if (exp == 0) return sign * std::ldexp(h & 0x3ff, -24);  // zero and subnormals
-  if (exp == 31) return (h & 0x3ff) ? NAN : sign * INFINITY;
-  return sign * std::ldexp(1.0 + (h & 0x3ff) / 1024.0, exp - 15);
-}
-
 double reduce_expected(const std::vector<double>& v, kolo_op_t op, bool is_bool,
                        bool is_floating) {
   double r = v[0];

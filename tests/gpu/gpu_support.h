@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "api_dtypes.h"
 #include "kolo/kolo.h"
 
 namespace kolo_gpu_test {
@@ -69,60 +70,11 @@ class DeviceBuffer {
 // Copies `bytes` of device memory at `src` into a host vector.
 std::vector<uint8_t> download_bytes(const void* src, size_t bytes);
 
-// Element types as the C API sees them. from() is exact for the small integers (and
-// halves of them) the tests use.
-template <typename T, kolo_dtype_t D>
-struct Plain {
-  using Storage = T;
-  static constexpr kolo_dtype_t kDtype = D;
-  static constexpr bool kFloating = std::is_floating_point<T>::value;
-  static constexpr bool kSigned = std::is_signed<T>::value;
-  static constexpr bool kBool = false;
-  static T from(double v) { return static_cast<T>(v); }
-  static double to(T v) { return static_cast<double>(v); }
-};
-
-// IEEE binary16 for numbers with at most 11 significant bits.
-struct Half {
-  using Storage = uint16_t;
-  static constexpr kolo_dtype_t kDtype = KOLO_FLOAT16;
-  static constexpr bool kFloating = true;
-  static constexpr bool kSigned = true;
-  static constexpr bool kBool = false;
-  static uint16_t from(double v);
-  static double to(uint16_t h);
-};
-
-// bfloat16: the top half of a float32; exact for at most 8 significant bits.
-struct Bf16 {
-  using Storage = uint16_t;
-  static constexpr kolo_dtype_t kDtype = KOLO_BFLOAT16;
-  static constexpr bool kFloating = true;
-  static constexpr bool kSigned = true;
-  static constexpr bool kBool = false;
-  static uint16_t from(double v) {
-    float f = static_cast<float>(v);
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return static_cast<uint16_t>(u >> 16);
-  }
-  static double to(uint16_t b) {
-    uint32_t u = static_cast<uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-};
-
-struct Bool {
-  using Storage = uint8_t;
-  static constexpr kolo_dtype_t kDtype = KOLO_BOOL;
-  static constexpr bool kFloating = false;
-  static constexpr bool kSigned = false;
-  static constexpr bool kBool = true;
-  static uint8_t from(double v) { return v != 0 ? 1 : 0; }
-  static double to(uint8_t v) { return v; }
-};
+// Element types as the C API sees them (tests/api_dtypes.h).
+using kolo_test_types::Bf16;
+using kolo_test_types::Bool;
+using kolo_test_types::Half;
+using kolo_test_types::Plain;
 
 // Every dtype NCCL reduces.
 using NcclDtypes = ::testing::Types<Plain<uint8_t, KOLO_UINT8>, Plain<int8_t, KOLO_INT8>,

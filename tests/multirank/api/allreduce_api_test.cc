@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "api_dtypes.h"
 #include "api_fixture.h"
 
 namespace kolo_test {
@@ -17,54 +18,11 @@ namespace {
 
 const ::testing::Environment* const kMpi = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
 
-// Element types as the C API sees them, with conversions from small integers.
+using kolo_test_types::Bf16;
+using kolo_test_types::Bool;
+using kolo_test_types::Half;
 template <typename T, kolo_dtype_t D>
-struct Type {
-  using Storage = T;
-  static constexpr kolo_dtype_t kDtype = D;
-  static T from(double v) { return static_cast<T>(v); }
-  static double to(T v) { return static_cast<double>(v); }
-};
-struct Half {  // IEEE binary16, for small integers only (exact)
-  using Storage = uint16_t;
-  static constexpr kolo_dtype_t kDtype = KOLO_FLOAT16;
-  static uint16_t from(double v) {
-    if (v == 0) return 0;
-    uint16_t sign = v < 0 ? 0x8000 : 0;
-    double a = std::fabs(v);
-    int e = static_cast<int>(std::floor(std::log2(a)));
-    uint16_t mant = static_cast<uint16_t>(std::lround((a / std::ldexp(1.0, e) - 1.0) * 1024));
-    return sign | static_cast<uint16_t>((e + 15) << 10) | mant;
-  }
-  static double to(uint16_t h) {
-    if ((h & 0x7fff) == 0) return 0;
-    int e = ((h >> 10) & 0x1f) - 15;
-    double m = 1.0 + (h & 0x3ff) / 1024.0;
-    return ((h & 0x8000) ? -1 : 1) * std::ldexp(m, e);
-  }
-};
-struct Bf16 {
-  using Storage = uint16_t;
-  static constexpr kolo_dtype_t kDtype = KOLO_BFLOAT16;
-  static uint16_t from(double v) {
-    float f = static_cast<float>(v);
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return static_cast<uint16_t>(u >> 16);  // small integers are exact
-  }
-  static double to(uint16_t b) {
-    uint32_t u = static_cast<uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-};
-struct Bool {
-  using Storage = uint8_t;
-  static constexpr kolo_dtype_t kDtype = KOLO_BOOL;
-  static uint8_t from(double v) { return v != 0; }
-  static double to(uint8_t v) { return v; }
-};
+using Type = kolo_test_types::Plain<T, D>;
 
 template <typename T>
 class AllreduceDtype : public KoloTest {};
