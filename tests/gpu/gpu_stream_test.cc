@@ -89,6 +89,12 @@ class GpuStream : public GpuTest {
                               producer.get()));
   }
 
+  // The test's allreduce: a float32 SUM of kCount elements produced on `stream`.
+  kolo_status_t sum_async(const void* in, void* out, void* stream, kolo_handle_t* h) const {
+    return kolo_allreduce_async(name("x").c_str(), in, out, kCount, KOLO_FLOAT32, KOLO_OP_SUM,
+                                1.0, 1.0, cuda(stream), h);
+  }
+
   float expected_sum(int64_t i) const {
     float sum = 0;
     for (int r = 0; r < size_; ++r) sum += static_cast<float>(r + 1 + i % 5);
@@ -116,10 +122,7 @@ TEST_F(GpuStream, WaitsForTheProducerStreamWithoutBlockingTheCpu) {
 
   kolo_handle_t h = nullptr;
   const auto t0 = Clock::now();
-  ASSERT_EQ(kolo_allreduce_async(name("x").c_str(), in.get(), out.get(), kCount, KOLO_FLOAT32,
-                                 KOLO_OP_SUM, 1.0, 1.0, cuda(producer.get()), &h),
-            KOLO_OK)
-      << kolo_last_error();
+  ASSERT_EQ(sum_async(in.get(), out.get(), producer.get(), &h), KOLO_OK) << kolo_last_error();
   const double submit_ms = ms_since(t0);
   EXPECT_LT(submit_ms, 30.0) << "the submission blocked the CPU (the producer sleeps "
                              << kProducerSleep.count() << " ms)";
@@ -143,10 +146,7 @@ TEST_F(GpuStream, StreamWaitOrdersAConsumerStream) {
   produce_late(producer, host_in, &in);
 
   kolo_handle_t h = nullptr;
-  ASSERT_EQ(kolo_allreduce_async(name("x").c_str(), in.get(), out.get(), kCount, KOLO_FLOAT32,
-                                 KOLO_OP_SUM, 1.0, 1.0, cuda(producer.get()), &h),
-            KOLO_OK)
-      << kolo_last_error();
+  ASSERT_EQ(sum_async(in.get(), out.get(), producer.get(), &h), KOLO_OK) << kolo_last_error();
   const auto t0 = Clock::now();
   EXPECT_EQ(kolo_handle_stream_wait(h, consumer.get()), KOLO_OK) << kolo_last_error();
   EXPECT_LT(ms_since(t0), 30.0) << "kolo_handle_stream_wait waited for the GPU work";
@@ -168,10 +168,7 @@ TEST_F(GpuStream, LegacyDefaultStream) {
   GPU_CHECK(cudaMemcpyAsync(in.get(), host.as<float>(), kBytes, cudaMemcpyHostToDevice, nullptr));
 
   kolo_handle_t h = nullptr;
-  ASSERT_EQ(kolo_allreduce_async(name("x").c_str(), in.get(), in.get(), kCount, KOLO_FLOAT32,
-                                 KOLO_OP_SUM, 1.0, 1.0, cuda(nullptr), &h),
-            KOLO_OK)
-      << kolo_last_error();
+  ASSERT_EQ(sum_async(in.get(), in.get(), nullptr, &h), KOLO_OK) << kolo_last_error();
   EXPECT_EQ(kolo_handle_stream_wait(h, nullptr), KOLO_OK) << kolo_last_error();
   std::vector<float> got(kCount);
   GPU_CHECK(cudaMemcpy(got.data(), in.get(), kBytes, cudaMemcpyDeviceToHost));
@@ -188,10 +185,7 @@ TEST_F(GpuStream, WaitMeansReadableFromAnyStream) {
   out.fill_bytes(0);
   produce_late(producer, host_in, &in);
   kolo_handle_t h = nullptr;
-  ASSERT_EQ(kolo_allreduce_async(name("x").c_str(), in.get(), out.get(), kCount, KOLO_FLOAT32,
-                                 KOLO_OP_SUM, 1.0, 1.0, cuda(producer.get()), &h),
-            KOLO_OK)
-      << kolo_last_error();
+  ASSERT_EQ(sum_async(in.get(), out.get(), producer.get(), &h), KOLO_OK) << kolo_last_error();
   std::string message;
   ASSERT_EQ(finish(h, &message), KOLO_OK) << message;
   GPU_CHECK(cudaMemcpyAsync(host_out.as<float>(), out.get(), kBytes, cudaMemcpyDeviceToHost,
