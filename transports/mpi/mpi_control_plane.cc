@@ -56,12 +56,16 @@ Status MpiControlPlane::create(SharedComms comms, const transport::Topology& top
   KOLO_RETURN_IF_ERROR(plane->find_node_peers());
   if (topology.local_size > 1 && plane->comms_->local != MPI_COMM_NULL)
     KOLO_RETURN_IF_ERROR(NodeDoorbell::create(plane->comms_->local, &plane->node_));
+  if (topology.size > 1 && topology.local_size == topology.size &&
+      plane->comms_->local != MPI_COMM_NULL)
+    KOLO_RETURN_IF_ERROR(NodeAnd::create(plane->comms_->local, &plane->node_and_));
   if (topology.size > 1) KOLO_RETURN_IF_ERROR(plane->post_doorbell_receive());
   *out = std::move(plane);
   return Status::OK();
 }
 
 MpiControlPlane::~MpiControlPlane() {
+  node_and_.reset();
   node_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -153,6 +157,8 @@ Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
   if (bits->size() > static_cast<size_t>(INT_MAX)) {
     return invalid_argument("bitwise_and of more than INT_MAX words");
   }
+  // Same length on every rank, so every rank takes the same branch.
+  if (node_and_ && bits->size() <= NodeAnd::kMaxWords) return node_and_->run(bits);
   uint64_t unused = 0;  // MPI wants a valid address even for count 0
   void* data = bits->empty() ? &unused : bits->data();
   MPI_Request request;

@@ -15,6 +15,10 @@
 // remembers the highest cycle seen. Point-to-point and collective traffic never
 // match each other in MPI, and the data communicator is a different one, so the
 // doorbell cannot steal a message meant for anything else.
+//
+// When every rank is on this node, bitwise_and (one per negotiation cycle) goes
+// through shared memory too (NodeAnd, Note [The AND on one node]); the rarer
+// collectives of the slow path stay MPI collectives.
 #pragma once
 
 #include <mpi.h>
@@ -26,6 +30,7 @@
 
 #include "transport/control_plane.h"
 #include "transports/mpi/mpi_comm.h"
+#include "transports/mpi/node_and.h"
 #include "transports/mpi/node_doorbell.h"
 
 namespace kolo::mpi {
@@ -86,6 +91,7 @@ class MpiControlPlane : public transport::ControlPlane {
   // Ranks on this node are rung through node_ (shared memory); MPI messages go
   // only to the others.
   std::unique_ptr<NodeDoorbell> node_;
+  std::unique_ptr<NodeAnd> node_and_;  // only when the whole world is on this node
   std::vector<bool> on_my_node_;  // by rank of the control communicator
   int remote_peers_ = 0;
 };

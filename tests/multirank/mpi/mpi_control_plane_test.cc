@@ -1,5 +1,6 @@
 // The MPI control plane under mpiexec: blob collectives with per-rank sizes
-// (including empty ones), bitwise AND, barrier, and the doorbell.
+// (including empty ones), bitwise AND (through shared memory and through MPI),
+// barrier, and the doorbell.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -10,6 +11,7 @@
 
 #include "tests/multirank/mpi/mpi_test_world.h"
 #include "transports/mpi/mpi_control_plane.h"
+#include "transports/mpi/node_and.h"
 
 namespace kolo::mpi {
 namespace {
@@ -97,6 +99,61 @@ TEST(MpiControlPlane, BitwiseAnd) {
       EXPECT_EQ(bits[i], expected) << "word " << i;
     }
   }
+}
+
+// Every rank of these tests is on one node, so bitwise_and runs through the
+// node's shared memory (NodeAnd) up to NodeAnd::kMaxWords words and through MPI
+// above. Many calls in a row reuse the two slots; lengths on both sides of the
+// limit and blob collectives in between interleave the two paths; each call's
+// pattern depends on the call, so an answer read from a stale slot shows.
+TEST(MpiControlPlane, BitwiseAndManyCallsAcrossBothPaths) {
+  const size_t lengths[] = {0, 1, 49, NodeAnd::kMaxWords, NodeAnd::kMaxWords + 1, 2000};
+  for (int call = 0; call < 300; ++call) {
+    const size_t words = lengths[call % 6];
+    // Rank r clears bit (call + i + 3r) % 64 of word i.
+    auto cleared = [call](size_t i, int r) {
+      return uint64_t{1} << ((static_cast<size_t>(call) + i + 3 * static_cast<size_t>(r)) % 64);
+    };
+    std::vector<uint64_t> bits(words);
+    for (size_t i = 0; i < words; ++i) bits[i] = ~cleared(i, rank());
+    ASSERT_TRUE(control().bitwise_and(&bits).ok()) << "call " << call;
+    ASSERT_EQ(bits.size(), words);
+    size_t wrong = 0;
+    for (size_t i = 0; i < words; ++i) {
+      uint64_t expected = ~uint64_t{0};
+      for (int r = 0; r < size(); ++r) expected &= ~cleared(i, r);
+      wrong += bits[i] != expected;
+    }
+    EXPECT_EQ(wrong, 0u) << "call " << call << ", " << words << " words";
+    if (call % 7 == 0) {
+      std::vector<Bytes> all;
+      ASSERT_TRUE(control().allgather(blob_of(rank(), 3), &all).ok());
+      ASSERT_EQ(all.size(), static_cast<size_t>(size()));
+    }
+  }
+}
+
+TEST(NodeAnd, MoreThanTheSlotHoldsIsAnInvalidArgument) {
+  auto comms = testing::dup_world_comms();
+  MPI_Comm local = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split_type(comms->control, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+            MPI_SUCCESS);
+  std::unique_ptr<NodeAnd> board;
+  ASSERT_TRUE(NodeAnd::create(local, &board).ok());
+  std::vector<uint64_t> bits(NodeAnd::kMaxWords + 1, ~uint64_t{0});
+  Status status = board->run(&bits);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("at most 512"), std::string::npos) << status.message();
+  // Refused before anything was published: the next call still pairs up.
+  bits.assign(3, ~uint64_t{0});
+  bits[1] = ~(uint64_t{1} << rank());
+  ASSERT_TRUE(board->run(&bits).ok());
+  uint64_t expected = ~uint64_t{0};
+  for (int r = 0; r < size(); ++r) expected &= ~(uint64_t{1} << r);
+  EXPECT_EQ(bits[0], ~uint64_t{0});
+  EXPECT_EQ(bits[1], expected);
+  board.reset();
+  MPI_Comm_free(&local);
 }
 
 TEST(MpiControlPlane, BarrierWaitsForTheLastRank) {

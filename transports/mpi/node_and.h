@@ -1,0 +1,64 @@
+// NodeAnd: the negotiation's bitwise AND among the ranks of one node, through an
+// MPI-3 shared window instead of MPI_Iallreduce. Used by the MPI control plane
+// when every rank of the world is on this node (Note [The AND on one node]).
+//
+// Layout (ShmWindow, one segment per local rank): a sequence word on its own cache
+// line, then two slots of kMaxWords words. Call k (counted identically on every
+// rank) writes this rank's words into slot k % 2, publishes sequence = k + 1 with
+// a release store, waits (acquire loads) until every peer's sequence is >= k + 1
+// and ANDs their slot k % 2 into the result. Two slots suffice: a peer writes slot
+// k % 2 again only in call k + 2, which it starts after call k + 1 finished, which
+// needed this rank's sequence k + 2, published after it had read call k.
+//
+// Contract: create() is collective over the node; run() is called by one thread
+// per rank (the coordinator), in the same order on every rank, with vectors of
+// the same length on every rank, at most kMaxWords long. Waiting spins briefly,
+// then yields and sleeps (mpi_wait.h's Backoff). A peer that does not arrive
+// within kPeerTimeout fails the call; the board is then unusable.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "transports/mpi/shm_window.h"
+
+namespace kolo::mpi {
+
+class NodeAnd {
+ public:
+  // 4 KiB: the negotiation's vector is 1 + 3 * ceil(cache capacity / 64) words,
+  // 49 at the default capacity of 1024; up to 10880 entries fit.
+  static constexpr size_t kMaxWords = 512;
+  static constexpr std::chrono::seconds kPeerTimeout{300};
+
+  static Status create(MPI_Comm local, std::unique_ptr<NodeAnd>* out);
+
+  // Elementwise AND of `bits` over the node's ranks, in place.
+  Status run(std::vector<uint64_t>* bits);
+
+ private:
+  explicit NodeAnd(std::unique_ptr<ShmWindow> window) : window_(std::move(window)) {}
+  uint64_t* sequence(int rank) const;
+  uint64_t* slot(int rank, uint64_t call) const;
+
+  std::unique_ptr<ShmWindow> window_;
+  uint64_t calls_ = 0;  // the same on every rank
+  Status broken_;
+};
+
+// Note [The AND on one node]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every negotiation cycle is one bitwise AND (the response cache's fast path). As
+// an MPI_Iallreduce finished with MPI_Test it cost 2-4 us per cycle at 2 ranks on
+// the 2-core VM (kolo's timeline, KOLO_TIMELINE, 8-byte allreduces), a third of a
+// small allreduce. Through shared memory it is a store, a release and one cache
+// line per peer. Worlds that span nodes keep MPI: a shm AND inside the node plus
+// MPI between nodes would need a third step (sharing the cross-node answer) and
+// saves little where a network hop dominates.
+
+}  // namespace kolo::mpi
