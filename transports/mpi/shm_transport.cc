@@ -53,7 +53,14 @@ constexpr size_t kCacheLine = 64;
 constexpr size_t kControlBytes = 4096;  // three counters, one per cache line; slots page-aligned
 constexpr int kSlots = 2;
 // Acquire loads between pauses before the polite Backoff (yield, then sleep).
-constexpr int kSpinLoads = 512;
+// Short: a peer that shares this core cannot arrive while we spin. Measured
+// (kolo-allreduce-perf -b 8 -e 8, 8-byte median, 4 ranks on the 2 cores, with the
+// node AND of node_and.h; 2-5 runs each, interleaved): 512 loads 61-67 us bound,
+// 58-78 unbound; 64 loads 33-39 bound, 38-51 unbound (one run 151); 16 loads
+// 30-34 bound, 30-38 unbound. At 2 ranks bound, 16 loads cost ~1.5 us (6.8-7.3
+// against 5.4 us) and 64 nothing; 1 MiB, 64 MiB and the ResNet-50 step did not
+// move between 512 and 64 (three interleaved runs).
+constexpr int kSpinLoads = 64;
 
 // Note [Pipelined slices]
 // ~~~~~~~~~~~~~~~~~~~~~~~
