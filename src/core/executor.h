@@ -80,6 +80,12 @@ class Executor {
   // Transport::scales_output); with null the caller always does.
   Status reduce(const void* input, void* output, const TensorParams& params,
                 bool* finished = nullptr);
+  // A fused bucket handed to the selected transport unpacked (*taken = true) when
+  // it takes_tensors(); otherwise nothing happens. Note [Fused buckets unpacked].
+  Status reduce_unpacked(const std::vector<TensorEntry*>& entries, const TensorParams& params,
+                         bool* taken);
+  transport::BucketView host_view(const TensorParams& params) const;
+  void hand_over_output_factor(const TensorParams& params, transport::BucketView* view) const;
   void finish_in_place(void* data, int64_t count, const TensorParams& params);
   TensorEntry zero_entry(const Response& response);
 

@@ -23,7 +23,8 @@
 
 namespace kolo::transport {
 
-// One tensor of a device bucket (see BucketView).
+// One tensor of a device bucket, or of a CPU bucket handed over unpacked (see
+// BucketView).
 struct BucketTensor {
   const void* input = nullptr;  // null with output null: a joined rank's zeros
   void* output = nullptr;
@@ -43,6 +44,14 @@ struct BucketTensor {
 // and applies them to each result element before it is written out, saving the
 // coordinator's pass over memory. Otherwise postscale == 1 and divide == 1.
 //
+// A fused CPU bucket goes to a transport that says takes_tensors() unpacked: its
+// tensors are listed in `tensors` in bucket order (their concatenation is the
+// bucket; `count` is the total; input and output are null), ready now, each with
+// input and output set (a joined rank's zeros point at the coordinator's zero
+// buffer and a scratch output). The transport reads and writes the tensors in
+// place, sparing the coordinator's copy into the fusion buffer and out again:
+// Note [Fused buckets unpacked] in core/executor.cc.
+//
 // Device buckets (device.kind != kCpu) are handed over whole: `tensors` lists
 // them in bucket order (input/output above are unused), op may be AVERAGE, and
 // the transport applies prescale to every input element and postscale to every
@@ -59,7 +68,7 @@ struct BucketView {
   double postscale = 1.0;
   int64_t divide = 1;     // CPU buckets to a transport that scales_output() only
   uint64_t sequence = 0;  // the bucket's index in the coordinator's global order
-  std::vector<BucketTensor> tensors;  // device buckets only
+  std::vector<BucketTensor> tensors;  // device buckets; CPU buckets to takes_tensors()
 
   size_t bytes() const { return static_cast<size_t>(count) * dtype_size(dtype); }
 };
@@ -137,6 +146,11 @@ class Transport {
   // Host transports: whether allreduce() applies a CPU bucket's output factor and
   // integer division itself (see BucketView). Same answer on every rank.
   virtual bool scales_output() const { return false; }
+
+  // Host transports: whether allreduce() takes a fused CPU bucket as its tensors,
+  // unpacked (see BucketView). Only asked of transports that scales_output(), and
+  // only for buckets without a prescale. Same answer on every rank.
+  virtual bool takes_tensors() const { return false; }
 
   // Device transports: `wake` is to be called (from any thread) when device work
   // completes, so that the coordinator polls its Work. Host transports ignore it.

@@ -57,8 +57,10 @@ std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(
   auto across_nodes = [&](void* shard, int64_t count) {
     return cross_->run(shard, count, dtype, op);
   };
-  Status s = node_->run(bucket.input, bucket.output, bucket.count, dtype, op,
-                         finish_stage(bucket, across_nodes));
+  ShmAllreduce::ShardStage stage = finish_stage(bucket, across_nodes);
+  Status s = bucket.tensors.empty()
+                 ? node_->run(bucket.input, bucket.output, bucket.count, dtype, op, stage)
+                 : node_->run(bucket.tensors, dtype, op, stage);
   return std::make_unique<transport::CompletedWork>(std::move(s));
 }
 

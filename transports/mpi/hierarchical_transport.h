@@ -49,6 +49,9 @@ class HierarchicalTransport : public transport::Transport {
   std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
   // After the inter-node step, each shard is scaled in cache (see finish_stage).
   bool scales_output() const override { return true; }
+  // Unpacked only where a node has several ranks: with one, every tensor would
+  // go through the cross ring on its own.
+  bool takes_tensors() const override { return node_->local_size() > 1; }
 
  private:
   HierarchicalTransport() = default;

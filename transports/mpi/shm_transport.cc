@@ -26,6 +26,10 @@
 // Step 2 of slice g + 1 runs between steps 3 and 4 of slice g: Note [Pipelined
 // slices].
 //
+// A fused bucket may come unpacked (run() over tensors): slices and shards are
+// cut from the concatenation of the tensors as if they were one buffer, and the
+// copies and the reduction of a shard walk the tensors it spans (Tensors below).
+//
 // Every shard is reduced by exactly one rank, so every rank ends with bitwise
 // the same result. Counters only grow and are published with release stores and
 // read with acquire loads; no MPI call happens after the window is created.
@@ -86,11 +90,49 @@ constexpr int kSpinLoads = 64;
 // synchronise 4x as often, which costs most when ranks share cores.
 }  // namespace
 
+// The bucket: the concatenation of its tensors, each with its own input and
+// output (one tensor for a contiguous bucket).
+class ShmAllreduce::Tensors {
+ public:
+  Tensors(const std::vector<transport::BucketTensor>& list, size_t elem)
+      : list_(list), elem_(elem) {
+    starts_.reserve(list.size() + 1);
+    starts_.push_back(0);
+    for (const transport::BucketTensor& t : list) starts_.push_back(starts_.back() + t.count);
+  }
+  int64_t count() const { return starts_.back(); }
+
+  // Calls f(input, output, at, n) for each tensor's part of elements [lo, hi) of
+  // the concatenation, in order: `input` and `output` address element lo + at,
+  // and the part holds n elements.
+  template <typename F>
+  void visit(int64_t lo, int64_t hi, F&& f) const {
+    if (lo >= hi) return;
+    // The last tensor starting at or before lo (empty tensors are skipped below).
+    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), lo) -
+                                   starts_.begin()) - 1;
+    for (int64_t at = 0; lo + at < hi; ++i) {
+      const int64_t pos = lo + at;
+      const int64_t n = std::min(starts_[i + 1], hi) - pos;
+      if (n <= 0) continue;
+      const size_t skip = static_cast<size_t>(pos - starts_[i]) * elem_;
+      f(static_cast<const char*>(list_[i].input) + skip, static_cast<char*>(list_[i].output) + skip,
+        at, n);
+      at += n;
+    }
+  }
+
+ private:
+  const std::vector<transport::BucketTensor>& list_;
+  size_t elem_;
+  std::vector<int64_t> starts_;  // starts_[i]: tensor i's first element; back(): the count
+};
+
 // The elements of one slice and the shard boundaries inside it.
 struct ShmAllreduce::Slice {
   uint64_t index = 0;  // global slice number: selects the slot and the counter values
-  const char* input = nullptr;
-  char* output = nullptr;
+  const Tensors* tensors = nullptr;
+  int64_t first = 0;  // the slice's first element in the concatenation
   int64_t count = 0;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
@@ -104,6 +146,11 @@ struct ShmAllreduce::Slice {
   }
   size_t offset(int r, int n) const { return static_cast<size_t>(begin(r, n)) * elem; }
   size_t bytes(int r, int n) const { return static_cast<size_t>(begin(r + 1, n) - begin(r, n)) * elem; }
+  // f(input, output, at, n) over shard r's elements, tensor by tensor (Tensors::visit).
+  template <typename F>
+  void visit_shard(int r, int n, F&& f) const {
+    tensors->visit(first + begin(r, n), first + begin(r + 1, n), std::forward<F>(f));
+  }
 };
 
 Status ShmAllreduce::create(MPI_Comm local, size_t slot_bytes, std::unique_ptr<ShmAllreduce>* out) {
@@ -162,7 +209,11 @@ Status ShmAllreduce::post(const Slice& s) {
   // 2. Post the peers' shards.
   char* mine = slot(me, g);
   for (int p = 0; p < n; ++p) {
-    if (p != me) std::memcpy(mine + s.offset(p, n), s.input + s.offset(p, n), s.bytes(p, n));
+    if (p == me) continue;
+    char* to = mine + s.offset(p, n);
+    s.visit_shard(p, n, [&](const char* in, char*, int64_t at, int64_t k) {
+      std::memcpy(to + static_cast<size_t>(at) * s.elem, in, static_cast<size_t>(k) * s.elem);
+    });
   }
   __atomic_store_n(counter(me, kPosted), g + 1, __ATOMIC_RELEASE);
   return Status::OK();
@@ -178,14 +229,24 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage) {
   const int64_t shard = s.begin(me + 1, n) - s.begin(me, n);
   char* result = slot(me, g) + off;
   if (shard > 0) {
-    const void* a = s.input + off;
+    bool first = true;  // the first peer is combined with the own input, the rest with the result
     for (int p = 0; p < n; ++p) {
       if (p == me) continue;
-      reduce::reduce(result, a, slot(p, g) + off, shard, s.dtype, s.op);
-      a = result;
+      const char* theirs = slot(p, g) + off;
+      if (first) {
+        s.visit_shard(me, n, [&](const char* in, char*, int64_t at, int64_t k) {
+          const size_t skip = static_cast<size_t>(at) * s.elem;
+          reduce::reduce(result + skip, in, theirs + skip, k, s.dtype, s.op);
+        });
+      } else {
+        reduce::reduce(result, result, theirs, shard, s.dtype, s.op);
+      }
+      first = false;
     }
     if (stage) KOLO_RETURN_IF_ERROR(stage(result, shard));
-    std::memcpy(s.output + off, result, s.bytes(me, n));
+    s.visit_shard(me, n, [&](const char*, char* out, int64_t at, int64_t k) {
+      std::memcpy(out, result + static_cast<size_t>(at) * s.elem, static_cast<size_t>(k) * s.elem);
+    });
   }
   __atomic_store_n(counter(me, kReduced), g + 1, __ATOMIC_RELEASE);
   return Status::OK();
@@ -198,7 +259,11 @@ Status ShmAllreduce::gather(const Slice& s) {
   const uint64_t g = s.index;
   KOLO_RETURN_IF_ERROR(wait_peers(kReduced, g + 1));
   for (int p = 0; p < n; ++p) {
-    if (p != me) std::memcpy(s.output + s.offset(p, n), slot(p, g) + s.offset(p, n), s.bytes(p, n));
+    if (p == me) continue;
+    const char* theirs = slot(p, g) + s.offset(p, n);
+    s.visit_shard(p, n, [&](const char*, char* out, int64_t at, int64_t k) {
+      std::memcpy(out, theirs + static_cast<size_t>(at) * s.elem, static_cast<size_t>(k) * s.elem);
+    });
   }
   __atomic_store_n(counter(me, kDone), g + 1, __ATOMIC_RELEASE);
   return Status::OK();
@@ -206,28 +271,46 @@ Status ShmAllreduce::gather(const Slice& s) {
 
 Status ShmAllreduce::run(const void* input, void* output, int64_t count, DataType dtype,
                          ReduceOp op, const ShardStage& stage) {
+  if (count < 0) return invalid_argument("shm: negative count " + std::to_string(count));
+  return run({transport::BucketTensor{input, output, count, nullptr}}, dtype, op, stage);
+}
+
+Status ShmAllreduce::run(const std::vector<transport::BucketTensor>& tensors, DataType dtype,
+                         ReduceOp op, const ShardStage& stage) {
   if (!is_valid(dtype)) return invalid_argument("shm: invalid dtype " + dtype_name(dtype));
   if (!is_valid(op) || op == ReduceOp::kAverage) {
     return invalid_argument("shm: op must be sum, min, max or product, not " + op_name(op));
   }
-  if (count < 0) return invalid_argument("shm: negative count " + std::to_string(count));
-  if (count > 0 && (input == nullptr || output == nullptr)) {
-    return invalid_argument("shm: null buffer");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const transport::BucketTensor& t = tensors[i];
+    const std::string which = tensors.size() > 1 ? " in tensor " + std::to_string(i) : "";
+    if (t.count < 0) return invalid_argument("shm: negative count " + std::to_string(t.count) + which);
+    if (t.count > 0 && (t.input == nullptr || t.output == nullptr))
+      return invalid_argument("shm: null buffer" + which);
   }
   KOLO_RETURN_IF_ERROR(broken_);
+  return run_tensors(Tensors(tensors, dtype_size(dtype)), dtype, op, stage);
+}
+
+Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op,
+                                 const ShardStage& stage) {
   const size_t elem = dtype_size(dtype);
+  const int64_t count = tensors.count();
   if (local_size() == 1) {
-    if (count > 0 && input != output) std::memcpy(output, input, static_cast<size_t>(count) * elem);
-    if (count > 0 && stage) return stage(output, count);
-    return Status::OK();
+    Status status;
+    tensors.visit(0, count, [&](const char* in, char* out, int64_t, int64_t k) {
+      if (in != out) std::memcpy(out, in, static_cast<size_t>(k) * elem);
+      if (stage && status.ok()) status = stage(out, k);
+    });
+    return status;
   }
   const int64_t per_slice = static_cast<int64_t>(slot_bytes_ / elem);
   const int64_t slices = (count + per_slice - 1) / per_slice;
   auto slice = [&](int64_t k) {
     Slice s;
     s.index = next_slice_ + static_cast<uint64_t>(k);
-    s.input = static_cast<const char*>(input) + static_cast<size_t>(k * per_slice) * elem;
-    s.output = static_cast<char*>(output) + static_cast<size_t>(k * per_slice) * elem;
+    s.tensors = &tensors;
+    s.first = k * per_slice;
     s.count = std::min(per_slice, count - k * per_slice);
     s.dtype = dtype;
     s.op = op;
@@ -285,8 +368,11 @@ Status ShmTransport::supports(const transport::BucketView& bucket) const {
 }
 
 std::unique_ptr<transport::Work> ShmTransport::allreduce(const transport::BucketView& bucket) {
-  Status s = engine_->run(bucket.input, bucket.output, bucket.count, bucket.dtype, bucket.op,
-                         finish_stage(bucket, nullptr));
+  const ShmAllreduce::ShardStage stage = finish_stage(bucket, nullptr);
+  Status s = bucket.tensors.empty()
+                 ? engine_->run(bucket.input, bucket.output, bucket.count, bucket.dtype,
+                                bucket.op, stage)
+                 : engine_->run(bucket.tensors, bucket.dtype, bucket.op, stage);
   return std::make_unique<transport::CompletedWork>(std::move(s));
 }
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "common/status.h"
 #include "transport/transport.h"
@@ -46,14 +47,22 @@ class ShmAllreduce {
   // the ranks of the node. Any count, including 0.
   Status run(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
              const ShardStage& stage = nullptr);
+  // The same over the concatenation of `tensors` (each reduced from its input into
+  // its output, which may be equal), without packing them: slices and shards are
+  // cut from the concatenation and may span tensors. Every rank passes the same
+  // counts. The tensors' `ready` is ignored (CPU memory).
+  Status run(const std::vector<transport::BucketTensor>& tensors, DataType dtype, ReduceOp op,
+             const ShardStage& stage = nullptr);
 
   int local_rank() const { return window_->local_rank(); }
   int local_size() const { return window_->local_size(); }
 
  private:
   struct Slice;
+  class Tensors;
   explicit ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes);
 
+  Status run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage);
   Status post(const Slice& slice);
   Status reduce_own(const Slice& slice, const ShardStage& stage);
   Status gather(const Slice& slice);
@@ -79,6 +88,7 @@ class ShmTransport : public transport::Transport {
   std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
   // The output factor is applied to each reduced shard while it is in cache.
   bool scales_output() const override { return true; }
+  bool takes_tensors() const override { return true; }
 
  private:
   std::unique_ptr<ShmAllreduce> engine_;

@@ -165,6 +165,45 @@ void check_allreduce(transport::Transport& transport, int rank, int size, int64_
   }
 }
 
+// A fused bucket handed over unpacked (BucketView::tensors, for a transport that
+// takes_tensors()): tensors of `counts` elements, the even ones in place, the odd
+// ones out of place; each must hold its own reduction, and no input may change.
+template <typename T>
+void check_unpacked(transport::Transport& transport, int rank, int size,
+                    const std::vector<int64_t>& counts, ReduceOp op) {
+  SCOPED_TRACE(std::string(transport.name()) + " unpacked " + dtype_name(Dtype<T>::kValue) +
+               " " + op_name(op) + ", " + std::to_string(counts.size()) + " tensors");
+  std::vector<std::vector<T>> in(counts.size()), out(counts.size());
+  transport::BucketView bucket = bucket_of<T>(nullptr, nullptr, 0, op);
+  for (size_t t = 0; t < counts.size(); ++t) {
+    in[t] = inputs<T>(rank + static_cast<int>(t), counts[t], op);
+    const bool in_place = t % 2 == 0;
+    if (!in_place) out[t].assign(static_cast<size_t>(counts[t]), Dtype<T>::from(99));
+    T* output = in_place ? in[t].data() : out[t].data();
+    bucket.tensors.push_back({in[t].data(), output, counts[t], nullptr});
+    bucket.count += counts[t];
+  }
+  EXPECT_TRUE(transport.supports(bucket).ok());
+  Status status = transport.allreduce(bucket)->wait();
+  ASSERT_TRUE(status.ok()) << status.to_string();
+  for (size_t t = 0; t < counts.size(); ++t) {
+    // Rank r's tensor t holds the inputs of "rank" r + t: the expected values are
+    // those of ranks t .. t + size - 1.
+    std::vector<T> period(kPeriod);
+    for (int64_t i = 0; i < kPeriod; ++i) {
+      double acc = input_value<T>(static_cast<int>(t), i, op);
+      for (int r = 1; r < size; ++r) acc = combine(acc, input_value<T>(r + static_cast<int>(t), i, op), op);
+      period[i] = Dtype<T>::from(acc);
+    }
+    const std::vector<T> want = tiled(counts[t], period);
+    const bool in_place = t % 2 == 0;
+    EXPECT_EQ(first_difference(in_place ? in[t] : out[t], want), -1) << "tensor " << t;
+    if (!in_place)
+      EXPECT_EQ(first_difference(in[t], inputs<T>(rank + static_cast<int>(t), counts[t], op)), -1)
+          << "tensor " << t << ": input was modified";
+  }
+}
+
 // Every op, in place and out of place, at counts 0, 1, n-1, n+1, 1000, then
 // 2^20+3 (many slices) with every op in place and SUM out of place.
 template <typename T>
