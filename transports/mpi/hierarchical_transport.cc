@@ -54,7 +54,7 @@ std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(
   const ReduceOp op = bucket.op;
   // The ranks of a cross communicator share a local rank and a node size, so they
   // run the same slices with the same shard counts and their ring calls match.
-  auto across_nodes = [&](void* shard, int64_t count) {
+  std::function<Status(void*, int64_t)> across_nodes = [&](void* shard, int64_t count) {
     return cross_->run(shard, count, dtype, op);
   };
   ShmAllreduce::ShardStage stage = finish_stage(bucket, across_nodes);

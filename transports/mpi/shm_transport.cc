@@ -41,6 +41,8 @@
 // (steps 2 and 3) before its output is written (steps 3 and 4).
 #include "transports/mpi/shm_transport.h"
 
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -52,9 +54,11 @@
 namespace kolo::mpi {
 namespace {
 
-enum Counter { kPosted = 0, kReduced = 1, kDone = 2 };
+// Each on its own cache line of the control block. kPing and kDecision are used
+// in local rank 0's block, kPong in local rank 1's (calibrate()).
+enum Counter { kPosted = 0, kReduced = 1, kDone = 2, kPing = 3, kPong = 4, kDecision = 5 };
 constexpr size_t kCacheLine = 64;
-constexpr size_t kControlBytes = 4096;  // three counters, one per cache line; slots page-aligned
+constexpr size_t kControlBytes = 4096;  // six counters, one per cache line; slots page-aligned
 constexpr int kSlots = 2;
 // Acquire loads between pauses before the polite Backoff (yield, then sleep).
 // Short: a peer that shares this core cannot arrive while we spin. Measured
@@ -88,6 +92,64 @@ constexpr int kSpinLoads = 64;
 // 512 KiB: the whole slice (2 x 256 KiB shards at 2 ranks, read and written
 // three times) stays in the 2 x 1 MiB of L2 the two cores have; 128 KiB slices
 // synchronise 4x as often, which costs most when ranks share cores.
+// Note [Streaming stores across distant cores]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A rank's slot is written by it and read by its peers. When the cores are close
+// (sharing a last-level cache) the reader finds the lines in that cache and plain
+// stores are best. When they are far apart (another core complex or socket) every
+// line the reader pulls out of the writer's cache, and every line the writer
+// takes back from the reader's, crosses the interconnect one at a time. Then
+// streaming stores are faster: the writer's lines go to memory without being
+// read first or kept, and the reader streams them from memory. The 2-core
+// development VM switches between the two for minutes at a time (its host
+// moves the vCPUs): a cache-line round trip between the two cores measures
+// 75-135 ns or 355-430 ns, nothing between. Interleaved runs of
+// kolo-allreduce-perf -b 1M -e 64M -f 64 (2 ranks bound, busbw GB/s at 1 MiB /
+// 64 MiB) with the store kind forced measured, near: plain 16-18 / 10.4-11.2,
+// streaming 9.0-9.3 / 5.8-6.1; far: plain 8.0-9.8 / 7.1-8.5, streaming 11.1-11.7
+// / 7.1-9.5. With the calibration below, against plain stores only (interleaved,
+// 30 pairs): far, 1 MiB 10.8-11.7 against 8.5-9.3, 64 MiB 8.0-9.2 against
+// 6.8-8.7, the ResNet-50 step (-m resnet50) 12.1-13.7 ms against 13.5-15.1;
+// near, no difference beyond the noise (1 MiB 17.5-19.3 both, ResNet-50 10.3-11.6
+// against 10.4-11.1 ms).
+//
+// So the ranks measure: local rank 0 times a few round trips with local rank 1
+// through the control block (calibrate(), on the first bucket of at least
+// kStreamMinBytes and every kRecalibrateEvery such buckets after), and publishes
+// the decision, which every rank of the node follows. When streaming, a rank
+// posts its peers' shards with streaming stores, and reduces its own shard in
+// L1-sized pieces that go to its slot with streaming stores and to its output
+// with plain ones (the result is not read back from the slot). Both ways give
+// bitwise the same result: the order of the reduction does not change. Buckets
+// below kStreamMinBytes, and stages that need the whole shard (the hierarchical
+// allreduce's), always use plain stores.
+constexpr uint64_t kRecalibrateEvery = 64;
+constexpr int kPingPongs = 16;
+constexpr double kFarRoundTripNs = 250;
+constexpr size_t kStreamPiece = 16 << 10;  // bytes reduced at a time when streaming
+
+// Copies with streaming (non-temporal) stores; the caller fences (_mm_sfence)
+// before publishing.
+void stream_copy(char* dst, const char* src, size_t bytes) {
+  const size_t head = std::min(bytes, (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15);
+  std::memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  bytes -= head;
+  size_t i = 0;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+  }
+  std::memcpy(dst + i, src + i, bytes - i);
+}
+
 }  // namespace
 
 // The bucket: the concatenation of its tensors, each with its own input and
@@ -175,32 +237,70 @@ char* ShmAllreduce::slot(int rank, uint64_t slice) const {
 Status ShmAllreduce::wait_peers(int which, uint64_t target) {
   const int me = local_rank();
   for (int p = 0; p < local_size(); ++p) {
-    if (p == me) continue;
-    const uint64_t* c = counter(p, which);
-    if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) continue;
-    int spins = 0;
-    while (spins < kSpinLoads && __atomic_load_n(c, __ATOMIC_ACQUIRE) < target) {
-      __builtin_ia32_pause();
-      ++spins;
+    if (p != me) KOLO_RETURN_IF_ERROR(wait_counter(counter(p, which), target, p));
+  }
+  return Status::OK();
+}
+
+Status ShmAllreduce::wait_counter(const uint64_t* c, uint64_t target, int who) {
+  if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) return Status::OK();
+  int spins = 0;
+  while (spins < kSpinLoads && __atomic_load_n(c, __ATOMIC_ACQUIRE) < target) {
+    __builtin_ia32_pause();
+    ++spins;
+  }
+  if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) return Status::OK();
+  const auto deadline = std::chrono::steady_clock::now() + kPeerTimeout;
+  Backoff backoff;  // yields, then sleeps: ranks may outnumber cores
+  while (__atomic_load_n(c, __ATOMIC_ACQUIRE) < target) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return transport_error("shm: local rank " + std::to_string(who) + " did not reach step " +
+                             std::to_string(target) + " within " +
+                             std::to_string(kPeerTimeout.count()) + " s");
     }
-    if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) continue;
-    const auto deadline = std::chrono::steady_clock::now() + kPeerTimeout;
-    Backoff backoff;  // yields, then sleeps: ranks may outnumber cores
-    while (__atomic_load_n(c, __ATOMIC_ACQUIRE) < target) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        return transport_error("shm: local rank " + std::to_string(p) + " did not reach slice " +
-                               std::to_string(target) + " within " +
-                               std::to_string(kPeerTimeout.count()) + " s");
-      }
-      backoff.pause();
+    backoff.pause();
+  }
+  return Status::OK();
+}
+
+// Note [Streaming stores across distant cores]. Local rank 0 pings, local rank 1
+// answers; every rank then reads rank 0's decision. Values only grow.
+Status ShmAllreduce::calibrate() {
+  const uint64_t round = ++calibrations_;
+  const uint64_t base = (round - 1) * (kPingPongs + 1);
+  uint64_t* ping = counter(0, kPing);
+  uint64_t* pong = counter(1, kPong);
+  uint64_t* decision = counter(0, kDecision);
+  const int me = local_rank();
+  if (me == 0) {
+    std::vector<double> ns;
+    for (int i = 1; i <= kPingPongs + 1; ++i) {  // the first exchange only meets rank 1
+      const auto start = std::chrono::steady_clock::now();
+      __atomic_store_n(ping, base + i, __ATOMIC_RELEASE);
+      KOLO_RETURN_IF_ERROR(wait_counter(pong, base + i, 1));
+      if (i > 1)
+        ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
+    const bool far = ns[ns.size() / 2] > kFarRoundTripNs;
+    __atomic_store_n(decision, 2 * round + (far ? 1 : 0), __ATOMIC_RELEASE);
+    streaming_ = far;
+    return Status::OK();
+  }
+  if (me == 1) {
+    for (int i = 1; i <= kPingPongs + 1; ++i) {
+      KOLO_RETURN_IF_ERROR(wait_counter(ping, base + i, 0));
+      __atomic_store_n(pong, base + i, __ATOMIC_RELEASE);
     }
   }
+  KOLO_RETURN_IF_ERROR(wait_counter(decision, 2 * round, 0));
+  streaming_ = (__atomic_load_n(decision, __ATOMIC_ACQUIRE) & 1) != 0;
   return Status::OK();
 }
 
 // The three steps of a slice (see the top of the file); run() interleaves them
 // across consecutive slices: Note [Pipelined slices].
-Status ShmAllreduce::post(const Slice& s) {
+Status ShmAllreduce::post(const Slice& s, bool stream) {
   const int n = local_size();
   const int me = local_rank();
   const uint64_t g = s.index;
@@ -212,15 +312,21 @@ Status ShmAllreduce::post(const Slice& s) {
     if (p == me) continue;
     char* to = mine + s.offset(p, n);
     s.visit_shard(p, n, [&](const char* in, char*, int64_t at, int64_t k) {
-      std::memcpy(to + static_cast<size_t>(at) * s.elem, in, static_cast<size_t>(k) * s.elem);
+      char* dst = to + static_cast<size_t>(at) * s.elem;
+      const size_t bytes = static_cast<size_t>(k) * s.elem;
+      if (stream)
+        stream_copy(dst, in, bytes);
+      else
+        std::memcpy(dst, in, bytes);
     });
   }
+  if (stream) _mm_sfence();  // streaming stores are not ordered by the release below
   __atomic_store_n(counter(me, kPosted), g + 1, __ATOMIC_RELEASE);
   return Status::OK();
 }
 
 // 3. Reduce the own shard from the own input and the peers' slots.
-Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage) {
+Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage, bool stream) {
   const int n = local_size();
   const int me = local_rank();
   const uint64_t g = s.index;
@@ -228,7 +334,31 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage) {
   const size_t off = s.offset(me, n);
   const int64_t shard = s.begin(me + 1, n) - s.begin(me, n);
   char* result = slot(me, g) + off;
-  if (shard > 0) {
+  if (shard > 0 && stream) {
+    // In pieces that stay in L1: into the slot with streaming stores, into the
+    // output with plain ones; the same operations in the same order as below.
+    static thread_local std::vector<char> piece(kStreamPiece);
+    const int64_t per = static_cast<int64_t>(kStreamPiece / s.elem);
+    Status status;
+    s.visit_shard(me, n, [&](const char* in, char* out, int64_t at, int64_t k) {
+      for (int64_t j = 0; j < k && status.ok(); j += per) {
+        const int64_t m = std::min(per, k - j);
+        const size_t skip = static_cast<size_t>(at + j) * s.elem;  // from the shard's start
+        const size_t bytes = static_cast<size_t>(m) * s.elem;
+        const void* a = in + static_cast<size_t>(j) * s.elem;
+        for (int p = 0; p < n; ++p) {
+          if (p == me) continue;
+          reduce::reduce(piece.data(), a, slot(p, g) + off + skip, m, s.dtype, s.op);
+          a = piece.data();
+        }
+        if (stage) status = stage.apply(piece.data(), m);
+        stream_copy(result + skip, piece.data(), bytes);
+        std::memcpy(out + static_cast<size_t>(j) * s.elem, piece.data(), bytes);
+      }
+    });
+    _mm_sfence();
+    KOLO_RETURN_IF_ERROR(status);
+  } else if (shard > 0) {
     bool first = true;  // the first peer is combined with the own input, the rest with the result
     for (int p = 0; p < n; ++p) {
       if (p == me) continue;
@@ -243,7 +373,7 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage) {
       }
       first = false;
     }
-    if (stage) KOLO_RETURN_IF_ERROR(stage(result, shard));
+    if (stage) KOLO_RETURN_IF_ERROR(stage.apply(result, shard));
     s.visit_shard(me, n, [&](const char*, char* out, int64_t at, int64_t k) {
       std::memcpy(out, result + static_cast<size_t>(at) * s.elem, static_cast<size_t>(k) * s.elem);
     });
@@ -300,9 +430,23 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
     Status status;
     tensors.visit(0, count, [&](const char* in, char* out, int64_t, int64_t k) {
       if (in != out) std::memcpy(out, in, static_cast<size_t>(k) * elem);
-      if (stage && status.ok()) status = stage(out, k);
+      if (stage && status.ok()) status = stage.apply(out, k);
     });
     return status;
+  }
+  // Note [Streaming stores across distant cores]. Every rank sees the same bucket
+  // and stage kind, so every rank calibrates at the same runs.
+  bool stream = false;
+  if (static_cast<size_t>(count) * elem >= kStreamMinBytes && (!stage || stage.per_element)) {
+    if (store_mode_ == StoreMode::kAuto && streamable_runs_++ % kRecalibrateEvery == 0) {
+      Status calibrated = calibrate();
+      if (!calibrated.ok()) {
+        broken_ = calibrated.with_context("shm is unusable after an earlier failure");
+        return calibrated;
+      }
+    }
+    if (store_mode_ != StoreMode::kAuto) streaming_ = store_mode_ == StoreMode::kStreaming;
+    stream = streaming_;
   }
   const int64_t per_slice = static_cast<int64_t>(slot_bytes_ / elem);
   const int64_t slices = (count + per_slice - 1) / per_slice;
@@ -318,11 +462,11 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
     return s;
   };
   // Note [Pipelined slices]: post k+1 between reducing k and gathering k.
-  Status status = slices > 0 ? post(slice(0)) : Status::OK();
+  Status status = slices > 0 ? post(slice(0), stream) : Status::OK();
   for (int64_t k = 0; k < slices && status.ok(); ++k) {
     const Slice s = slice(k);
-    status = reduce_own(s, stage);
-    if (status.ok() && k + 1 < slices) status = post(slice(k + 1));
+    status = reduce_own(s, stage, stream);
+    if (status.ok() && k + 1 < slices) status = post(slice(k + 1), stream);
     if (status.ok()) status = gather(s);
   }
   if (!status.ok()) {
@@ -350,17 +494,23 @@ Status shm_supports(const char* name, const transport::BucketView& bucket) {
 }
 
 ShmAllreduce::ShardStage finish_stage(const transport::BucketView& bucket,
-                                      ShmAllreduce::ShardStage before) {
-  if (bucket.postscale == 1.0 && bucket.divide == 1) return before;
+                                      std::function<Status(void*, int64_t)> before) {
+  ShmAllreduce::ShardStage stage;
+  stage.per_element = !before;
+  if (bucket.postscale == 1.0 && bucket.divide == 1) {
+    stage.apply = std::move(before);
+    return stage;
+  }
   const DataType dtype = bucket.dtype;
   const double factor = bucket.postscale;
   const int64_t divide = bucket.divide;
-  return [before = std::move(before), dtype, factor, divide](void* shard, int64_t count) {
+  stage.apply = [before = std::move(before), dtype, factor, divide](void* shard, int64_t count) {
     if (before) KOLO_RETURN_IF_ERROR_AS_IS(before(shard, count));
     if (factor != 1.0) reduce::scale(shard, shard, count, dtype, factor);
     if (divide != 1) reduce::divide_integer(shard, count, dtype, divide);
     return Status::OK();
   };
+  return stage;
 }
 
 Status ShmTransport::supports(const transport::BucketView& bucket) const {

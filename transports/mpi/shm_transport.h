@@ -27,32 +27,53 @@
 
 namespace kolo::mpi {
 
+// ShmAllreduce::ShardStage (below).
+struct ShmShardStage {
+  std::function<Status(void* shard, int64_t count)> apply;
+  // Element by element (an output factor): may be applied to parts of a shard.
+  bool per_element = false;
+  explicit operator bool() const { return static_cast<bool>(apply); }
+};
+
 class ShmAllreduce {
  public:
   // Bytes of one slot: the unit of slicing. See Note [Shm slice size].
   static constexpr size_t kDefaultSlotBytes = size_t{512} << 10;
   static constexpr std::chrono::seconds kPeerTimeout{300};
 
+  // Buckets from this size up may be written to the slots with streaming stores
+  // (Note [Streaming stores across distant cores]).
+  static constexpr size_t kStreamMinBytes = size_t{256} << 10;
+
   // Applied by each rank to its reduced shard of every slice, in place, before
   // the other ranks of the node copy it. The hierarchical allreduce passes the
   // inter-node allreduce here. Ranks with equal local rank on every node see the
   // same sequence of shard counts (they depend only on count, dtype, local size).
-  using ShardStage = std::function<Status(void* shard, int64_t count)>;
+  using ShardStage = ShmShardStage;
+
+  // How a rank writes what its peers read (Note [Streaming stores across distant
+  // cores]): decided by measurement (kAuto, the default), or fixed (tests).
+  enum class StoreMode { kAuto, kCached, kStreaming };
 
   // Collective over `local` (the node communicator): allocates and pre-faults
   // the shared window (a control block and two slots of slot_bytes per rank).
   static Status create(MPI_Comm local, size_t slot_bytes, std::unique_ptr<ShmAllreduce>* out);
 
+  // The same on every rank of the node, before the next run().
+  void set_store_mode(StoreMode mode) { store_mode_ = mode; }
+  // Whether the last run() that could stream did (for tests and logs).
+  bool streaming() const { return streaming_; }
+
   // Allreduce of `count` elements from `input` into `output` (may be equal) over
   // the ranks of the node. Any count, including 0.
   Status run(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-             const ShardStage& stage = nullptr);
+             const ShardStage& stage = {});
   // The same over the concatenation of `tensors` (each reduced from its input into
   // its output, which may be equal), without packing them: slices and shards are
   // cut from the concatenation and may span tensors. Every rank passes the same
   // counts. The tensors' `ready` is ignored (CPU memory).
   Status run(const std::vector<transport::BucketTensor>& tensors, DataType dtype, ReduceOp op,
-             const ShardStage& stage = nullptr);
+             const ShardStage& stage = {});
 
   int local_rank() const { return window_->local_rank(); }
   int local_size() const { return window_->local_size(); }
@@ -63,17 +84,25 @@ class ShmAllreduce {
   explicit ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes);
 
   Status run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage);
-  Status post(const Slice& slice);
-  Status reduce_own(const Slice& slice, const ShardStage& stage);
+  Status post(const Slice& slice, bool stream);
+  Status reduce_own(const Slice& slice, const ShardStage& stage, bool stream);
   Status gather(const Slice& slice);
+  // Measures the round trip between local ranks 0 and 1 and agrees on streaming_.
+  Status calibrate();
   // Waits until counter `which` of every other rank is at least `target`.
   Status wait_peers(int which, uint64_t target);
+  // Waits until `*c` (local rank `who`'s) is at least `target`.
+  Status wait_counter(const uint64_t* c, uint64_t target, int who);
   uint64_t* counter(int rank, int which) const;
   char* slot(int rank, uint64_t slice) const;
 
   std::unique_ptr<ShmWindow> window_;
   size_t slot_bytes_;
   uint64_t next_slice_ = 0;  // slices done so far, the same on every rank
+  StoreMode store_mode_ = StoreMode::kAuto;
+  bool streaming_ = false;         // agreed by the last calibration
+  uint64_t streamable_runs_ = 0;   // runs that could stream, the same on every rank
+  uint64_t calibrations_ = 0;      // the same on every rank
   Status broken_;
 };
 
@@ -100,7 +129,8 @@ Status shm_supports(const char* name, const transport::BucketView& bucket);
 
 // `before` (may be empty), then the bucket's output factor and integer division
 // applied to a reduced shard in place: what a node's ranks copy out is final.
+// Per element when `before` is empty.
 ShmAllreduce::ShardStage finish_stage(const transport::BucketView& bucket,
-                                      ShmAllreduce::ShardStage before);
+                                      std::function<Status(void*, int64_t)> before);
 
 }  // namespace kolo::mpi
