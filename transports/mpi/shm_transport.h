@@ -44,6 +44,9 @@ class ShmAllreduce {
   // Buckets from this size up may be written to the slots with streaming stores
   // (Note [Streaming stores across distant cores]).
   static constexpr size_t kStreamMinBytes = size_t{256} << 10;
+  // When streaming, buckets from this size up also write the caller's outputs
+  // with streaming stores (the same Note).
+  static constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;
 
   // Applied by each rank to its reduced shard of every slice, in place, before
   // the other ranks of the node copy it. The hierarchical allreduce passes the
@@ -85,8 +88,10 @@ class ShmAllreduce {
 
   Status run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage);
   Status post(const Slice& slice, bool stream);
-  Status reduce_own(const Slice& slice, const ShardStage& stage, bool stream);
-  Status gather(const Slice& slice);
+  // `stream`: the slots, `stream_output`: the outputs are written with streaming
+  // stores (Note [Streaming stores across distant cores]).
+  Status reduce_own(const Slice& slice, const ShardStage& stage, bool stream, bool stream_output);
+  Status gather(const Slice& slice, bool stream_output);
   // Measures the round trip between local ranks 0 and 1 and agrees on streaming_.
   Status calibrate();
   // Waits until counter `which` of every other rank is at least `target`.

@@ -115,7 +115,7 @@ TEST(ShmAllreduce, FusedBucketUnpackedAppliesOutputFactor) {
 // Note [Streaming stores across distant cores]: both ways of writing the slots,
 // forced, give exactly the expected results, with slots smaller and larger than
 // the streamed pieces, in place and out of place, packed and unpacked, with an
-// output factor applied piece by piece.
+// output factor applied piece by piece, and with the outputs streamed too.
 TEST(ShmAllreduce, StreamingAndCachedStoresGiveExactResults) {
   for (ShmAllreduce::StoreMode mode :
        {ShmAllreduce::StoreMode::kCached, ShmAllreduce::StoreMode::kStreaming}) {
@@ -137,7 +137,13 @@ TEST(ShmAllreduce, StreamingAndCachedStoresGiveExactResults) {
         }
       }
       EXPECT_EQ(raw->streaming(), mode == ShmAllreduce::StoreMode::kStreaming && size() > 1);
-      check_unpacked<double>(t, rank(), size(), {3, 300001, 1, 131072, 0, 70000}, ReduceOp::kSum);
+      // From kStreamOutputMinBytes up, the outputs are streamed too.
+      const int64_t huge = static_cast<int64_t>(ShmAllreduce::kStreamOutputMinBytes / 4) + 3;
+      for (bool in_place : {true, false}) {
+        check_allreduce<float>(t, rank(), size(), huge, ReduceOp::kSum, in_place);
+        check_allreduce<double>(t, rank(), size(), huge, ReduceOp::kMax, in_place);
+      }
+      check_unpacked<double>(t, rank(), size(), {3, 400001, 1, 131072, 0, 70000}, ReduceOp::kSum);
       check_unpacked<int32_t>(t, rank(), size(), {70000, 5, 0, 65537}, ReduceOp::kMax);
 
       std::vector<float> f(static_cast<size_t>(large));
