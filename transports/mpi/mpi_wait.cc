@@ -61,6 +61,22 @@ Status wait_all(MPI_Request* requests, int n) {
   return Status::OK();
 }
 
+bool wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads,
+                      std::chrono::steady_clock::duration timeout) {
+  for (int i = 0; i < spin_loads; ++i) {
+    if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return true;
+    __builtin_ia32_pause();
+  }
+  if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return true;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Backoff backoff;  // yields, then sleeps: ranks may outnumber cores
+  while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < target) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    backoff.pause();
+  }
+  return true;
+}
+
 Status wait_for(MPI_Request* request, std::chrono::steady_clock::duration timeout,
                 bool* done) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -67,6 +67,13 @@ Status wait(MPI_Request* request, MPI_Status* status = MPI_STATUS_IGNORE);
 // request that fails and returns its error (the others are left as they are).
 Status wait_all(MPI_Request* requests, int n);
 
+// Waits until `*counter`, a word in memory shared with other processes of the node
+// that only grows, is at least `target`: up to `spin_loads` acquire loads with a
+// pause between them, then the Backoff above. Answers false if `timeout` passed
+// first. For the shared-memory engines (shm_transport.h, node_and.h).
+bool wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads,
+                      std::chrono::steady_clock::duration timeout);
+
 // Like wait(), but gives up after `timeout`: *done says whether it completed.
 // For shutdown paths that must not hang on a peer that is gone.
 Status wait_for(MPI_Request* request, std::chrono::steady_clock::duration timeout, bool* done);

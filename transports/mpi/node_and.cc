@@ -47,24 +47,11 @@ Status NodeAnd::run(std::vector<uint64_t>* bits) {
   __atomic_store_n(sequence(me), call + 1, __ATOMIC_RELEASE);
   for (int p = 0; p < window_->local_size(); ++p) {
     if (p == me) continue;
-    const uint64_t* seq = sequence(p);
-    int spins = 0;
-    while (spins < kSpinLoads && __atomic_load_n(seq, __ATOMIC_ACQUIRE) <= call) {
-      __builtin_ia32_pause();
-      ++spins;
-    }
-    if (__atomic_load_n(seq, __ATOMIC_ACQUIRE) <= call) {
-      const auto deadline = std::chrono::steady_clock::now() + kPeerTimeout;
-      Backoff backoff;  // yields, then sleeps: ranks may outnumber cores
-      while (__atomic_load_n(seq, __ATOMIC_ACQUIRE) <= call) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          broken_ = transport_error("node AND: local rank " + std::to_string(p) +
-                                    " did not arrive within " +
-                                    std::to_string(kPeerTimeout.count()) + " s");
-          return broken_;
-        }
-        backoff.pause();
-      }
+    if (!wait_for_counter(sequence(p), call + 1, kSpinLoads, kPeerTimeout)) {
+      broken_ = transport_error("node AND: local rank " + std::to_string(p) +
+                                " did not arrive within " + std::to_string(kPeerTimeout.count()) +
+                                " s");
+      return broken_;
     }
     const uint64_t* theirs = slot(p, call);
     for (size_t w = 0; w < bits->size(); ++w) (*bits)[w] &= theirs[w];

@@ -250,24 +250,10 @@ Status ShmAllreduce::wait_peers(int which, uint64_t target) {
 }
 
 Status ShmAllreduce::wait_counter(const uint64_t* c, uint64_t target, int who) {
-  if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) return Status::OK();
-  int spins = 0;
-  while (spins < kSpinLoads && __atomic_load_n(c, __ATOMIC_ACQUIRE) < target) {
-    __builtin_ia32_pause();
-    ++spins;
-  }
-  if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) return Status::OK();
-  const auto deadline = std::chrono::steady_clock::now() + kPeerTimeout;
-  Backoff backoff;  // yields, then sleeps: ranks may outnumber cores
-  while (__atomic_load_n(c, __ATOMIC_ACQUIRE) < target) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return transport_error("shm: local rank " + std::to_string(who) + " did not reach step " +
-                             std::to_string(target) + " within " +
-                             std::to_string(kPeerTimeout.count()) + " s");
-    }
-    backoff.pause();
-  }
-  return Status::OK();
+  if (wait_for_counter(c, target, kSpinLoads, kPeerTimeout)) return Status::OK();
+  return transport_error("shm: local rank " + std::to_string(who) + " did not reach step " +
+                         std::to_string(target) + " within " +
+                         std::to_string(kPeerTimeout.count()) + " s");
 }
 
 // Note [Streaming stores across distant cores]. Local rank 0 pings, local rank 1

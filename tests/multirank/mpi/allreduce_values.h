@@ -198,9 +198,10 @@ void check_unpacked(transport::Transport& transport, int rank, int size,
     const std::vector<T> want = tiled(counts[t], period);
     const bool in_place = t % 2 == 0;
     EXPECT_EQ(first_difference(in_place ? in[t] : out[t], want), -1) << "tensor " << t;
-    if (!in_place)
+    if (!in_place) {
       EXPECT_EQ(first_difference(in[t], inputs<T>(rank + static_cast<int>(t), counts[t], op)), -1)
           << "tensor " << t << ": input was modified";
+    }
   }
 }
 

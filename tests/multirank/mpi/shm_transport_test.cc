@@ -24,6 +24,23 @@ using namespace testing;  // NOLINT: the test helpers
 int rank() { return test_world().control->topology().rank; }
 int size() { return test_world().control->topology().size; }
 
+// A float SUM in place with postscale 0.25: every element scaled exactly once.
+void check_output_factor(transport::Transport& t, int64_t count) {
+  SCOPED_TRACE("output factor, count " + std::to_string(count));
+  std::vector<float> f(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) f[i] = static_cast<float>((rank() + 1) * (i % 7));
+  transport::BucketView scaled = bucket_of(f.data(), f.data(), count, ReduceOp::kSum);
+  scaled.postscale = 0.25;
+  ASSERT_TRUE(t.allreduce(scaled)->wait().ok());
+  const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
+  int64_t wrong = 0, first = -1;
+  for (int64_t i = 0; i < count; ++i) {
+    if (f[i] == ranks_sum * (i % 7) * 0.25f) continue;
+    if (wrong++ == 0) first = i;
+  }
+  EXPECT_EQ(wrong, 0) << "first wrong element " << first;
+}
+
 template <typename T>
 class ShmAllreduceTest : public ::testing::Test {};
 TYPED_TEST_SUITE(ShmAllreduceTest, AllDtypes);
@@ -146,15 +163,7 @@ TEST(ShmAllreduce, StreamingAndCachedStoresGiveExactResults) {
       check_unpacked<double>(t, rank(), size(), {3, 400001, 1, 131072, 0, 70000}, ReduceOp::kSum);
       check_unpacked<int32_t>(t, rank(), size(), {70000, 5, 0, 65537}, ReduceOp::kMax);
 
-      std::vector<float> f(static_cast<size_t>(large));
-      for (int64_t i = 0; i < large; ++i) f[i] = static_cast<float>((rank() + 1) * (i % 7));
-      transport::BucketView scaled = bucket_of(f.data(), f.data(), large, ReduceOp::kSum);
-      scaled.postscale = 0.25;
-      ASSERT_TRUE(t.allreduce(scaled)->wait().ok());
-      const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
-      int64_t wrong = 0;
-      for (int64_t i = 0; i < large; ++i) wrong += f[i] != ranks_sum * (i % 7) * 0.25f;
-      EXPECT_EQ(wrong, 0);
+      check_output_factor(t, large);
     }
   }
 }
@@ -218,13 +227,7 @@ TEST(ShmAllreduce, AppliesOutputFactorAndIntegerDivision) {
   transport::Transport& shm = *find_transport("shm");
   ASSERT_TRUE(shm.scales_output());
   for (int64_t count : {int64_t{1}, int64_t{1000}, int64_t{300001}}) {
-    std::vector<float> f(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) f[i] = static_cast<float>((rank() + 1) * (i % 7));
-    transport::BucketView scaled = bucket_of(f.data(), f.data(), count, ReduceOp::kSum);
-    scaled.postscale = 0.25;
-    ASSERT_TRUE(shm.allreduce(scaled)->wait().ok());
-    const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
-    for (int64_t i = 0; i < count; ++i) ASSERT_EQ(f[i], ranks_sum * (i % 7) * 0.25f) << i;
+    check_output_factor(shm, count);
 
     std::vector<int32_t> v(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) v[i] = (i % 2 ? -1 : 1) * static_cast<int32_t>(rank() + 2 * i % 11);
