@@ -7,10 +7,24 @@
 // ranks) bounds what kolo-allreduce-perf can show on the same machine.
 //
 //   build/bin/memory_ceiling_bench --benchmark_counters_tabular=true
+//
+// BM_CoreRoundTrip measures how far apart the first two cores this process may run
+// on are: two threads pinned to them pass a counter back and forth through one
+// cache line; the time per round trip is two cache-line transfers. On the 2-core
+// development VM it reads 75-135 ns or 355-430 ns depending on where the host has
+// put the vCPUs, which decides how fast the shm path can be (Note [Streaming
+// stores across distant cores] in transports/mpi/shm_transport.cc):
+//
+//   build/bin/memory_ceiling_bench --benchmark_filter=RoundTrip
 #include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "reduce/reduce.h"
@@ -54,6 +68,60 @@ BENCHMARK(BM_TwoThreadAllreduce)
     ->Arg(64 << 20)
     ->Threads(2)
     ->UseRealTime();
+
+// The first two CPUs of this process's affinity mask, or -1.
+std::pair<int, int> two_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {-1, -1};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus.size() == 2 ? std::make_pair(cpus[0], cpus[1]) : std::make_pair(-1, -1);
+}
+
+bool pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+void BM_CoreRoundTrip(benchmark::State& state) {
+  // Read once, before this thread is pinned (the benchmark runs several times).
+  static const std::pair<int, int> cpus = two_cpus();
+  const auto [first, second] = cpus;
+  if (first < 0 || !pin(first)) {
+    state.SkipWithError("needs two CPUs to pin to");
+    return;
+  }
+  alignas(64) static std::atomic<int64_t> ball;
+  ball.store(0);
+  std::atomic<bool> stop{false};
+  // The partner answers every odd value with the next even one.
+  std::thread partner([&, second = second] {
+    pin(second);
+    int64_t seen = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int64_t v = ball.load(std::memory_order_acquire);
+      if (v != seen && (v & 1)) {
+        ball.store(v + 1, std::memory_order_release);
+        seen = v + 1;
+      }
+    }
+  });
+  int64_t v = 0;
+  for (auto _ : state) {
+    ball.store(++v, std::memory_order_release);
+    while (ball.load(std::memory_order_acquire) != v + 1) {
+    }
+    ++v;
+  }
+  stop.store(true);
+  partner.join();
+  state.SetLabel("cpu " + std::to_string(first) + " <-> cpu " + std::to_string(second));
+}
+BENCHMARK(BM_CoreRoundTrip)->MinTime(0.2);
 
 }  // namespace
 
