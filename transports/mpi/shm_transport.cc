@@ -101,7 +101,7 @@ constexpr int kSpinLoads = 64;
 // takes back from the reader's, crosses the interconnect one at a time. Then
 // streaming stores are faster: the writer's lines go to memory without being
 // read first or kept, and the reader streams them from memory. The 2-core
-// development VM switches between the two for minutes at a time (its host
+// development VM switches between the two, staying seconds to minutes (its host
 // moves the vCPUs): a cache-line round trip between the two cores measures
 // 75-135 ns or 355-430 ns, nothing between. Interleaved runs of
 // kolo-allreduce-perf -b 1M -e 64M -f 64 (2 ranks bound, busbw GB/s at 1 MiB /
