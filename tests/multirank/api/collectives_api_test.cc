@@ -24,6 +24,18 @@ std::vector<T> output_of(kolo_handle_t h) {
   return out;
 }
 
+// A finished allgather or alltoall: its output and the rows received from each
+// rank are `want` and `want_splits`. Releases the handle.
+template <typename T>
+void expect_output_and_splits(kolo_handle_t h, const std::vector<T>& want,
+                              const std::vector<int64_t>& want_splits) {
+  EXPECT_EQ(output_of<T>(h), want);
+  std::vector<int64_t> splits(want_splits.size());
+  EXPECT_EQ(kolo_handle_splits(h, splits.data(), static_cast<int64_t>(splits.size())), KOLO_OK);
+  EXPECT_EQ(splits, want_splits);
+  kolo_handle_release(h);
+}
+
 TEST_F(Collectives, AllgatherRowsDifferPerRankIncludingZero) {
   for (int64_t row : {1, 5}) {
     const int64_t rows = rank_ % 2 == 0 ? rank_ + 1 : 0;  // odd ranks contribute nothing
@@ -40,11 +52,7 @@ TEST_F(Collectives, AllgatherRowsDifferPerRankIncludingZero) {
       want_splits.push_back(rr);
       for (int64_t i = 0; i < rr * row; ++i) want.push_back(r * 1000 + double(i));
     }
-    EXPECT_EQ(output_of<double>(h), want);
-    std::vector<int64_t> splits(size_);
-    ASSERT_EQ(kolo_handle_splits(h, splits.data(), size_), KOLO_OK);
-    EXPECT_EQ(splits, want_splits);
-    kolo_handle_release(h);
+    expect_output_and_splits(h, want, want_splits);
   }
 }
 
@@ -87,11 +95,7 @@ TEST_F(Collectives, AlltoallUnevenSplits) {
     received.push_back((s + 2 * rank_) % 3);
     for (int64_t i = 0; i < received.back() * row; ++i) want.push_back(s * 10000 + rank_ * 100 + int(i));
   }
-  EXPECT_EQ(output_of<int32_t>(h), want);
-  std::vector<int64_t> got(size_);
-  ASSERT_EQ(kolo_handle_splits(h, got.data(), size_), KOLO_OK);
-  EXPECT_EQ(got, received);
-  kolo_handle_release(h);
+  expect_output_and_splits(h, want, received);
 }
 
 TEST_F(Collectives, ReducescatterSumAndAverageWithUnevenShards) {

@@ -131,6 +131,18 @@ def _writable(output):
     return output.contiguous(), output
 
 
+def _in_and_out(tensor, output):
+    """(src, buffer, copy_back) for an operation reading `tensor` and writing `output`:
+    the contiguous input, the buffer to write and, for a non-contiguous output, the
+    tensor to copy it back into. In place on a non-contiguous tensor, kolo reads and
+    writes the same contiguous copy."""
+    src = tensor.detach().contiguous()
+    buffer, copy_back = _writable(output)
+    if tensor is output and copy_back is not None:
+        src = buffer
+    return src, buffer, copy_back
+
+
 def _finish_into(output, buffer, copy_back):
     def finish(ptr):
         if copy_back is not None:
@@ -145,10 +157,7 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
     what = "allreduce %r" % name
     _core.require_initialized("allreduce")
     dtype, device = _check_tensor(tensor, what)
-    src = tensor.detach().contiguous()
-    buffer, copy_back = _writable(output)
-    if tensor is output and copy_back is not None:
-        src = buffer
+    src, buffer, copy_back = _in_and_out(tensor, output)
     args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, op,
             float(prescale_factor), float(postscale_factor), device)
     return _core.submit("kolo_allreduce_async", args, (tensor, src, buffer, output),
@@ -419,10 +428,7 @@ def _broadcast_async(tensor, output, root_rank, name):
     what = "broadcast %r" % name
     _core.require_initialized("broadcast")
     dtype, device = _check_tensor(tensor, what)
-    src = tensor.detach().contiguous()
-    buffer, copy_back = _writable(output)
-    if tensor is output and copy_back is not None:
-        src = buffer
+    src, buffer, copy_back = _in_and_out(tensor, output)
     args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, int(root_rank),
             device)
     return _core.submit("kolo_broadcast_async", args, (tensor, src, buffer, output),
