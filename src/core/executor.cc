@@ -299,41 +299,6 @@ void Executor::hand_over_output_factor(const TensorParams& params,
   }
 }
 
-Status Executor::reduce(const void* input, void* output, const TensorParams& params,
-                        bool* finished) {
-  transport::BucketView view = host_view(params);
-  view.input = input;
-  view.output = output;
-  if (finished) *finished = false;
-  if (view.count == 0) return Status::OK();
-  transport::Transport* transport = nullptr;
-  KOLO_RETURN_IF_ERROR(selector_.select(view, &transport));
-  if (finished && transport->scales_output()) {
-    hand_over_output_factor(params, &view);
-    *finished = true;
-  }
-  return transport->allreduce(view)->wait();
-}
-
-Status Executor::reduce_unpacked(const std::vector<TensorEntry*>& entries,
-                                 const TensorParams& params, bool* taken) {
-  *taken = false;
-  if (params.prescale != 1.0) return Status::OK();
-  transport::BucketView view = host_view(params);
-  view.count = 0;
-  for (const TensorEntry* e : entries) view.count += e->request.params.count;
-  if (view.count == 0) return Status::OK();
-  transport::Transport* transport = nullptr;
-  KOLO_RETURN_IF_ERROR(selector_.select(view, &transport));
-  if (!transport->scales_output() || !transport->takes_tensors()) return Status::OK();
-  *taken = true;
-  view.tensors.reserve(entries.size());
-  for (const TensorEntry* e : entries)
-    view.tensors.push_back({e->input, e->output, e->request.params.count, nullptr});
-  hand_over_output_factor(params, &view);
-  return transport->allreduce(view)->wait();
-}
-
 void Executor::finish_in_place(void* data, int64_t count, const TensorParams& params) {
   if (is_floating(params.dtype)) {
     double f = output_factor(params, world_size_);
@@ -344,14 +309,19 @@ void Executor::finish_in_place(void* data, int64_t count, const TensorParams& pa
 }
 
 Status Executor::run_alone(TensorEntry& entry, const TensorParams& params) {
-  const void* input = entry.input;
+  transport::BucketView view = host_view(params);
+  view.input = entry.input;
+  view.output = entry.output;
   if (params.prescale != 1.0) {
     reduce::copy_scaled(entry.output, entry.input, params.count, params.dtype, params.prescale);
-    input = entry.output;
+    view.input = entry.output;
   }
-  bool finished = false;
-  KOLO_RETURN_IF_ERROR(reduce(input, entry.output, params, &finished));
-  if (!finished) finish_in_place(entry.output, params.count, params);
+  if (view.count == 0) return Status::OK();
+  transport::Transport* transport = nullptr;
+  KOLO_RETURN_IF_ERROR(selector_.select(view, &transport));
+  if (transport->scales_output()) hand_over_output_factor(params, &view);
+  KOLO_RETURN_IF_ERROR(transport->allreduce(view)->wait());
+  if (!transport->scales_output()) finish_in_place(entry.output, params.count, params);
   return Status::OK();
 }
 
@@ -387,27 +357,39 @@ Status Executor::run_group(TensorEntry& entry, const TensorParams& params) {
 // the rate of a lone tensor (kolo's timeline). A transport that takes_tensors()
 // (shm, hierarchical) reads each tensor's input and writes its output in place,
 // slice by slice, as if they were one buffer; the fusion buffer is then used
-// only for a prescale, and by transports that want one contiguous bucket.
+// only for a prescale, and by transports that want one contiguous bucket. The
+// transport is chosen once, from the bucket's total count, either way.
 Status Executor::run_fused(const std::vector<TensorEntry*>& entries, const TensorParams& params) {
-  bool taken = false;
-  KOLO_RETURN_IF_ERROR(reduce_unpacked(entries, params, &taken));
-  if (taken) return Status::OK();
+  transport::BucketView view = host_view(params);
+  view.count = 0;
+  for (const TensorEntry* e : entries) view.count += e->request.params.count;
+  if (view.count == 0) return Status::OK();
+  transport::Transport* transport = nullptr;
+  KOLO_RETURN_IF_ERROR(selector_.select(view, &transport));
+  if (params.prescale == 1.0 && transport->scales_output() && transport->takes_tensors()) {
+    view.tensors.reserve(entries.size());
+    for (const TensorEntry* e : entries)
+      view.tensors.push_back({e->input, e->output, e->request.params.count, nullptr});
+    hand_over_output_factor(params, &view);
+    return transport->allreduce(view)->wait();
+  }
+
   const size_t elem = dtype_size(params.dtype);
   char* buffer = fusion_.data();
-  int64_t total = 0;
+  KOLO_CHECK_LE(view.bytes(), fusion_.size());
+  int64_t offset = 0;
   for (TensorEntry* e : entries) {
     const int64_t n = e->request.params.count;
-    reduce::copy_scaled(buffer + total * elem, e->input, n, params.dtype, params.prescale);
-    total += n;
+    reduce::copy_scaled(buffer + offset * elem, e->input, n, params.dtype, params.prescale);
+    offset += n;
   }
-  KOLO_CHECK_LE(static_cast<size_t>(total) * elem, fusion_.size());
-  TensorParams bucket = params;
-  bucket.count = total;
-  KOLO_RETURN_IF_ERROR(reduce(buffer, buffer, bucket));
+  view.input = buffer;
+  view.output = buffer;
+  KOLO_RETURN_IF_ERROR(transport->allreduce(view)->wait());
 
   const bool integer_average = !is_floating(params.dtype) && params.op == ReduceOp::kAverage;
   const double factor = is_floating(params.dtype) ? output_factor(params, world_size_) : 1.0;
-  int64_t offset = 0;
+  offset = 0;
   for (TensorEntry* e : entries) {
     const int64_t n = e->request.params.count;
     reduce::copy_scaled(e->output, buffer + offset * elem, n, params.dtype, factor);

@@ -72,19 +72,15 @@ class Executor {
                       std::map<std::string, TensorEntry>* pending);
   void record_bucket(const PlannedBucket& bucket, const std::vector<const Response*>& ok,
                      const TensorParams& params, Timeline::Clock::time_point start);
+  // Packed into the fusion buffer, or handed over unpacked to a transport that
+  // takes_tensors(): Note [Fused buckets unpacked].
   Status run_fused(const std::vector<TensorEntry*>& entries, const TensorParams& params);
   Status run_alone(TensorEntry& entry, const TensorParams& params);
   Status run_group(TensorEntry& entry, const TensorParams& params);
-  // Reduces one bucket through the selected transport. With `finished` non-null the
-  // transport may apply the output factor itself (*finished = true; see
-  // Transport::scales_output); with null the caller always does.
-  Status reduce(const void* input, void* output, const TensorParams& params,
-                bool* finished = nullptr);
-  // A fused bucket handed to the selected transport unpacked (*taken = true) when
-  // it takes_tensors(); otherwise nothing happens. Note [Fused buckets unpacked].
-  Status reduce_unpacked(const std::vector<TensorEntry*>& entries, const TensorParams& params,
-                         bool* taken);
+  // A CPU bucket as a transport sees it, without its buffers.
   transport::BucketView host_view(const TensorParams& params) const;
+  // For a transport that scales_output(): the output factor, or integer AVERAGE's
+  // division, goes into the view (BucketView) instead of a pass of ours.
   void hand_over_output_factor(const TensorParams& params, transport::BucketView* view) const;
   void finish_in_place(void* data, int64_t count, const TensorParams& params);
   TensorEntry zero_entry(const Response& response);

@@ -163,11 +163,12 @@ void stream_copy(char* dst, const char* src, size_t bytes) {
 // output (one tensor for a contiguous bucket).
 class ShmAllreduce::Tensors {
  public:
-  Tensors(const std::vector<transport::BucketTensor>& list, size_t elem)
-      : list_(list), elem_(elem) {
-    starts_.reserve(list.size() + 1);
-    starts_.push_back(0);
-    for (const transport::BucketTensor& t : list) starts_.push_back(starts_.back() + t.count);
+  // `starts` is the engine's: refilled here, so no call allocates once it has grown.
+  Tensors(const transport::BucketTensor* list, size_t n, size_t elem, std::vector<int64_t>* starts)
+      : list_(list), elem_(elem), starts_(*starts) {
+    starts->clear();
+    starts->push_back(0);
+    for (size_t i = 0; i < n; ++i) starts->push_back(starts->back() + list[i].count);
   }
   int64_t count() const { return starts_.back(); }
 
@@ -192,9 +193,9 @@ class ShmAllreduce::Tensors {
   }
 
  private:
-  const std::vector<transport::BucketTensor>& list_;
+  const transport::BucketTensor* list_;
   size_t elem_;
-  std::vector<int64_t> starts_;  // starts_[i]: tensor i's first element; back(): the count
+  const std::vector<int64_t>& starts_;  // [i]: tensor i's first element; back(): the count
 };
 
 // The elements of one slice and the shard boundaries inside it.
@@ -231,7 +232,7 @@ Status ShmAllreduce::create(MPI_Comm local, size_t slot_bytes, std::unique_ptr<S
 }
 
 ShmAllreduce::ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes)
-    : window_(std::move(window)), slot_bytes_(slot_bytes) {}
+    : window_(std::move(window)), slot_bytes_(slot_bytes), piece_(kStreamPiece) {}
 
 uint64_t* ShmAllreduce::counter(int rank, int which) const {
   return reinterpret_cast<uint64_t*>(window_->segment(rank) + which * kCacheLine);
@@ -331,7 +332,6 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage, bool st
   if (shard > 0 && stream) {
     // In pieces that stay in L1: into the slot with streaming stores, into the
     // output with plain ones; the same operations in the same order as below.
-    static thread_local std::vector<char> piece(kStreamPiece);
     const int64_t per = static_cast<int64_t>(kStreamPiece / s.elem);
     Status status;
     s.visit_shard(me, n, [&](const char* in, char* out, int64_t at, int64_t k) {
@@ -342,16 +342,16 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage, bool st
         const void* a = in + static_cast<size_t>(j) * s.elem;
         for (int p = 0; p < n; ++p) {
           if (p == me) continue;
-          reduce::reduce(piece.data(), a, slot(p, g) + off + skip, m, s.dtype, s.op);
-          a = piece.data();
+          reduce::reduce(piece_.data(), a, slot(p, g) + off + skip, m, s.dtype, s.op);
+          a = piece_.data();
         }
-        if (stage) status = stage.apply(piece.data(), m);
-        stream_copy(result + skip, piece.data(), bytes);
+        if (stage) status = stage.apply(piece_.data(), m);
+        stream_copy(result + skip, piece_.data(), bytes);
         char* to = out + static_cast<size_t>(j) * s.elem;
         if (stream_output)
-          stream_copy(to, piece.data(), bytes);
+          stream_copy(to, piece_.data(), bytes);
         else
-          std::memcpy(to, piece.data(), bytes);
+          std::memcpy(to, piece_.data(), bytes);
       }
     });
     _mm_sfence();
@@ -407,25 +407,31 @@ Status ShmAllreduce::gather(const Slice& s, bool stream_output) {
 
 Status ShmAllreduce::run(const void* input, void* output, int64_t count, DataType dtype,
                          ReduceOp op, const ShardStage& stage) {
-  if (count < 0) return invalid_argument("shm: negative count " + std::to_string(count));
-  return run({transport::BucketTensor{input, output, count, nullptr}}, dtype, op, stage);
+  const transport::BucketTensor one{input, output, count, nullptr};
+  return run_list(&one, 1, dtype, op, stage);
 }
 
 Status ShmAllreduce::run(const std::vector<transport::BucketTensor>& tensors, DataType dtype,
                          ReduceOp op, const ShardStage& stage) {
+  return run_list(tensors.data(), tensors.size(), dtype, op, stage);
+}
+
+Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, DataType dtype,
+                              ReduceOp op, const ShardStage& stage) {
   if (!is_valid(dtype)) return invalid_argument("shm: invalid dtype " + dtype_name(dtype));
   if (!is_valid(op) || op == ReduceOp::kAverage) {
     return invalid_argument("shm: op must be sum, min, max or product, not " + op_name(op));
   }
-  for (size_t i = 0; i < tensors.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const transport::BucketTensor& t = tensors[i];
-    const std::string which = tensors.size() > 1 ? " in tensor " + std::to_string(i) : "";
-    if (t.count < 0) return invalid_argument("shm: negative count " + std::to_string(t.count) + which);
-    if (t.count > 0 && (t.input == nullptr || t.output == nullptr))
-      return invalid_argument("shm: null buffer" + which);
+    const bool negative = t.count < 0;
+    if (!negative && (t.count == 0 || (t.input != nullptr && t.output != nullptr))) continue;
+    const std::string which = n > 1 ? " in tensor " + std::to_string(i) : "";
+    return invalid_argument(negative ? "shm: negative count " + std::to_string(t.count) + which
+                                     : "shm: null buffer" + which);
   }
   KOLO_RETURN_IF_ERROR(broken_);
-  return run_tensors(Tensors(tensors, dtype_size(dtype)), dtype, op, stage);
+  return run_tensors(Tensors(tensors, n, dtype_size(dtype), &starts_), dtype, op, stage);
 }
 
 Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op,

@@ -86,6 +86,8 @@ class ShmAllreduce {
   class Tensors;
   explicit ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes);
 
+  Status run_list(const transport::BucketTensor* tensors, size_t n, DataType dtype, ReduceOp op,
+                  const ShardStage& stage);
   Status run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage);
   Status post(const Slice& slice, bool stream);
   // `stream`: the slots, `stream_output`: the outputs are written with streaming
@@ -108,6 +110,8 @@ class ShmAllreduce {
   bool streaming_ = false;         // agreed by the last calibration
   uint64_t streamable_runs_ = 0;   // runs that could stream, the same on every rank
   uint64_t calibrations_ = 0;      // the same on every rank
+  std::vector<int64_t> starts_;    // Tensors' offsets, reused by every run
+  std::vector<char> piece_;        // one piece of the own shard when streaming
   Status broken_;
 };
 
