@@ -157,6 +157,14 @@ void stream_copy(char* dst, const char* src, size_t bytes) {
   std::memcpy(dst + i, src + i, bytes - i);
 }
 
+// A copy with streaming stores or with plain ones.
+void copy(char* dst, const char* src, size_t bytes, bool streaming) {
+  if (streaming)
+    stream_copy(dst, src, bytes);
+  else
+    std::memcpy(dst, src, bytes);
+}
+
 }  // namespace
 
 // The bucket: the concatenation of its tensors, each with its own input and
@@ -306,12 +314,7 @@ Status ShmAllreduce::post(const Slice& s, bool stream) {
     if (p == me) continue;
     char* to = mine + s.offset(p, n);
     s.visit_shard(p, n, [&](const char* in, char*, int64_t at, int64_t k) {
-      char* dst = to + static_cast<size_t>(at) * s.elem;
-      const size_t bytes = static_cast<size_t>(k) * s.elem;
-      if (stream)
-        stream_copy(dst, in, bytes);
-      else
-        std::memcpy(dst, in, bytes);
+      copy(to + static_cast<size_t>(at) * s.elem, in, static_cast<size_t>(k) * s.elem, stream);
     });
   }
   if (stream) _mm_sfence();  // streaming stores are not ordered by the release below
@@ -347,11 +350,7 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage, bool st
         }
         if (stage) status = stage.apply(piece_.data(), m);
         stream_copy(result + skip, piece_.data(), bytes);
-        char* to = out + static_cast<size_t>(j) * s.elem;
-        if (stream_output)
-          stream_copy(to, piece_.data(), bytes);
-        else
-          std::memcpy(to, piece_.data(), bytes);
+        copy(out + static_cast<size_t>(j) * s.elem, piece_.data(), bytes, stream_output);
       }
     });
     _mm_sfence();
@@ -390,12 +389,8 @@ Status ShmAllreduce::gather(const Slice& s, bool stream_output) {
     if (p == me) continue;
     const char* theirs = slot(p, g) + s.offset(p, n);
     s.visit_shard(p, n, [&](const char*, char* out, int64_t at, int64_t k) {
-      const char* from = theirs + static_cast<size_t>(at) * s.elem;
-      const size_t bytes = static_cast<size_t>(k) * s.elem;
-      if (stream_output)
-        stream_copy(out, from, bytes);
-      else
-        std::memcpy(out, from, bytes);
+      copy(out, theirs + static_cast<size_t>(at) * s.elem, static_cast<size_t>(k) * s.elem,
+           stream_output);
     });
   }
   // Streaming stores into the output are ordered before the caller learns that
