@@ -55,7 +55,8 @@ typedef enum kolo_status_t {
   KOLO_ERR_STALLED = 9,          /* some ranks never submitted the name (stall shutdown) */
   KOLO_ERR_UNSUPPORTED = 10,     /* valid, but not supported by this build or transport */
   KOLO_ERR_TRANSPORT = 11,       /* the transport (MPI, NCCL, ...) reported an error */
-  KOLO_ERR_INTERNAL = 12
+  KOLO_ERR_INTERNAL = 12,
+  KOLO_ERR_RANK_FAILED = 13      /* a peer rank died or went silent; the message names it */
 } kolo_status_t;
 
 typedef enum kolo_dtype_t {

@@ -17,6 +17,7 @@ const char* code_name(Code code) {
     case Code::kUnsupported: return "KOLO_ERR_UNSUPPORTED";
     case Code::kTransport: return "KOLO_ERR_TRANSPORT";
     case Code::kInternal: return "KOLO_ERR_INTERNAL";
+    case Code::kRankFailed: return "KOLO_ERR_RANK_FAILED";
   }
   return "KOLO_ERR_UNKNOWN";
 }

@@ -24,6 +24,8 @@ enum class Code : int {
   kUnsupported = 10,
   kTransport = 11,
   kInternal = 12,
+  kRankFailed = 13,
+  kLast = kRankFailed,  // the highest code (wire decoding checks against it)
 };
 
 // The constant name of a code, e.g. "KOLO_ERR_MISMATCH".

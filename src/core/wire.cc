@@ -178,7 +178,7 @@ Status decode_responses(const std::string& bytes, std::vector<Response>* respons
     if (!r.get(&code) || !r.get_string(&resp.message, kMaxMessageLength) ||
         !r.get_values(&resp.sizes))
       return corrupt("truncated response");
-    if (code < 0 || code > static_cast<int32_t>(Code::kInternal)) return corrupt("bad code");
+    if (code < 0 || code > static_cast<int32_t>(Code::kLast)) return corrupt("bad code");
     resp.code = static_cast<Code>(code);
   }
   if (!r.at_end()) return corrupt("trailing bytes");

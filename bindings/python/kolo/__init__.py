@@ -24,8 +24,8 @@ from ._numpy_ops import (allgather, allgather_async, allreduce, allreduce_async,
                          synchronize)
 from .exceptions import (DuplicateNameError, HorovodInternalError, KoloError, KoloTimeoutError,
                          KoloValueError, LibraryNotFoundError, MismatchError,
-                         NotInitializedError, ShutdownError, StalledError, TransportError,
-                         UnsupportedError)
+                         NotInitializedError, RankFailedError, ShutdownError, StalledError,
+                         TransportError, UnsupportedError)
 
 __version__ = "0.1.0"
 
@@ -50,5 +50,5 @@ __all__ = [
     "reducescatter_async", "shutdown", "size", "synchronize", "transport_built", "version",
     "DuplicateNameError", "HorovodInternalError", "KoloError", "KoloTimeoutError",
     "KoloValueError", "LibraryNotFoundError", "MismatchError", "NotInitializedError",
-    "ShutdownError", "StalledError", "TransportError", "UnsupportedError",
+    "RankFailedError", "ShutdownError", "StalledError", "TransportError", "UnsupportedError",
 ]

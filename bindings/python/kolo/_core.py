@@ -19,8 +19,8 @@ import threading
 
 from . import _lib
 from .exceptions import (DuplicateNameError, KoloError, KoloTimeoutError, KoloValueError,
-                         MismatchError, NotInitializedError, ShutdownError, StalledError,
-                         TransportError, UnsupportedError)
+                         MismatchError, NotInitializedError, RankFailedError, ShutdownError,
+                         StalledError, TransportError, UnsupportedError)
 
 # Reduction operators, as kolo numbers them (the names are Horovod's).
 Sum = _lib.OP_SUM
@@ -44,6 +44,7 @@ _EXCEPTIONS = {
     _lib.ERR_UNSUPPORTED: UnsupportedError,
     _lib.ERR_TRANSPORT: TransportError,
     _lib.ERR_INTERNAL: KoloError,
+    _lib.ERR_RANK_FAILED: RankFailedError,
 }
 
 # How long one kolo_wait call blocks before Python gets a chance to handle signals

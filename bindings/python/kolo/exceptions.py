@@ -34,6 +34,10 @@ class StalledError(KoloError):
     """Some ranks never submitted the tensor and the stall timeout shut kolo down."""
 
 
+class RankFailedError(KoloError):
+    """A peer rank died or went silent; the message names it. kolo is unusable after it."""
+
+
 class TransportError(KoloError):
     """The transport (MPI, NCCL) reported an error."""
 
