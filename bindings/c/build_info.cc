@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string>
 
+#include "bindings/c/firewall.h"
 #include "common/knobs.h"
 #include "kolo/kolo.h"
 #include "kolo_build_config.h"
@@ -86,26 +87,32 @@ std::string build_info() {
 
 extern "C" {
 
-const char* kolo_version(void) { return KOLO_VERSION_STRING; }
+const char* kolo_version(void) {
+  return kolo::c_api::guarded(KOLO_VERSION_STRING, [] { return KOLO_VERSION_STRING; });
+}
 
 const char* kolo_build_info_json(void) {
-  static std::mutex mu;
-  static std::string text;
-  std::lock_guard<std::mutex> lock(mu);
-  text = build_info();
-  return text.c_str();
+  return kolo::c_api::guarded("{}", [] {
+    static std::mutex mu;
+    static std::string text;
+    std::lock_guard<std::mutex> lock(mu);
+    text = build_info();
+    return text.c_str();
+  });
 }
 
 int kolo_transport_built(const char* name, const char** reason) {
   if (reason) *reason = "unknown transport";
-  if (name == nullptr) return 0;
-  for (const auto& t : kolo::transport::known_transports()) {
-    if (t.name == name) {
-      if (reason) *reason = t.reason.c_str();
-      return t.built ? 1 : 0;
+  return kolo::c_api::guarded(0, [&] {
+    if (name == nullptr) return 0;
+    for (const auto& t : kolo::transport::known_transports()) {
+      if (t.name == name) {
+        if (reason) *reason = t.reason.c_str();
+        return t.built ? 1 : 0;
+      }
     }
-  }
-  return 0;
+    return 0;
+  });
 }
 
 }  // extern "C"

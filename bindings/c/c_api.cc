@@ -1,16 +1,22 @@
 // The C API (include/kolo/kolo.h) over core::Runtime and the MPI world.
 //
-// No exception crosses this boundary: every entry point catches and reports
-// KOLO_ERR_INTERNAL. The calling thread's last error message is kept in a
-// thread-local string.
+// Every entry point runs inside guarded() (firewall.h): no exception crosses this
+// boundary. Bad input is refused before anything is touched: a NULL handle or
+// out-pointer, a negative length or a NaN timeout gets KOLO_ERR_INVALID_ARGUMENT
+// naming the argument, and a call that produces a handle sets *handle to NULL
+// first, so that every failure leaves it NULL.
 #include "kolo/kolo.h"
 
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
-#include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "bindings/c/firewall.h"
+#include "common/dtype.h"
 #include "common/knobs.h"
 #include "common/status.h"
 #include "core/collective_args.h"
@@ -25,42 +31,71 @@ namespace {
 
 using kolo::Code;
 using kolo::Status;
+using kolo::c_api::guarded;
+using kolo::c_api::report;
 
-thread_local std::string t_last_error;
+// The C API casts between kolo.h's enums and these; a value that drifts fails the
+// build here. (tests/python/test_abi.py checks the Python copies against kolo.h.)
+template <typename Internal>
+constexpr bool same(Internal internal, int c_value) {
+  return static_cast<int>(internal) == c_value;
+}
+static_assert(same(Code::kOk, KOLO_OK) && same(Code::kInProgress, KOLO_IN_PROGRESS) &&
+              same(Code::kInvalidArgument, KOLO_ERR_INVALID_ARGUMENT) &&
+              same(Code::kNotInitialized, KOLO_ERR_NOT_INITIALIZED) &&
+              same(Code::kAlreadyInitialized, KOLO_ERR_ALREADY_INITIALIZED) &&
+              same(Code::kDuplicateName, KOLO_ERR_DUPLICATE_NAME) &&
+              same(Code::kMismatch, KOLO_ERR_MISMATCH) && same(Code::kShutdown, KOLO_ERR_SHUTDOWN) &&
+              same(Code::kTimeout, KOLO_ERR_TIMEOUT) && same(Code::kStalled, KOLO_ERR_STALLED) &&
+              same(Code::kUnsupported, KOLO_ERR_UNSUPPORTED) &&
+              same(Code::kTransport, KOLO_ERR_TRANSPORT) && same(Code::kInternal, KOLO_ERR_INTERNAL) &&
+              same(Code::kRankFailed, KOLO_ERR_RANK_FAILED) && same(Code::kLast, KOLO_ERR_RANK_FAILED),
+              "kolo::Code and kolo_status_t differ");
+static_assert(same(kolo::DataType::kUint8, KOLO_UINT8) && same(kolo::DataType::kInt8, KOLO_INT8) &&
+              same(kolo::DataType::kUint16, KOLO_UINT16) &&
+              same(kolo::DataType::kInt16, KOLO_INT16) && same(kolo::DataType::kInt32, KOLO_INT32) &&
+              same(kolo::DataType::kInt64, KOLO_INT64) &&
+              same(kolo::DataType::kFloat16, KOLO_FLOAT16) &&
+              same(kolo::DataType::kBfloat16, KOLO_BFLOAT16) &&
+              same(kolo::DataType::kFloat32, KOLO_FLOAT32) &&
+              same(kolo::DataType::kFloat64, KOLO_FLOAT64) && same(kolo::DataType::kBool, KOLO_BOOL) &&
+              kolo::kNumDataTypes == KOLO_BOOL + 1,
+              "kolo::DataType and kolo_dtype_t differ");
+static_assert(same(kolo::ReduceOp::kSum, KOLO_OP_SUM) &&
+              same(kolo::ReduceOp::kAverage, KOLO_OP_AVERAGE) &&
+              same(kolo::ReduceOp::kMin, KOLO_OP_MIN) && same(kolo::ReduceOp::kMax, KOLO_OP_MAX) &&
+              same(kolo::ReduceOp::kProduct, KOLO_OP_PRODUCT) &&
+              kolo::kNumReduceOps == KOLO_OP_PRODUCT + 1,
+              "kolo::ReduceOp and kolo_op_t differ");
+static_assert(same(kolo::DeviceKind::kCpu, KOLO_DEVICE_CPU) &&
+              same(kolo::DeviceKind::kCuda, KOLO_DEVICE_CUDA),
+              "kolo::DeviceKind and kolo_device_kind_t differ");
+
 std::mutex g_lifecycle_mu;                        // kolo_init / kolo_shutdown
 std::unique_ptr<kolo::core::Runtime> g_runtime;  // set while initialised
-
-kolo_status_t report(const Status& s) {
-  t_last_error = s.ok() ? std::string() : s.message();
-  return static_cast<kolo_status_t>(s.code());
-}
-
-kolo_status_t report(Code code, const std::string& message) { return report(Status(code, message)); }
-
-template <typename F>
-kolo_status_t guarded(F&& f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return report(Code::kInternal, "out of memory");
-  } catch (const std::exception& e) {
-    return report(Code::kInternal, std::string("unexpected exception: ") + e.what());
-  } catch (...) {
-    return report(Code::kInternal, "unexpected exception");
-  }
-}
 
 kolo_status_t not_initialized() {
   return report(Code::kNotInitialized, "kolo is not initialised (call kolo_init first)");
 }
 
+kolo_status_t invalid(const std::string& message) {
+  return report(Code::kInvalidArgument, message);
+}
+
+// Note [kolo_init on a stopped kolo]
+// Another rank's shutdown (or a failure) stops this rank's coordinator, but this
+// rank's runtime stays until its own kolo_shutdown releases it. kolo_init then
+// answers KOLO_ERR_SHUTDOWN, not KOLO_ERR_ALREADY_INITIALIZED: "already
+// initialised" is what a binding may treat as success (kolo.init() does, as
+// Horovod's hvd.init() does), and a stopped kolo must not pass for a running one.
 kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
-  if (g_runtime) {
-    return report(Code::kAlreadyInitialized,
-                  g_runtime->running()
-                      ? "kolo is already initialised"
-                      : "kolo was shut down by another rank; call kolo_shutdown before kolo_init");
+  if (g_runtime && g_runtime->running())
+    return report(Code::kAlreadyInitialized, "kolo is already initialised in this process");
+  if (g_runtime) {  // See Note [kolo_init on a stopped kolo]
+    return report(Code::kShutdown,
+                  "kolo was shut down by another rank (or stopped by a failure) and is not "
+                  "running here; call kolo_shutdown on this rank before kolo_init");
   }
   kolo::Config config;
   if (Status s = kolo::load_config(kolo::process_env(), &config); !s.ok()) return report(s);
@@ -86,10 +121,19 @@ kolo::Device device_of(kolo_device_t d) {
   return kolo::Device{static_cast<kolo::DeviceKind>(d.kind), d.index, d.stream};
 }
 
-// Enqueues `args` and hands back a new handle.
-kolo_status_t submit(kolo::core::CollectiveArgs args, kolo_handle_t* handle) {
-  if (handle == nullptr) return report(Code::kInvalidArgument, "handle pointer is NULL");
+// The first step of every call that produces a handle: refuses a NULL
+// out-pointer, and makes *handle NULL so that every later failure leaves it so.
+bool take_handle_pointer(kolo_handle_t* handle) {
+  if (handle == nullptr) {
+    invalid("handle is NULL (the kolo_handle_t* that receives the new handle)");
+    return false;
+  }
   *handle = nullptr;
+  return true;
+}
+
+// Enqueues `args` and hands back a new handle; *handle is already NULL.
+kolo_status_t submit(kolo::core::CollectiveArgs args, kolo_handle_t* handle) {
   if (!g_runtime) return not_initialized();
   std::shared_ptr<kolo::core::HandleState> state;
   if (Status s = g_runtime->submit(std::move(args), &state); !s.ok()) return report(s);
@@ -103,7 +147,8 @@ template <typename Fill>
 kolo_status_t submit_named(kolo::core::Collective collective, const char* name,
                            kolo_dtype_t dtype, kolo_device_t device, kolo_handle_t* handle,
                            Fill fill) {
-  if (name == nullptr) return report(Code::kInvalidArgument, "name is NULL");
+  if (!take_handle_pointer(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+  if (name == nullptr) return invalid("name is NULL");
   kolo::core::CollectiveArgs a;
   a.collective = collective;
   a.name = name;
@@ -124,11 +169,32 @@ kolo_status_t submit_and_wait(kolo::core::CollectiveArgs args, kolo_handle_t* ou
 }
 
 int topology_value(int kolo::transport::Topology::*field) {
-  if (!g_runtime) {
-    not_initialized();
-    return -1;
+  return guarded(-1, [&] {
+    if (!g_runtime) {
+      not_initialized();
+      return -1;
+    }
+    return g_runtime->topology().*field;
+  });
+}
+
+// The handle functions' common check: a NULL handle is refused by name.
+bool check_handle(kolo_handle_t handle) {
+  if (handle != nullptr) return true;
+  invalid("handle is NULL");
+  return false;
+}
+
+// kolo_wait's timeout as HandleState::wait takes it: NaN is refused; one too large
+// for the clock (over ~30 years, or infinite) waits forever, as a negative one does.
+bool wait_seconds(double timeout_seconds, double* seconds) {
+  if (std::isnan(timeout_seconds)) {
+    invalid("timeout_seconds is NaN (use a negative timeout to wait forever)");
+    return false;
   }
-  return g_runtime->topology().*field;
+  constexpr double kForever = 1e9;
+  *seconds = timeout_seconds > kForever ? -1.0 : timeout_seconds;
+  return true;
 }
 
 }  // namespace
@@ -145,6 +211,12 @@ kolo_status_t kolo_init(void) {
 
 kolo_status_t kolo_init_comm(int64_t mpi_comm_fortran_handle) {
   return guarded([&] {
+    // MPI_Fint is a C int in MPICH and Open MPI; a wider value would be truncated
+    // into some other communicator.
+    if (mpi_comm_fortran_handle < std::numeric_limits<int32_t>::min() ||
+        mpi_comm_fortran_handle > std::numeric_limits<int32_t>::max())
+      return invalid("communicator handle " + std::to_string(mpi_comm_fortran_handle) +
+                     " is not a Fortran handle (MPI_Comm_c2f gives a 32-bit MPI_Fint)");
     kolo::mpi::WorldOptions options;
     options.comm_fortran_handle = mpi_comm_fortran_handle;
     options.test_node_size = test_node_size();
@@ -163,7 +235,9 @@ kolo_status_t kolo_shutdown(void) {
   });
 }
 
-int kolo_is_initialized(void) { return g_runtime && g_runtime->running() ? 1 : 0; }
+int kolo_is_initialized(void) {
+  return guarded(0, [] { return g_runtime && g_runtime->running() ? 1 : 0; });
+}
 
 int kolo_rank(void) { return topology_value(&kolo::transport::Topology::rank); }
 int kolo_size(void) { return topology_value(&kolo::transport::Topology::size); }
@@ -173,13 +247,15 @@ int kolo_cross_rank(void) { return topology_value(&kolo::transport::Topology::cr
 int kolo_cross_size(void) { return topology_value(&kolo::transport::Topology::cross_size); }
 
 const char* kolo_status_string(kolo_status_t status) {
-  return kolo::code_name(static_cast<Code>(status));
+  return guarded("KOLO_ERR_UNKNOWN", [&] { return kolo::code_name(static_cast<Code>(status)); });
 }
 
-const char* kolo_last_error(void) { return t_last_error.c_str(); }
+const char* kolo_last_error(void) {
+  return guarded("", [] { return kolo::c_api::last_error(); });
+}
 
 size_t kolo_dtype_size(kolo_dtype_t dtype) {
-  return kolo::dtype_size(static_cast<kolo::DataType>(dtype));
+  return guarded(size_t{0}, [&] { return kolo::dtype_size(static_cast<kolo::DataType>(dtype)); });
 }
 
 kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,
@@ -259,8 +335,10 @@ kolo_status_t kolo_reducescatter_async(const char* name, const void* input, void
 }
 
 int64_t kolo_reducescatter_shard_rows(int64_t rows, int rank, int size) {
-  if (rows < 0 || size <= 0 || rank < 0 || rank >= size) return -1;
-  return kolo::core::shard_rows(rows, rank, size);
+  return guarded(int64_t{-1}, [&]() -> int64_t {
+    if (rows < 0 || size <= 0 || rank < 0 || rank >= size) return -1;
+    return kolo::core::shard_rows(rows, rank, size);
+  });
 }
 
 kolo_status_t kolo_grouped_allreduce_async(int n, const char* const* names,
@@ -269,13 +347,16 @@ kolo_status_t kolo_grouped_allreduce_async(int n, const char* const* names,
                                            double prescale, double postscale, kolo_device_t device,
                                            kolo_handle_t* handle) {
   return guarded([&] {
-    if (n < 0) return report(Code::kInvalidArgument, "negative group size");
-    if (n > 0 && (names == nullptr || inputs == nullptr || outputs == nullptr || counts == nullptr))
-      return report(Code::kInvalidArgument, "names, inputs, outputs and counts must not be NULL");
+    if (!take_handle_pointer(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+    if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the group size");
+    if (n > 0 && names == nullptr) return invalid("names is NULL");
+    if (n > 0 && inputs == nullptr) return invalid("inputs is NULL");
+    if (n > 0 && outputs == nullptr) return invalid("outputs is NULL");
+    if (n > 0 && counts == nullptr) return invalid("counts is NULL");
     kolo::core::CollectiveArgs a;
     a.collective = kolo::core::Collective::kGroupedAllreduce;
     for (int i = 0; i < n; ++i) {
-      if (names[i] == nullptr) return report(Code::kInvalidArgument, "a group member's name is NULL");
+      if (names[i] == nullptr) return invalid("names[" + std::to_string(i) + "] is NULL");
       a.member_names.emplace_back(names[i]);
       a.members.push_back({inputs[i], outputs[i], counts[i]});
     }
@@ -316,41 +397,21 @@ kolo_status_t kolo_join(int* last_rank) {
   });
 }
 
-kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_t* bytes) {
-  if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
-  if (!handle->state->done())
-    return report(Code::kInvalidArgument, "the operation has not completed yet");
-  if (data) *data = handle->state->output.data();
-  if (bytes) *bytes = static_cast<int64_t>(handle->state->output.size());
-  return KOLO_OK;
-}
-
-kolo_status_t kolo_handle_stream_wait(kolo_handle_t handle, void* stream) {
-  if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
-  if (!g_runtime) return not_initialized();
-  return report(g_runtime->stream_wait(*handle->state, stream));
-}
-
-kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n) {
-  if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
-  if (!handle->state->done())
-    return report(Code::kInvalidArgument, "the operation has not completed yet");
-  const auto& s = handle->state->splits;
-  for (int i = 0; i < n && i < static_cast<int>(s.size()); ++i) splits[i] = s[i];
-  return KOLO_OK;
-}
-
 kolo_status_t kolo_poll(kolo_handle_t handle, int* done) {
-  if (handle == nullptr || done == nullptr)
-    return report(Code::kInvalidArgument, handle ? "done pointer is NULL" : "handle is NULL");
-  *done = handle->state->done() ? 1 : 0;
-  return KOLO_OK;
+  return guarded([&] {
+    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+    if (done == nullptr) return invalid("done is NULL");
+    *done = handle->state->done() ? 1 : 0;
+    return KOLO_OK;
+  });
 }
 
 kolo_status_t kolo_wait(kolo_handle_t handle, double timeout_seconds) {
   return guarded([&] {
-    if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
-    if (!handle->state->wait(timeout_seconds))
+    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+    double seconds = 0;
+    if (!wait_seconds(timeout_seconds, &seconds)) return KOLO_ERR_INVALID_ARGUMENT;
+    if (!handle->state->wait(seconds))
       return report(Code::kTimeout, "the operation did not complete within " +
                                         std::to_string(timeout_seconds) + " s");
     return report(Status(handle->state->code(), handle->state->message()));
@@ -358,15 +419,52 @@ kolo_status_t kolo_wait(kolo_handle_t handle, double timeout_seconds) {
 }
 
 kolo_status_t kolo_handle_status(kolo_handle_t handle) {
-  if (handle == nullptr) return report(Code::kInvalidArgument, "handle is NULL");
-  return static_cast<kolo_status_t>(handle->state->code());
+  return guarded([&] {
+    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+    return static_cast<kolo_status_t>(handle->state->code());
+  });
 }
 
 const char* kolo_handle_message(kolo_handle_t handle) {
-  if (handle == nullptr) return "";
-  return handle->state->message().c_str();
+  return guarded("", [&] { return handle ? handle->state->message().c_str() : ""; });
 }
 
-void kolo_handle_release(kolo_handle_t handle) { delete handle; }
+kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_t* bytes) {
+  return guarded([&] {
+    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+    if (!handle->state->done()) return invalid("the operation has not completed yet");
+    if (data) *data = handle->state->output.data();
+    if (bytes) *bytes = static_cast<int64_t>(handle->state->output.size());
+    return KOLO_OK;
+  });
+}
+
+kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n) {
+  return guarded([&] {
+    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+    if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the length of splits");
+    if (splits == nullptr && n > 0)
+      return invalid("splits is NULL (it must have room for n = " + std::to_string(n) + " values)");
+    if (!handle->state->done()) return invalid("the operation has not completed yet");
+    const auto& s = handle->state->splits;
+    for (int i = 0; i < n && i < static_cast<int>(s.size()); ++i) splits[i] = s[i];
+    return KOLO_OK;
+  });
+}
+
+kolo_status_t kolo_handle_stream_wait(kolo_handle_t handle, void* stream) {
+  return guarded([&] {
+    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+    if (!g_runtime) return not_initialized();
+    return report(g_runtime->stream_wait(*handle->state, stream));
+  });
+}
+
+void kolo_handle_release(kolo_handle_t handle) {
+  guarded(0, [&] {
+    delete handle;
+    return 0;
+  });
+}
 
 }  // extern "C"

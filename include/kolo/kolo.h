@@ -14,7 +14,12 @@
  * Errors: every call returns a kolo_status_t (or a value documented otherwise);
  * kolo_last_error() gives the calling thread's last message. An asynchronous
  * operation's own outcome lives in its handle (kolo_handle_status,
- * kolo_handle_message). Nothing in this API throws or aborts on bad input.
+ * kolo_handle_message). Nothing in this API throws or aborts on bad input: a
+ * NULL handle or out-pointer, a negative length or a NaN timeout is refused with
+ * KOLO_ERR_INVALID_ARGUMENT and a message naming the argument, and every call
+ * that produces a handle sets *handle to NULL when it fails. (kolo cannot tell a
+ * dangling pointer or a released handle from a live one: those remain the
+ * caller's to avoid.)
  *
  * Thread safety: every function may be called from any thread, except that
  * kolo_init* and kolo_shutdown must not race with other kolo calls.
@@ -47,10 +52,11 @@ typedef enum kolo_status_t {
   KOLO_IN_PROGRESS = 1,          /* the handle has not completed yet */
   KOLO_ERR_INVALID_ARGUMENT = 2, /* a caller-side mistake; nothing was enqueued */
   KOLO_ERR_NOT_INITIALIZED = 3,  /* called before kolo_init or after kolo_shutdown */
-  KOLO_ERR_ALREADY_INITIALIZED = 4,
+  KOLO_ERR_ALREADY_INITIALIZED = 4, /* kolo_init: kolo already runs in this process */
   KOLO_ERR_DUPLICATE_NAME = 5,   /* a tensor of that name is already in flight on this rank */
   KOLO_ERR_MISMATCH = 6,         /* ranks submitted the name with different parameters */
-  KOLO_ERR_SHUTDOWN = 7,         /* kolo shut down (on this or another rank) first */
+  KOLO_ERR_SHUTDOWN = 7,         /* kolo shut down (on this or another rank) first;
+                                    from kolo_init: see there */
   KOLO_ERR_TIMEOUT = 8,          /* kolo_wait's timeout expired; the handle is still live */
   KOLO_ERR_STALLED = 9,          /* some ranks never submitted the name (stall shutdown) */
   KOLO_ERR_UNSUPPORTED = 10,     /* valid, but not supported by this build or transport */
@@ -137,12 +143,20 @@ typedef struct kolo_handle* kolo_handle_t;
  * kolo is running), and leaves finalising it to the caller.
  * Reads and validates every KOLO_* environment knob: a bad value fails with
  * KOLO_ERR_INVALID_ARGUMENT and a message naming the variable. Collective: every
- * rank of the communicator must call it. */
+ * rank of the communicator must call it.
+ * Called again in a process where kolo has started:
+ * - KOLO_ERR_ALREADY_INITIALIZED while kolo runs here (nothing changes; a binding
+ *   may treat it as success, as kolo.init() in Python does);
+ * - KOLO_ERR_SHUTDOWN once another rank's kolo_shutdown (or a failure: a stall
+ *   shutdown, a dead rank) has stopped kolo here but this rank has not called
+ *   kolo_shutdown yet (kolo_is_initialized() is 0): call kolo_shutdown, then
+ *   kolo_init again on every rank. */
 KOLO_API kolo_status_t kolo_init(void);
 
 /* As kolo_init, on a communicator the caller created and owns, passed as its
- * Fortran handle (MPI_Comm_c2f(comm)). kolo duplicates it; MPI must already be
- * initialised; the caller finalises MPI after kolo_shutdown. */
+ * Fortran handle (MPI_Comm_c2f(comm)), which must fit an MPI_Fint (32 bits).
+ * kolo duplicates it; MPI must already be initialised; the caller finalises MPI
+ * after kolo_shutdown. */
 KOLO_API kolo_status_t kolo_init_comm(int64_t mpi_comm_fortran_handle);
 
 /* Stops the coordinator. Handles still pending complete with KOLO_ERR_SHUTDOWN,
@@ -219,7 +233,10 @@ KOLO_API kolo_status_t kolo_allreduce_async(const char* name, const void* input,
  * Outputs whose size only the negotiation knows (allgather, alltoall) are
  * allocated by kolo and owned by the handle: read them with kolo_handle_output()
  * and kolo_handle_splits() after completion; they are freed by
- * kolo_handle_release(). */
+ * kolo_handle_release().
+ *
+ * As for kolo_allreduce_async: on success *handle is a new handle; on failure
+ * nothing was enqueued and *handle is NULL. */
 
 /* Allgather: the output is every rank's rows concatenated in rank order;
  * kolo_handle_splits() gives the rows each rank contributed. A rank may
@@ -284,17 +301,20 @@ KOLO_API kolo_status_t kolo_join(int* last_rank);
  * blocks. Returns KOLO_OK, or KOLO_ERR_INVALID_ARGUMENT for a NULL argument. */
 KOLO_API kolo_status_t kolo_poll(kolo_handle_t handle, int* done);
 
-/* Blocks until the handle completes or timeout_seconds pass (a negative timeout
- * waits forever). Returns the handle's status once complete, or
+/* Blocks until the handle completes or timeout_seconds pass (a negative timeout,
+ * or one beyond 1e9 s, waits forever; NaN is KOLO_ERR_INVALID_ARGUMENT). Returns
+ * the handle's status once complete, or
  * KOLO_ERR_TIMEOUT (the handle stays live; wait again or release it). Waiting
  * spins only briefly, then sleeps: it does not starve the coordinator. */
 KOLO_API kolo_status_t kolo_wait(kolo_handle_t handle, double timeout_seconds);
 
-/* KOLO_IN_PROGRESS until complete, then the operation's status. */
+/* KOLO_IN_PROGRESS until complete, then the operation's status
+ * (KOLO_ERR_INVALID_ARGUMENT for a NULL handle). */
 KOLO_API kolo_status_t kolo_handle_status(kolo_handle_t handle);
 
 /* The operation's message: "" on success, else what went wrong (for a mismatch:
- * the tensor, the field and the value on each rank). Valid until release. */
+ * the tensor, the field and the value on each rank); "" for a NULL handle. Valid
+ * until release. */
 KOLO_API const char* kolo_handle_message(kolo_handle_t handle);
 
 /* The handle-owned output of an allgather or alltoall, valid until release:
@@ -303,7 +323,9 @@ KOLO_API const char* kolo_handle_message(kolo_handle_t handle);
 KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_t* bytes);
 
 /* Per-rank row counts of an allgather (rows each rank contributed) or alltoall
- * (rows received from each rank): copies min(n, size) values into splits. */
+ * (rows received from each rank): copies min(n, size) values into splits, which
+ * has room for n (n >= 0; splits may be NULL only when n is 0).
+ * KOLO_ERR_INVALID_ARGUMENT before completion. */
 KOLO_API kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n);
 
 /* For a CUDA operation: makes `stream` (a cudaStream_t on the operation's

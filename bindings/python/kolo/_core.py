@@ -83,7 +83,9 @@ _atexit_registered = False
 def init(comm=None):
     """Starts kolo on MPI_COMM_WORLD, or on ``comm`` (an mpi4py communicator or a
     Fortran communicator handle, as ``MPI_Comm_c2f`` gives). Collective. Calling it
-    again while initialised does nothing, as in Horovod."""
+    again while kolo runs in this process does nothing, as in Horovod. After another
+    rank's shutdown (or a failure) stopped kolo here it raises ShutdownError: call
+    shutdown() on this rank first, then init() again on every rank."""
     global _atexit_registered
     if comm is None:
         status = lib().kolo_init()
@@ -94,7 +96,7 @@ def init(comm=None):
         if not isinstance(handle, int):
             raise KoloValueError("comm must be an mpi4py communicator or an int Fortran handle")
         status = lib().kolo_init_comm(handle)
-    if status == _lib.ERR_ALREADY_INITIALIZED:
+    if status == _lib.ERR_ALREADY_INITIALIZED:  # runs in this process (never a stopped kolo)
         return
     check(status, "kolo.init")
     if not _atexit_registered:

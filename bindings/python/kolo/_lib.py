@@ -31,7 +31,8 @@ from .exceptions import LibraryNotFoundError, UnsupportedError
 
 _SONAMES = ("libkolo.so", "libkolo.so.0")
 
-# kolo_status_t values (include/kolo/kolo.h).
+# kolo_status_t values (include/kolo/kolo.h; tests/python/test_abi.py checks that
+# these, the dtypes, ops and device kinds below match it).
 OK = 0
 IN_PROGRESS = 1
 ERR_INVALID_ARGUMENT = 2
@@ -118,6 +119,7 @@ _SIGNATURES = {
     "kolo_handle_message": (_cstr, [_handle]),
     "kolo_handle_output": (_status, [_handle, ctypes.POINTER(_ptr), _c_int64_p]),
     "kolo_handle_splits": (_status, [_handle, _c_int64_p, ctypes.c_int]),
+    "kolo_handle_stream_wait": (_status, [_handle, _ptr]),
     "kolo_handle_release": (None, [_handle]),
 }
 
