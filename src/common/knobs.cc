@@ -123,6 +123,21 @@ const Knob kKnobs[] = {
        c->transport = lower(v);
        return true;
      }},
+    // The flight recorder may differ between ranks: it shapes no plan and no data path.
+    {{"KOLO_FLIGHT_RECORDER", KnobType::kInt, "1024",
+      "an integer from 0 to 16777216 (operations); 0 disables",
+      "keep this rank's last N operations (name, kind, size, state and times) and dump them on "
+      "a stall, a failed peer or SIGUSR1; may differ between ranks"},
+     [](const std::string& v, Config* c) {
+       return parse_int_at_least(v, 0, int64_t{1} << 24, &c->flight_recorder);
+     }},
+    {{"KOLO_FLIGHT_RECORDER_DIR", KnobType::kString, ".", "a directory",
+      "where each rank writes its flight recorder dump, kolo-flight-rank<R>.jsonl; may differ "
+      "between ranks"},
+     [](const std::string& v, Config* c) {
+       c->flight_recorder_dir = v;
+       return true;
+     }},
 };
 
 // The value a knob has under `env`: trimmed; unset or blank means the default.

@@ -30,6 +30,8 @@ struct Config {
   int thread_affinity = -1;                   // KOLO_THREAD_AFFINITY; -1: not pinned
   LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
   std::string transport = "auto";             // KOLO_TRANSPORT
+  int64_t flight_recorder = 1024;             // KOLO_FLIGHT_RECORDER; 0 disables
+  std::string flight_recorder_dir = ".";      // KOLO_FLIGHT_RECORDER_DIR
 };
 
 enum class KnobType { kBytes, kDouble, kInt, kBool, kString, kChoice };

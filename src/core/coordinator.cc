@@ -42,13 +42,15 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       negotiator_(*world.control, config),
       executor_(selector_, fusion_, world.control->topology().rank, world.control->topology().size,
                 [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_,
-                world.device) {}
+                world.device),
+      flight_(static_cast<size_t>(config.flight_recorder)) {}
 
 Status Coordinator::init() {
   transport::ControlPlane* control = world_.control.get();
   queue_.set_waker([control] { control->wake(); });
   for (auto& t : world_.transports) t->set_completion_waker([control] { control->wake(); });
   KOLO_RETURN_IF_ERROR(selector_.validate());
+  init_flight_recorder();
   if (world_.control->topology().rank == 0) KOLO_RETURN_IF_ERROR(timeline_.open(config_.timeline_path));
   return Status::OK();
 }
@@ -57,6 +59,7 @@ void Coordinator::complete(TensorEntry& entry, Status status) {
   // Forget the name first: a caller who waits and resubmits it at once must not
   // be refused as a duplicate.
   queue_.finish(entry.request.name);
+  flight_.finish(entry.flight, status.code());
   entry.handle->complete(std::move(status));
 }
 
@@ -74,6 +77,8 @@ void Coordinator::run() {
     for (TensorEntry& e : queue_.drain()) {
       timeline_.negotiate_start(e.request.name);
       negotiator_.add(e.request, e.enqueued);
+      e.flight = flight_.submitted(e.request, e.enqueued);
+      last_submission_ = std::max(last_submission_, e.enqueued);
       std::string name = e.request.name;
       pending_.emplace(std::move(name), std::move(e));
     }
@@ -83,10 +88,13 @@ void Coordinator::run() {
     if (!status.ok()) {
       KOLO_LOG(kError) << "negotiation failed, stopping: " << status.to_string();
       fail_everything(Status(Code::kTransport, "kolo's control plane failed: " + status.message()));
+      dump_flight_recorder("control plane failed: " + status.message());
       return;
     }
     for (const Response& r : ready) timeline_.negotiate_end(r.name);
+    record_negotiated(ready);
     executor_.execute(ready, &pending_);
+    if (negotiator_.take_stall_report()) dump_flight_recorder("stall");
     if (stop) {
       fail_everything(Status(Code::kShutdown, asked ? "kolo was shut down on this rank"
                                                     : "kolo was shut down by another rank"));
@@ -101,13 +109,14 @@ void Coordinator::wait_for_news() {
   transport::ControlPlane& control = *world_.control;
   const auto poll = std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 1000));
   while (true) {
+    dump_if_signalled();
     if (queue_.has_queued() || shutdown_requested_.load(std::memory_order_acquire) ||
         control.rung(next))
       return;
     executor_.poll();  // Note [Device work in flight]
     const auto now = Clock::now();
+    negotiator_.warn_stalls(now);  // a stall report due is news
     if (negotiator_.has_news(now)) return;
-    negotiator_.warn_stalls(now);
     if (now - idle_start < (executor_.busy() ? kSpinWhileDeviceBusy : kSpinFor)) {
       sched_yield();
       continue;

@@ -14,6 +14,7 @@
 
 #include "common/knobs.h"
 #include "core/executor.h"
+#include "core/flight_recorder.h"
 #include "core/fusion_buffer.h"
 #include "core/negotiator.h"
 #include "core/timeline.h"
@@ -28,6 +29,7 @@ class Coordinator {
   // `world`, `queue` and `shutdown_requested` outlive the coordinator.
   Coordinator(transport::World& world, const Config& config, TensorQueue& queue,
               const std::atomic<bool>& shutdown_requested);
+  ~Coordinator();
 
   // Init-time checks that need the world (the transport preference) and the
   // timeline file (rank 0).
@@ -37,10 +39,21 @@ class Coordinator {
   // control plane broke); every local tensor has completed by then.
   void run();
 
+  // Writes this rank's flight recorder to KOLO_FLIGHT_RECORDER_DIR and logs where
+  // (or why it could not). Coordinator thread only; nothing when the recorder is
+  // off. Called on a stall report, when the control plane fails, and on SIGUSR1.
+  void dump_flight_recorder(const std::string& reason);
+
  private:
   void wait_for_news();
   void fail_everything(const Status& status);
   void complete(TensorEntry& entry, Status status);
+
+  // coordinator_flight.cc: the flight recorder and the stall report.
+  void init_flight_recorder();
+  void record_negotiated(const std::vector<Response>& ready);
+  void dump_if_signalled();
+  RankReport rank_report() const;
 
   transport::World& world_;
   const Config config_;
@@ -52,6 +65,10 @@ class Coordinator {
   Negotiator negotiator_;
   Executor executor_;
   std::map<std::string, TensorEntry> pending_;  // drained, not yet completed
+  FlightRecorder flight_;
+  bool owns_dump_signal_ = false;
+  uint32_t dump_signals_seen_ = 0;
+  Clock::time_point last_submission_{};  // epoch: nothing submitted yet
 };
 
 // Note [Waking up]

@@ -78,6 +78,7 @@ void Executor::execute(const std::vector<Response>& responses,
   for (const Response* r : others) {
     auto it = pending->find(r->name);
     const auto start = Timeline::Clock::now();
+    if (flight_) flight_->advance(it->second.flight, FlightRecorder::State::kExecuting, start);
     Status status = run_collective(it->second, *r);
     if (timeline_ && timeline_->enabled())
       timeline_->bucket({r->name}, sequence_, r->params.bytes(),
@@ -194,6 +195,8 @@ void Executor::run_allreduces(const std::vector<const Response*>& ok,
     for (size_t i : bucket.items) entries.push_back(&pending->at(ok[i]->name));
     const TensorParams& params = ok[bucket.items[0]]->params;
     const auto start = Timeline::Clock::now();
+    for (TensorEntry* e : entries)
+      if (flight_) flight_->advance(e->flight, FlightRecorder::State::kExecuting, start);
     Status status;
     if (params.device == DeviceKind::kCuda) {
       std::unique_ptr<transport::Work> work = start_device_bucket(entries, params, &status);

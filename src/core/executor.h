@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/flight_recorder.h"
 #include "core/fusion_buffer.h"
 #include "core/fusion_planner.h"
 #include "core/output_pool.h"
@@ -49,6 +50,8 @@ class Executor {
   // returns true if anything completed. Cheap when nothing is in flight.
   bool poll();
   bool busy() const { return !in_flight_.empty(); }
+  // Where buckets record that their operations started executing; null: nowhere.
+  void set_flight_recorder(FlightRecorder* flight) { flight_ = flight; }
   // Waits for everything in flight and completes it (shutdown).
   void finish_all();
 
@@ -107,6 +110,7 @@ class Executor {
   std::vector<char> scratch_;  // prescaled reducescatter input; grow-only
   std::shared_ptr<OutputPool> outputs_ = std::make_shared<OutputPool>();
   transport::DeviceSupport* device_;
+  FlightRecorder* flight_ = nullptr;
   std::deque<InFlight> in_flight_;
   // A device collective's Work, left by transport_collective for execute().
   std::unique_ptr<transport::Work> device_work_;

@@ -11,6 +11,7 @@ namespace {
 
 constexpr uint64_t kFlagSlowPath = 1ull << 0;  // someone has uncached requests
 constexpr uint64_t kFlagShutdown = 1ull << 1;  // someone asks every rank to stop
+constexpr uint64_t kFlagReport = 1ull << 2;    // rank 0 asks for a stall report
 
 bool test_bit(const std::vector<uint64_t>& bits, size_t word, size_t bit) {
   return (bits[word] >> (bit % 64)) & 1u;
@@ -63,7 +64,8 @@ void Negotiator::collect_stale_waits(Clock::time_point now) {
 }
 
 bool Negotiator::has_news(Clock::time_point now) const {
-  if (!to_send_.empty() || !invalid_.empty() || !stall_failures_.empty()) return true;
+  if (!to_send_.empty() || !invalid_.empty() || !stall_failures_.empty() || report_due_)
+    return true;
   if (cache_stall_seconds_ > 0) {
     for (const auto& [bit, w] : waiting_)
       if (seconds(now - w.since) >= cache_stall_seconds_) return true;
@@ -125,13 +127,15 @@ Status Negotiator::cycle(bool shutdown, std::vector<Response>* ready, bool* stop
   if (rank_ == 0 && config_.stall_shutdown_seconds > 0 && table_.pending() > 0) {
     auto stalls = table_.stalls(now, config_.stall_shutdown_seconds);
     if (!stalls.empty()) {
-      KOLO_LOG(kError) << describe_stalls(stalls) << " — failing them (KOLO_STALL_SHUTDOWN_TIME_SECONDS)";
       for (Response& r : table_.fail_stalled(stalls)) stall_failures_.push_back(std::move(r));
+      report_due_ = report_failing_ = true;  // logged with the reports, this cycle
+      report_stalls_ = std::move(stalls);
     }
   }
   const bool need_slow = !to_send_.empty() || !stall_failures_.empty();
 
   std::vector<uint64_t> bits = build_bits(shutdown, need_slow);
+  if (report_due_) bits[0] &= ~kFlagReport;  // inverted, like every flag
   if (!control_.rung(cycle_)) KOLO_RETURN_IF_ERROR(control_.ring(cycle_));
   KOLO_RETURN_IF_ERROR(control_.bitwise_and(&bits));
   invalid_.clear();
@@ -151,6 +155,7 @@ Status Negotiator::cycle(bool shutdown, std::vector<Response>* ready, bool* stop
     if (!test_bit(bits, invalid_word(bit), bit)) evict(static_cast<uint32_t>(bit));
 
   if (flags & kFlagSlowPath) KOLO_RETURN_IF_ERROR(slow_path(ready));
+  if (flags & kFlagReport) KOLO_RETURN_IF_ERROR(gather_report());
   ++cycle_;
   return Status::OK();
 }
@@ -193,10 +198,32 @@ Status Negotiator::slow_path(std::vector<Response>* ready) {
 void Negotiator::warn_stalls(Clock::time_point now) {
   if (rank_ != 0 || config_.stall_check_seconds <= 0 || table_.pending() == 0) return;
   if (seconds(now - last_stall_warning_) < config_.stall_check_seconds) return;
-  auto stalls = table_.stalls(now, config_.stall_check_seconds);
-  if (stalls.empty()) return;
+  if (report_due_ || table_.stalls(now, config_.stall_check_seconds).empty()) return;
   last_stall_warning_ = now;
-  KOLO_LOG(kWarning) << describe_stalls(stalls);
+  report_due_ = true;
+}
+
+Status Negotiator::gather_report() {
+  const RankReport mine = reporter_ ? reporter_() : RankReport{};
+  std::vector<std::string> gathered;
+  KOLO_RETURN_IF_ERROR(control_.gather(encode_rank_report(mine), &gathered, 0));
+  report_made_ = true;
+  if (rank_ != 0) return Status::OK();
+  std::vector<RankReport> reports(size_);
+  for (int r = 0; r < size_; ++r)
+    KOLO_RETURN_IF_ERROR(decode_rank_report(gathered[r], &reports[r]));
+  std::vector<MessageTable::Stall> stalls = std::move(report_stalls_);
+  report_stalls_.clear();
+  if (report_failing_) {
+    KOLO_LOG(kError) << describe_stalls(stalls, reports)
+                     << " — failing them (KOLO_STALL_SHUTDOWN_TIME_SECONDS)";
+  } else {
+    // Only what still waits: a name may have completed since the report was asked for.
+    stalls = table_.stalls(Clock::now(), config_.stall_check_seconds);
+    if (!stalls.empty()) KOLO_LOG(kWarning) << describe_stalls(stalls, reports);
+  }
+  report_due_ = report_failing_ = false;
+  return Status::OK();
 }
 
 }  // namespace kolo::core

@@ -24,10 +24,12 @@
 //
 // The ready list of a cycle is: cached-ready responses (bit order), then the
 // broadcast responses (rank 0's order) — identical on every rank.
+// A cycle may also carry a stall report: see Note [Stall reports].
 // Coordinator thread only.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -39,6 +41,7 @@
 #include "core/message_table.h"
 #include "core/request.h"
 #include "core/response_cache.h"
+#include "core/stall_report.h"
 #include "transport/control_plane.h"
 
 namespace kolo::core {
@@ -68,9 +71,19 @@ class Negotiator {
   uint64_t cycles() const { return cycle_; }
   bool joined() const { return joined_; }
 
-  // Rank 0: logs a stall warning if names have waited longer than the check time
-  // and the last warning is older than that. Cheap; call when idle.
+  // Rank 0: if names have waited longer than the check time and the last warning
+  // is older than that, asks for a stall report in the next cycle (has_news()
+  // becomes true), which writes the warning. Cheap; call when idle.
   void warn_stalls(Clock::time_point now);
+
+  // What this rank tells rank 0 when a stall is reported. Set before the first cycle.
+  void set_reporter(std::function<RankReport()> reporter) { reporter_ = std::move(reporter); }
+  // True once after each cycle that carried a stall report (on every rank).
+  bool take_stall_report() {
+    const bool made = report_made_;
+    report_made_ = false;
+    return made;
+  }
 
  private:
   struct Waiting {
@@ -89,6 +102,7 @@ class Negotiator {
   void evict(uint32_t bit);            // drop cache entry `bit` on this rank
   void requeue_waiting(uint32_t bit);  // a local request waiting on `bit` takes the slow path
   Status slow_path(std::vector<Response>* ready);
+  Status gather_report();  // Note [Stall reports]
 
   transport::ControlPlane& control_;
   const Config config_;
@@ -105,6 +119,25 @@ class Negotiator {
   bool joined_ = false;                       // this rank has joined (Note [Join])
   double cache_stall_seconds_;                // waits longer than this leave the cache
   Clock::time_point last_stall_warning_;
+
+  std::function<RankReport()> reporter_;
+  bool report_made_ = false;  // a cycle carried a stall report since take_stall_report()
+  // Rank 0: the next cycle carries a stall report; about report_stalls_ when it
+  // is failing them, else about what has waited past the check time by then.
+  bool report_due_ = false;
+  bool report_failing_ = false;
+  std::vector<MessageTable::Stall> report_stalls_;
 };
+
+// Note [Stall reports]
+// Rank 0 sees which ranks lack a stalled name, but the user needs to know what
+// those ranks are doing instead. When a stall is due for a warning (or is being
+// failed), rank 0 sets a flag in the next cycle's AND vector; every rank then,
+// after the slow path, gathers its RankReport to rank 0, which writes the warning
+// naming per missing rank the names it has in flight that others lack and how
+// long it has been idle. Every rank sees the flag too, and the coordinator dumps
+// its flight recorder. The cost is one gather per report (at most one per
+// KOLO_STALL_CHECK_TIME_SECONDS); the fast path only carries one more flag bit in
+// a word it sends anyway.
 
 }  // namespace kolo::core

@@ -41,6 +41,7 @@ struct TensorEntry {
   std::shared_ptr<transport::DeviceEvent> ready;
   std::shared_ptr<HandleState> handle;
   Clock::time_point enqueued;
+  uint64_t flight = 0;  // the operation's number in the flight recorder; 0: none
 };
 
 class TensorQueue {

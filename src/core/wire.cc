@@ -1,5 +1,7 @@
 #include "core/wire.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "common/check.h"
@@ -12,6 +14,7 @@ constexpr uint32_t kMagic = 0x4f4c4f4b;  // "KOLO" read as little-endian u32
 constexpr uint8_t kVersion = 1;
 constexpr uint8_t kKindRequests = 1;
 constexpr uint8_t kKindResponses = 2;
+constexpr uint8_t kKindRankReport = 3;
 // Messages may be long (they list ranks), but not unboundedly.
 constexpr uint32_t kMaxMessageLength = 1 << 20;
 
@@ -183,6 +186,32 @@ Status decode_responses(const std::string& bytes, std::vector<Response>* respons
   }
   if (!r.at_end()) return corrupt("trailing bytes");
   *responses = std::move(out);
+  return Status::OK();
+}
+
+std::string encode_rank_report(const RankReport& report) {
+  Writer w;
+  const size_t listed = std::min(report.pending.size(), kMaxReportedNames);
+  write_header(&w, kKindRankReport, listed);
+  w.put<double>(report.idle_seconds);
+  w.put<uint32_t>(report.pending_total);
+  for (size_t i = 0; i < listed; ++i) w.put_string(report.pending[i]);
+  return w.take();
+}
+
+Status decode_rank_report(const std::string& bytes, RankReport* report) {
+  Reader r(bytes);
+  uint32_t count;
+  KOLO_RETURN_IF_ERROR(read_header(&r, kKindRankReport, &count));
+  RankReport out;
+  if (!r.get(&out.idle_seconds) || !r.get(&out.pending_total)) return corrupt("truncated report");
+  if (!std::isfinite(out.idle_seconds)) return corrupt("bad idle time");
+  if (count > kMaxReportedNames || count > r.remaining() / 4) return corrupt("too many names");
+  out.pending.resize(count);
+  for (std::string& name : out.pending)
+    if (!r.get_string(&name, KOLO_MAX_NAME_LENGTH)) return corrupt("bad name");
+  if (!r.at_end()) return corrupt("trailing bytes");
+  *report = std::move(out);
   return Status::OK();
 }
 

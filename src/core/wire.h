@@ -7,6 +7,8 @@
 //   item   : name (u32 length + bytes) | collective (u8) | dtype (i32) | op (i32)
 //            | device (i32) | count (i64) | prescale (f64) | postscale (f64) | root (i32)
 //   response items add: code (i32) | message (u32 length + bytes)
+//   a rank report (kind 3, stall_report.h; item count = names listed) :
+//            idle seconds (f64) | names in flight (u32) | the names listed
 // Decoding checks every length against the remaining bytes, every enum against
 // its range and that nothing trails, so truncated or corrupted input is an error,
 // never a crash.
@@ -17,6 +19,7 @@
 
 #include "common/status.h"
 #include "core/request.h"
+#include "core/stall_report.h"
 
 namespace kolo::core {
 
@@ -25,5 +28,8 @@ std::string encode_responses(const std::vector<Response>& responses);
 
 Status decode_requests(const std::string& bytes, std::vector<Request>* requests);
 Status decode_responses(const std::string& bytes, std::vector<Response>* responses);
+
+std::string encode_rank_report(const RankReport& report);
+Status decode_rank_report(const std::string& bytes, RankReport* report);
 
 }  // namespace kolo::core

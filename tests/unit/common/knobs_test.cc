@@ -42,6 +42,7 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
       "KOLO_STALL_CHECK_TIME_SECONDS", "KOLO_STALL_SHUTDOWN_TIME_SECONDS",
       "KOLO_HIERARCHICAL_ALLREDUCE",   "KOLO_THREAD_AFFINITY",
       "KOLO_LOG_LEVEL",                "KOLO_TRANSPORT",
+      "KOLO_FLIGHT_RECORDER",          "KOLO_FLIGHT_RECORDER_DIR",
   };
   const auto& specs = knob_specs();
   ASSERT_EQ(specs.size(), std::size(expected));
@@ -66,10 +67,12 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.thread_affinity, -1);
   EXPECT_EQ(c.log_level, LogLevel::kWarning);
   EXPECT_EQ(c.transport, "auto");
+  EXPECT_EQ(c.flight_recorder, 1024);
+  EXPECT_EQ(c.flight_recorder_dir, ".");
 
   const std::vector<std::string> values = knob_values(env_of({}));
-  const std::vector<std::string> expected = {"64M", "1", "1024", "", "60", "0", "0", "-1",
-                                             "warning", "auto"};
+  const std::vector<std::string> expected = {"64M", "1",       "1024", "",     "60", "0", "0",
+                                             "-1",  "warning", "auto", "1024", "."};
   EXPECT_EQ(values, expected);
 }
 
@@ -91,6 +94,8 @@ TEST(KnobsTest, ValidValues) {
       {"KOLO_THREAD_AFFINITY", "3"},
       {"KOLO_LOG_LEVEL", "DEBUG"},
       {"KOLO_TRANSPORT", " MPI "},
+      {"KOLO_FLIGHT_RECORDER", "0"},
+      {"KOLO_FLIGHT_RECORDER_DIR", "/tmp/dumps"},
   });
   EXPECT_EQ(c.fusion_threshold_bytes, 512 * 1024);
   EXPECT_EQ(c.cycle_time_ms, 0.25);
@@ -102,6 +107,8 @@ TEST(KnobsTest, ValidValues) {
   EXPECT_EQ(c.thread_affinity, 3);
   EXPECT_EQ(c.log_level, LogLevel::kDebug);
   EXPECT_EQ(c.transport, "mpi");
+  EXPECT_EQ(c.flight_recorder, 0);
+  EXPECT_EQ(c.flight_recorder_dir, "/tmp/dumps");
 
   EXPECT_EQ(load_ok({{"KOLO_FUSION_THRESHOLD", "0"}}).fusion_threshold_bytes, 0);
   EXPECT_EQ(load_ok({{"KOLO_THREAD_AFFINITY", "-1"}}).thread_affinity, -1);
@@ -135,6 +142,9 @@ TEST(KnobsTest, InvalidValuesNameVariableValueAndAcceptedValues) {
       {"KOLO_THREAD_AFFINITY", "-2", "integer >= -1"},
       {"KOLO_THREAD_AFFINITY", "99999999999", "integer >= -1"},
       {"KOLO_LOG_LEVEL", "loud", "trace, debug, info, warning, error, fatal"},
+      {"KOLO_FLIGHT_RECORDER", "-1", "integer from 0 to 16777216"},
+      {"KOLO_FLIGHT_RECORDER", "1e9", "integer from 0 to 16777216"},
+      {"KOLO_FLIGHT_RECORDER", "99999999", "integer from 0 to 16777216"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.name) + "=" + c.value);
