@@ -1,22 +1,21 @@
 #include "core/handle.h"
 
-#include <sched.h>
-
 #include <chrono>
 
+#include "common/backoff.h"
 #include "common/check.h"
 
 namespace kolo::core {
 namespace {
 
-// How long a waiter polls before it sleeps. A small allreduce on one node
-// completes in a few microseconds; polling that long (yielding the core to
-// anyone else runnable) saves a futex wake-up, which costs tens of microseconds
-// in a VM. Past it, sleep.
-constexpr auto kSpinFor = std::chrono::microseconds(50);
+// How long a waiter polls (a few checks, then yielding the core to anyone else
+// runnable) before it sleeps on the condition variable. A small allreduce on one
+// node completes in a few microseconds; polling that long saves a futex wake-up,
+// which costs tens of microseconds in a VM. See Note [Spin, then yield, then sleep].
+constexpr Backoff::Schedule kHostWait{8, std::chrono::microseconds(50), {}};
 // Device operations take longer (the GPU's work, then the coordinator's poll);
 // a waiter on one polls longer before it sleeps, for the same reason.
-constexpr auto kSpinForDevice = std::chrono::milliseconds(2);
+constexpr Backoff::Schedule kDeviceWait{8, std::chrono::milliseconds(2), {}};
 
 const std::string kEmpty;
 
@@ -51,19 +50,15 @@ const std::string& HandleState::message() const {
 }
 
 bool HandleState::wait(double timeout_seconds) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
+  using Clock = Backoff::Clock;
   const bool forever = timeout_seconds < 0;
   const auto deadline =
-      start + std::chrono::duration_cast<Clock::duration>(
-                  std::chrono::duration<double>(forever ? 0.0 : timeout_seconds));
-  for (int i = 0; !done(); ++i) {
-    if (i >= 8) {
-      auto now = Clock::now();
-      if (now - start >= (on_device ? kSpinForDevice : kSpinFor) || (!forever && now >= deadline))
-        break;
-      sched_yield();
-    }
+      forever ? Clock::time_point::max()
+              : Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(timeout_seconds));
+  Backoff backoff(on_device ? kDeviceWait : kHostWait, deadline);
+  while (!done()) {
+    if (!backoff.pause_awake()) break;  // time to sleep, or the deadline passed
   }
   if (done()) return true;
   std::unique_lock<std::mutex> lock(mu_);

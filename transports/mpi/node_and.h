@@ -13,7 +13,7 @@
 // Contract: create() is collective over the node; run() is called by one thread
 // per rank (the coordinator), in the same order on every rank, with vectors of
 // the same length on every rank, at most kMaxWords long. Waiting spins briefly,
-// then yields and sleeps (mpi_wait.h's Backoff). A peer that does not arrive
+// then yields and sleeps (common/backoff.h). A peer that does not arrive
 // within kPeerTimeout fails the call; the board is then unusable.
 #pragma once
 
