@@ -57,6 +57,7 @@
 #include "algorithms/ring_schedule.h"
 #include "common/check.h"
 #include "reduce/reduce.h"
+#include "transport/reduction.h"
 
 namespace kolo::algorithms {
 namespace {
@@ -246,22 +247,18 @@ class RingTransport : public transport::Transport {
 
   const char* name() const override { return "ring"; }
 
-  Status supports(const transport::BucketView& bucket) const override {
+  Status supports(const transport::Bucket& bucket) const override {
     if (bucket.device.kind != DeviceKind::kCpu) {
       return unsupported("ring: CPU memory only, the bucket is on " + device_name(bucket.device));
-    }
-    if (bucket.op == ReduceOp::kAverage) {
-      return unsupported("ring: no average kernel (the coordinator sums, then divides)");
-    }
-    if (bucket.prescale != 1.0 || bucket.postscale != 1.0) {
-      return unsupported("ring: does not apply scale factors");
     }
     return Status::OK();
   }
 
-  std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override {
-    Status s = ring_.run(bucket.input, bucket.output, bucket.count, bucket.dtype, bucket.op);
-    return std::make_unique<transport::CompletedWork>(std::move(s));
+  std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override {
+    return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
+      return std::make_unique<transport::CompletedWork>(
+          ring_.run(in, out, count, bucket.dtype, bucket.reduction.op));
+    });
   }
 
  private:

@@ -1,44 +1,42 @@
 // The Executor's collectives other than allreduce: broadcast, allgather, alltoall,
-// reducescatter, and the negotiation-only ones (barrier, join). Each runs alone:
-// one response, one transport call. A device collective is started, not waited
-// for: transport_collective leaves its Work in device_work_ for execute() (Note
-// [Device work in flight]); the device transport copies, scales and allocates on
-// the device itself.
+// reducescatter, and the negotiation-only ones (barrier, join). Each is one
+// response and one transport call, whose Work goes through launch() like a
+// bucket's (Note [One execution model]).
 #include <cstring>
 
 #include "common/check.h"
 #include "core/collective_args.h"
 #include "core/executor.h"
-#include "reduce/reduce.h"
+#include "transport/reduction.h"
 
 namespace kolo::core {
 
 using transport::CollectiveOp;
 using transport::CollectiveView;
+using transport::Work;
 
-Status Executor::run_collective(TensorEntry& entry, const Response& response) {
+Status Executor::start_collective(TensorEntry& entry, const Response& response,
+                                  std::unique_ptr<Work>* work) {
   switch (response.params.collective) {
-    case Collective::kBroadcast: return run_broadcast(entry, response.params);
-    case Collective::kAllgather: return run_allgather(entry, response);
-    case Collective::kAlltoall: return run_alltoall(entry, response);
-    case Collective::kReducescatter: return run_reducescatter(entry, response.params);
+    case Collective::kBroadcast: return start_broadcast(entry, response.params, work);
+    case Collective::kAllgather: return start_allgather(entry, response, work);
+    case Collective::kAlltoall: return start_alltoall(entry, response, work);
+    case Collective::kReducescatter: return start_reducescatter(entry, response.params, work);
     case Collective::kBarrier: return Status::OK();  // negotiation was the barrier
     case Collective::kJoin:
       entry.handle->splits = response.sizes;  // {last rank to join}
       return Status::OK();
-    default: return internal_error("run_collective: not a collective");
+    default: return internal_error("start_collective: not a collective");
   }
 }
 
-Status Executor::transport_collective(CollectiveOp op, CollectiveView view) {
+Status Executor::start_on_transport(CollectiveOp op, CollectiveView view,
+                                    std::unique_ptr<Work>* work) {
   view.sequence = sequence_;
   transport::Transport* transport = nullptr;
   KOLO_RETURN_IF_ERROR(selector_.select_collective(op, view, &transport));
-  if (view.device.kind == DeviceKind::kCuda) {
-    device_work_ = transport->collective(op, view);
-    return Status::OK();
-  }
-  return transport->collective(op, view)->wait();
+  *work = transport->collective(op, view);
+  return Status::OK();
 }
 
 Status Executor::allocate_output(TensorEntry& entry, size_t bytes) {
@@ -53,58 +51,54 @@ Status Executor::allocate_output(TensorEntry& entry, size_t bytes) {
   return Status::OK();
 }
 
-// The device view's fields beyond the CPU one: the input's ready event.
-void Executor::device_fields(const TensorEntry& entry, CollectiveView* view) {
-  view->device = entry.device;
-  view->ready = entry.ready;
+// What every collective's view starts from: the entry's buffers and device.
+CollectiveView Executor::view_of(const TensorEntry& entry) const {
+  CollectiveView view;
+  view.input = entry.input;
+  view.output = entry.output;
+  view.dtype = entry.request.params.dtype;
+  view.device = entry.device;
+  view.ready = entry.ready;
+  return view;
 }
 
-Status Executor::run_broadcast(TensorEntry& entry, const TensorParams& params) {
+Status Executor::start_broadcast(TensorEntry& entry, const TensorParams& params,
+                                 std::unique_ptr<Work>* work) {
   if (params.count == 0) return Status::OK();
-  CollectiveView view;
-  if (entry.device.kind == DeviceKind::kCuda) {  // the transport copies root's input
-    view.input = entry.input;
-  } else {
+  CollectiveView view = view_of(entry);
+  if (entry.device.kind == DeviceKind::kCpu) {  // host transports broadcast in place
     if (rank_ == params.root && entry.input != entry.output)
       std::memcpy(entry.output, entry.input, params.bytes());
     view.input = entry.output;
   }
-  view.output = entry.output;
-  view.dtype = params.dtype;
-  device_fields(entry, &view);
   view.count = params.count;
   view.root = params.root;
-  return transport_collective(CollectiveOp::kBroadcast, view);
+  return start_on_transport(CollectiveOp::kBroadcast, view, work);
 }
 
-Status Executor::run_allgather(TensorEntry& entry, const Response& response) {
+Status Executor::start_allgather(TensorEntry& entry, const Response& response,
+                                 std::unique_ptr<Work>* work) {
   const TensorParams& p = response.params;
-  const size_t elem = dtype_size(p.dtype);
-  CollectiveView view;
-  view.input = entry.input;
-  view.dtype = p.dtype;
-  device_fields(entry, &view);
+  CollectiveView view = view_of(entry);
   int64_t total = 0;
   for (int64_t rows : response.sizes) {
     view.recv_counts.push_back(rows * p.row_count);
     total += rows * p.row_count;
   }
   KOLO_CHECK_EQ(view.recv_counts[rank_], entry.request.params.count);
-  KOLO_RETURN_IF_ERROR(allocate_output(entry, static_cast<size_t>(total) * elem));
+  KOLO_RETURN_IF_ERROR(allocate_output(entry, static_cast<size_t>(total) * dtype_size(p.dtype)));
   entry.handle->splits = response.sizes;
   view.output = entry.handle->output.data();
   if (total == 0) return Status::OK();
-  return transport_collective(CollectiveOp::kAllgather, view);
+  return start_on_transport(CollectiveOp::kAllgather, view, work);
 }
 
-Status Executor::run_alltoall(TensorEntry& entry, const Response& response) {
+Status Executor::start_alltoall(TensorEntry& entry, const Response& response,
+                                std::unique_ptr<Work>* work) {
   const TensorParams& p = entry.request.params;  // this rank's splits
   const int n = world_size_;
   KOLO_CHECK_EQ(response.sizes.size(), static_cast<size_t>(n) * n);
-  CollectiveView view;
-  view.input = entry.input;
-  view.dtype = p.dtype;
-  device_fields(entry, &view);
+  CollectiveView view = view_of(entry);
   std::vector<int64_t> received(n);
   int64_t total = 0;
   for (int r = 0; r < n; ++r) {
@@ -117,34 +111,19 @@ Status Executor::run_alltoall(TensorEntry& entry, const Response& response) {
   entry.handle->splits = received;
   view.output = entry.handle->output.data();
   // Even when nothing moves on this rank the call is made: it is collective.
-  return transport_collective(CollectiveOp::kAlltoall, view);
+  return start_on_transport(CollectiveOp::kAlltoall, view, work);
 }
 
-Status Executor::run_reducescatter(TensorEntry& entry, const TensorParams& params) {
+Status Executor::start_reducescatter(TensorEntry& entry, const TensorParams& params,
+                                     std::unique_ptr<Work>* work) {
+  if (params.count == 0) return Status::OK();
   const int64_t rows = params.count / params.row_count;
-  CollectiveView view;
-  view.input = entry.input;
-  view.output = entry.output;
-  view.dtype = params.dtype;
-  device_fields(entry, &view);
-  view.op = params.op == ReduceOp::kAverage ? ReduceOp::kSum : params.op;
+  CollectiveView view = view_of(entry);
+  view.reduction = transport::decide_reduction(params.op, params.dtype, params.prescale,
+                                               params.postscale, world_size_);
   for (int r = 0; r < world_size_; ++r)
     view.recv_counts.push_back(shard_rows(rows, r, world_size_) * params.row_count);
-  if (params.count == 0) return Status::OK();
-  if (entry.device.kind == DeviceKind::kCuda) {  // scaled and averaged on the device
-    view.op = params.op;
-    view.prescale = params.prescale;
-    view.postscale = params.postscale;
-    return transport_collective(CollectiveOp::kReducescatter, view);
-  }
-  if (params.prescale != 1.0) {
-    if (scratch_.size() < params.bytes()) scratch_.resize(params.bytes());
-    reduce::copy_scaled(scratch_.data(), entry.input, params.count, params.dtype, params.prescale);
-    view.input = scratch_.data();
-  }
-  KOLO_RETURN_IF_ERROR(transport_collective(CollectiveOp::kReducescatter, view));
-  finish_in_place(entry.output, view.recv_counts[rank_], params);
-  return Status::OK();
+  return start_on_transport(CollectiveOp::kReducescatter, view, work);
 }
 
 }  // namespace kolo::core

@@ -39,6 +39,9 @@ struct TensorEntry {
   // Device tensors: the point on the caller's stream after which the inputs are
   // ready, recorded at submission (Note [Device streams]); null otherwise.
   std::shared_ptr<transport::DeviceEvent> ready;
+  // A joined rank's device zeros (the entry's input and output), kept alive with
+  // the entry until its work completes. Null otherwise.
+  std::shared_ptr<char> zeros;
   std::shared_ptr<HandleState> handle;
   Clock::time_point enqueued;
   uint64_t flight = 0;  // the operation's number in the flight recorder; 0: none

@@ -44,6 +44,11 @@ class DeviceSupport {
   // `bytes` of device memory on `device` for an output kolo allocates (allgather,
   // alltoall); freed when the last copy of `out` goes, on any thread. Coordinator.
   virtual Status allocate(const Device& device, size_t bytes, std::shared_ptr<char>* out) = 0;
+
+  // As allocate(), filled with zeros before any later work on kolo's stream: a
+  // joined rank's contribution to a device bucket (it also takes the result).
+  // Coordinator.
+  virtual Status allocate_zeros(const Device& device, size_t bytes, std::shared_ptr<char>* out) = 0;
 };
 
 // Note [Device streams]

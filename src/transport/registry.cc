@@ -62,9 +62,9 @@ std::string offered_names(const std::vector<Transport*>& offered) {
   return names.empty() ? "none" : names;
 }
 
-std::string describe(const BucketView& b) {
+std::string describe(const Bucket& b) {
   return "bucket " + std::to_string(b.sequence) + " (" + std::to_string(b.bytes()) + " bytes " +
-         dtype_name(b.dtype) + " " + op_name(b.op) + " on " + device_name(b.device) + ")";
+         dtype_name(b.dtype) + " " + op_name(b.reduction.op) + " on " + device_name(b.device) + ")";
 }
 
 }  // namespace
@@ -124,7 +124,7 @@ Status Selector::validate() const {
                      " is not offered by this world; it offers: " + offered_names(offered_));
 }
 
-std::vector<std::string> Selector::auto_order(const BucketView& bucket) const {
+std::vector<std::string> Selector::auto_order(const Bucket& bucket) const {
   std::vector<std::string> ranked;
   if (bucket.device.kind == DeviceKind::kCuda) ranked.push_back("nccl");
   // See Note [Auto order].
@@ -150,7 +150,7 @@ std::vector<std::string> Selector::auto_order(const BucketView& bucket) const {
   return order;
 }
 
-Status Selector::select(const BucketView& bucket, Transport** chosen) const {
+Status Selector::select(const Bucket& bucket, Transport** chosen) const {
   *chosen = nullptr;
   // KOLO_TRANSPORT names a host transport or the device one ("nccl"); it steers
   // the buckets of its own kind, and the others go in auto order.

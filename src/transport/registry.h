@@ -40,7 +40,7 @@ class Selector {
   // The transport for this bucket, or an error if none supports it. When the
   // preference is "auto", candidates are tried in auto order and every skipped one
   // is logged at debug level with its reason.
-  Status select(const BucketView& bucket, Transport** chosen) const;
+  Status select(const Bucket& bucket, Transport** chosen) const;
 
   // The transport for one of the other collectives: the first offered transport,
   // in the world's order, whose supports_collective() is OK. KOLO_TRANSPORT steers
@@ -49,7 +49,7 @@ class Selector {
   Status select_collective(CollectiveOp op, const CollectiveView& view, Transport** chosen) const;
 
   // The auto order for a bucket (names), exposed for tests.
-  std::vector<std::string> auto_order(const BucketView& bucket) const;
+  std::vector<std::string> auto_order(const Bucket& bucket) const;
 
  private:
   Transport* find(const std::string& name) const;

@@ -23,52 +23,52 @@
 
 namespace kolo::transport {
 
-// One tensor of a device bucket, or of a CPU bucket handed over unpacked (see
-// BucketView).
-struct BucketTensor {
-  const void* input = nullptr;  // null with output null: a joined rank's zeros
-  void* output = nullptr;
-  int64_t count = 0;
-  std::shared_ptr<DeviceEvent> ready;  // null: ready now
+// The arithmetic of a reduction, decided once for every path by
+// decide_reduction() (transport/reduction.h). Applied to every element in this
+// order:
+//   x = input * prescale              (skipped when prescale == 1)
+//   r = op over the ranks' x          (op is SUM, MIN, MAX or PRODUCT, never AVERAGE)
+//   output = r * postscale            (floating dtypes only; AVERAGE's 1/size is in it)
+//   output = r / divide               (integer AVERAGE only; truncates toward zero)
+// float16 and bfloat16 are scaled in float32 (reduce/reduce.h).
+struct Reduction {
+  ReduceOp op = ReduceOp::kSum;
+  double prescale = 1.0;
+  double postscale = 1.0;
+  int64_t divide = 1;
+
+  bool scales_input() const { return prescale != 1.0; }
+  bool scales_output() const { return postscale != 1.0 || divide != 1; }
 };
 
-// One bucket, as a transport sees it: `count` elements at `input`, reduced into
-// `output` on every rank (input == output: in place).
-//
-// For CPU buckets the coordinator has already packed the tensors, applied the
-// prescale and turned AVERAGE into SUM, so a CPU transport sees op in {SUM, MIN,
-// MAX, PRODUCT} and prescale == 1. The output factor (postscale, and 1/size for a
-// floating AVERAGE) and an integer AVERAGE's division are the coordinator's pass
-// afterwards — unless the transport says scales_output(): then it gets them in
-// `postscale` (floating dtypes) and `divide` (integers; truncating toward zero)
-// and applies them to each result element before it is written out, saving the
-// coordinator's pass over memory. Otherwise postscale == 1 and divide == 1.
-//
-// A fused CPU bucket goes to a transport that says takes_tensors() unpacked: its
-// tensors are listed in `tensors` in bucket order (their concatenation is the
-// bucket; `count` is the total; input and output are null), ready now, each with
-// input and output set (a joined rank's zeros point at the coordinator's zero
-// buffer and a scratch output). The transport reads and writes the tensors in
-// place, sparing the coordinator's copy into the fusion buffer and out again:
-// Note [Fused buckets unpacked] in core/executor.cc.
-//
-// Device buckets (device.kind != kCpu) are handed over whole: `tensors` lists
-// them in bucket order (input/output above are unused), op may be AVERAGE, and
-// the transport applies prescale to every input element and postscale to every
-// output element (AVERAGE's 1/size on top) in its own kernels. An integer
-// AVERAGE truncates toward zero, as on the CPU. `device` is resolved (index set).
-struct BucketView {
+// One tensor of a bucket: `count` elements reduced from `input` into `output`
+// (equal: in place). A rank that has joined contributes the executor's zeros and
+// writes into the executor's scratch: a transport never sees null buffers.
+struct BucketTensor {
   const void* input = nullptr;
   void* output = nullptr;
   int64_t count = 0;
+  std::shared_ptr<DeviceEvent> ready;  // device tensors; null: ready now
+};
+
+// One bucket, as every transport receives it: the concatenation of `tensors` (in
+// the coordinator's order; `count` is their total) is reduced on every rank with
+// `reduction` — all of it: factors included. A transport whose engine reduces one
+// contiguous buffer with a plain op, or cannot apply a factor, hands the bucket to
+// reduce_contiguous() (transport/reduction.h), which packs into `staging`, scales
+// and unpacks; no other party chooses between paths. `staging` is the
+// coordinator's persistent fusion buffer for host buckets (null for device
+// buckets: a device transport keeps its own); a bucket of several tensors never
+// exceeds it unless it is a group, which reduce_contiguous() cuts.
+struct Bucket {
+  std::vector<BucketTensor> tensors;
+  int64_t count = 0;
   DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  Device device;
-  double prescale = 1.0;
-  double postscale = 1.0;
-  int64_t divide = 1;     // CPU buckets to a transport that scales_output() only
+  Device device;  // resolved (index set) for device buckets
+  Reduction reduction;
   uint64_t sequence = 0;  // the bucket's index in the coordinator's global order
-  std::vector<BucketTensor> tensors;  // device buckets; CPU buckets to takes_tensors()
+  char* staging = nullptr;
+  size_t staging_bytes = 0;
 
   size_t bytes() const { return static_cast<size_t>(count) * dtype_size(dtype); }
 };
@@ -123,13 +123,10 @@ struct CollectiveView {
   std::vector<int64_t> recv_counts;
   int64_t count = 0;
   int root = 0;
-  ReduceOp op = ReduceOp::kSum;  // kReducescatter: SUM, MIN, MAX or PRODUCT
-  // Device collectives: the input's ready event (null: ready now), and the scale
-  // factors (kReducescatter: applied like a device bucket's; op may be AVERAGE).
-  // CPU collectives get op without AVERAGE and factors of 1, as buckets do.
-  std::shared_ptr<DeviceEvent> ready;
-  double prescale = 1.0;
-  double postscale = 1.0;
+  // kReducescatter: applied in full by the transport, as a bucket's is (host
+  // transports through scaled_reducescatter() in transport/reduction.h).
+  Reduction reduction;
+  std::shared_ptr<DeviceEvent> ready;  // device collectives; null: ready now
 };
 
 class Transport {
@@ -139,18 +136,12 @@ class Transport {
   // The name KOLO_TRANSPORT selects it by ("mpi", "ring", ...).
   virtual const char* name() const = 0;
 
-  virtual Status supports(const BucketView& bucket) const = 0;
+  virtual Status supports(const Bucket& bucket) const = 0;
 
-  virtual std::unique_ptr<Work> allreduce(const BucketView& bucket) = 0;
-
-  // Host transports: whether allreduce() applies a CPU bucket's output factor and
-  // integer division itself (see BucketView). Same answer on every rank.
-  virtual bool scales_output() const { return false; }
-
-  // Host transports: whether allreduce() takes a fused CPU bucket as its tensors,
-  // unpacked (see BucketView). Only asked of transports that scales_output(), and
-  // only for buckets without a prescale. Same answer on every rank.
-  virtual bool takes_tensors() const { return false; }
+  // Reduces the bucket (see Bucket). Host transports may complete before they
+  // return; the coordinator waits for a host bucket's Work before it starts the
+  // next bucket, and polls device Work.
+  virtual std::unique_ptr<Work> allreduce(const Bucket& bucket) = 0;
 
   // Device transports: `wake` is to be called (from any thread) when device work
   // completes, so that the coordinator polls its Work. Host transports ignore it.

@@ -42,7 +42,7 @@ Bytes encode(const CollectiveView& v) {
   const CallHeader h{v.input,
                      v.count,
                      v.dtype,
-                     v.op,
+                     v.reduction.op,
                      v.root,
                      static_cast<int32_t>(v.send_counts.size()),
                      static_cast<int32_t>(v.recv_counts.size())};
@@ -242,9 +242,9 @@ Status check_collective(CollectiveOp op, const CollectiveView& view) {
   }
   if (!is_valid(view.dtype)) return unsupported("loopback: invalid dtype " + dtype_name(view.dtype));
   if (op == CollectiveOp::kReducescatter &&
-      (view.op == ReduceOp::kAverage || !is_valid(view.op))) {
+      (view.reduction.op == ReduceOp::kAverage || !is_valid(view.reduction.op))) {
     return unsupported("loopback: reducescatter with sum, min, max or product, not " +
-                       op_name(view.op) + " (the coordinator turns average into sum)");
+                       op_name(view.reduction.op) + " (decide_reduction turns average into sum)");
   }
   return Status::OK();
 }

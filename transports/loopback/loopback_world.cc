@@ -11,13 +11,14 @@
 #include "algorithms/ring_allreduce.h"
 #include "common/check.h"
 #include "reduce/reduce.h"
+#include "transport/reduction.h"
 #include "transports/loopback/loopback_collectives.h"
 #include "transports/loopback/loopback_hub.h"
 
 namespace kolo::loopback {
 namespace {
 
-using transport::BucketView;
+using transport::Bucket;
 using transport::RequestId;
 using transport::Topology;
 
@@ -186,22 +187,19 @@ class LoopbackTransport : public transport::Transport {
 
   const char* name() const override { return "loopback"; }
 
-  Status supports(const BucketView& bucket) const override {
+  Status supports(const Bucket& bucket) const override {
     if (bucket.device.kind != DeviceKind::kCpu) {
       return unsupported("loopback: CPU memory only, the bucket is on " +
                          device_name(bucket.device));
     }
-    if (bucket.op == ReduceOp::kAverage) {
-      return unsupported("loopback: no average kernel (the coordinator sums, then divides)");
-    }
-    if (bucket.prescale != 1.0 || bucket.postscale != 1.0) {
-      return unsupported("loopback: does not apply scale factors");
-    }
     return Status::OK();
   }
 
-  std::unique_ptr<transport::Work> allreduce(const BucketView& bucket) override {
-    return std::make_unique<transport::CompletedWork>(run(bucket));
+  std::unique_ptr<transport::Work> allreduce(const Bucket& bucket) override {
+    return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
+      const Contribution mine{in, count, bucket.dtype, bucket.reduction.op};
+      return std::make_unique<transport::CompletedWork>(run(mine, out));
+    });
   }
 
   Status supports_collective(transport::CollectiveOp op,
@@ -211,21 +209,27 @@ class LoopbackTransport : public transport::Transport {
 
   std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
                                               const transport::CollectiveView& view) override {
-    return std::make_unique<transport::CompletedWork>(
-        run_collective(hub_->transport, rank_, hub_->size, op, view, &scratch_));
+    auto start = [&](const transport::CollectiveView& v) {
+      return std::make_unique<transport::CompletedWork>(
+          run_collective(hub_->transport, rank_, hub_->size, op, v, &scratch_));
+    };
+    if (op != transport::CollectiveOp::kReducescatter) return start(view);
+    return transport::scaled_reducescatter(view, rank_, &prescaled_, start);
   }
 
  private:
-  Status run(const BucketView& b);
-  Status publish(const BucketView& b, std::vector<Contribution>* all);
+  // Reduces `mine` (this rank's contribution) into `output`.
+  Status run(const Contribution& mine, void* output);
+  Status publish(const Contribution& mine, std::vector<Contribution>* all);
 
   std::shared_ptr<Hub> hub_;
   int rank_;
-  std::vector<char> scratch_;  // in place: the result waits here (grow-only)
+  std::vector<char> scratch_;    // in place: the result waits here (grow-only)
+  std::vector<char> prescaled_;  // a prescaled reducescatter input (grow-only)
 };
 
-Status LoopbackTransport::publish(const BucketView& b, std::vector<Contribution>* all) {
-  const Contribution mine{b.input, b.count, b.dtype, b.op};
+Status LoopbackTransport::publish(const Contribution& b, std::vector<Contribution>* all) {
+  const Contribution& mine = b;
   std::vector<Bytes> blobs;
   KOLO_RETURN_IF_ERROR(hub_->transport.exchange(
       rank_, "allreduce", Bytes(reinterpret_cast<const char*>(&mine), sizeof(mine)), &blobs));
@@ -244,19 +248,18 @@ Status LoopbackTransport::publish(const BucketView& b, std::vector<Contribution>
   return Status::OK();
 }
 
-Status LoopbackTransport::run(const BucketView& b) {
-  KOLO_RETURN_IF_ERROR(supports(b));
-  const size_t bytes = b.bytes();
+Status LoopbackTransport::run(const Contribution& b, void* output) {
+  const size_t bytes = static_cast<size_t>(b.count) * dtype_size(b.dtype);
   if (b.count == 0) return Status::OK();
   if (hub_->size == 1) {
-    if (b.input != b.output) std::memcpy(b.output, b.input, bytes);
+    if (b.input != output) std::memcpy(output, b.input, bytes);
     return Status::OK();
   }
   std::vector<Contribution> all;
   KOLO_RETURN_IF_ERROR(publish(b, &all));
   // If our output is some rank's input (in place), others still read it: reduce
   // into scratch and copy after everyone is done reading.
-  char* out = static_cast<char*>(b.output);
+  char* out = static_cast<char*>(output);
   bool overlaps = false;
   for (const Contribution& c : all) {
     const char* in = static_cast<const char*>(c.input);

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "transport/reduction.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_wait.h"
 
@@ -44,24 +45,31 @@ Status HierarchicalTransport::create(const SharedComms& comms,
   return Status::OK();
 }
 
-Status HierarchicalTransport::supports(const transport::BucketView& bucket) const {
+Status HierarchicalTransport::supports(const transport::Bucket& bucket) const {
   return shm_supports(name(), bucket);
 }
 
-std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(
-    const transport::BucketView& bucket) {
+// The node's engine takes the tensors in place and applies the output factor to
+// each shard after the inter-node step — except with one rank per node, where
+// every tensor would go through the cross ring on its own, and with a prescale:
+// then the shared helper packs (reduce_contiguous).
+std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(const transport::Bucket& bucket) {
   const DataType dtype = bucket.dtype;
-  const ReduceOp op = bucket.op;
+  const transport::Reduction& r = bucket.reduction;
   // The ranks of a cross communicator share a local rank and a node size, so they
   // run the same slices with the same shard counts and their ring calls match.
   std::function<Status(void*, int64_t)> across_nodes = [&](void* shard, int64_t count) {
-    return cross_->run(shard, count, dtype, op);
+    return cross_->run(shard, count, dtype, r.op);
   };
-  ShmAllreduce::ShardStage stage = finish_stage(bucket, across_nodes);
-  Status s = bucket.tensors.empty()
-                 ? node_->run(bucket.input, bucket.output, bucket.count, dtype, op, stage)
-                 : node_->run(bucket.tensors, dtype, op, stage);
-  return std::make_unique<transport::CompletedWork>(std::move(s));
+  if (r.scales_input() || node_->local_size() == 1) {
+    ShmAllreduce::ShardStage stage;
+    stage.apply = across_nodes;
+    return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
+      return std::make_unique<transport::CompletedWork>(node_->run(in, out, count, dtype, r.op, stage));
+    });
+  }
+  const ShmAllreduce::ShardStage stage = finish_stage(r, dtype, across_nodes);
+  return std::make_unique<transport::CompletedWork>(node_->run(bucket.tensors, dtype, r.op, stage));
 }
 
 }  // namespace kolo::mpi

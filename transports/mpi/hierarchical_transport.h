@@ -45,13 +45,8 @@ class HierarchicalTransport : public transport::Transport {
   static Status create(const SharedComms& comms, std::unique_ptr<HierarchicalTransport>* out);
 
   const char* name() const override { return "hierarchical"; }
-  Status supports(const transport::BucketView& bucket) const override;
-  std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
-  // After the inter-node step, each shard is scaled in cache (see finish_stage).
-  bool scales_output() const override { return true; }
-  // Unpacked only where a node has several ranks: with one, every tensor would
-  // go through the cross ring on its own.
-  bool takes_tensors() const override { return node_->local_size() > 1; }
+  Status supports(const transport::Bucket& bucket) const override;
+  std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
 
  private:
   HierarchicalTransport() = default;

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "transport/reduction.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_work.h"
@@ -268,9 +269,9 @@ Status MpiTransport::supports_collective(CollectiveOp op, const CollectiveView& 
                  ? Status::OK()
                  : unsupported(too_large);
     case CollectiveOp::kReducescatter:
-      if (view.op == ReduceOp::kAverage || !is_valid(view.op)) {
-        return unsupported(what + ": sum, min, max or product, not " + op_name(view.op) +
-                           " (the coordinator turns average into sum)");
+      if (view.reduction.op == ReduceOp::kAverage || !is_valid(view.reduction.op)) {
+        return unsupported(what + ": sum, min, max or product, not " +
+                           op_name(view.reduction.op) + " (decide_reduction turns average into sum)");
       }
       KOLO_RETURN_IF_ERROR_AS_IS(
           check_counts("reducescatter recv_counts", view.recv_counts, size));
@@ -295,10 +296,18 @@ std::unique_ptr<transport::Work> MpiTransport::collective(CollectiveOp op,
     return std::make_unique<transport::CompletedWork>(
         mpi_error(rc, "MPI_Comm_rank", __FILE__, __LINE__));
   }
+  if (op != CollectiveOp::kReducescatter) return start(op, view, rank);
+  // MPI applies no factor: the shared helper does (transport/reduction.h).
+  return transport::scaled_reducescatter(
+      view, rank, &scratch_, [&](const CollectiveView& v) { return start(op, v, rank); });
+}
+
+std::unique_ptr<transport::Work> MpiTransport::start(CollectiveOp op, const CollectiveView& view,
+                                                     int rank) {
   MPI_Datatype type;
   MPI_Op mpi_op;
   // The op matters only for reducescatter; the others take the type alone.
-  mpi_type_and_op(view.dtype, op == CollectiveOp::kReducescatter ? view.op : ReduceOp::kSum,
+  mpi_type_and_op(view.dtype, op == CollectiveOp::kReducescatter ? view.reduction.op : ReduceOp::kSum,
                   &type, &mpi_op);
   auto work = std::make_unique<CollectiveWork>();
   Status started;

@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "reduce/reduce.h"
+#include "transport/reduction.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_work.h"
 
@@ -103,18 +104,15 @@ MpiTransport::~MpiTransport() {
   }
 }
 
-Status MpiTransport::supports(const transport::BucketView& bucket) const {
+Status MpiTransport::supports(const transport::Bucket& bucket) const {
   if (bucket.device.kind != DeviceKind::kCpu) {
     return unsupported("the mpi transport reduces CPU memory only, not " +
                        device_name(bucket.device));
   }
   if (!is_valid(bucket.dtype)) return unsupported("invalid dtype " + dtype_name(bucket.dtype));
-  if (bucket.op == ReduceOp::kAverage || !is_valid(bucket.op)) {
+  if (bucket.reduction.op == ReduceOp::kAverage || !is_valid(bucket.reduction.op)) {
     return unsupported("the mpi transport reduces with sum, min, max or product, not " +
-                       op_name(bucket.op) + " (the coordinator turns average into sum)");
-  }
-  if (bucket.prescale != 1.0 || bucket.postscale != 1.0) {
-    return unsupported("the mpi transport does not scale; the coordinator applies factors");
+                       op_name(bucket.reduction.op) + " (decide_reduction turns average into sum)");
   }
   if (bucket.count < 0) return unsupported("negative count " + std::to_string(bucket.count));
   return Status::OK();
@@ -135,28 +133,35 @@ void MpiTransport::mpi_type_and_op(DataType dtype, ReduceOp op, MPI_Datatype* ty
   KOLO_CHECK(*type != MPI_DATATYPE_NULL && *mpi_op != MPI_OP_NULL);
 }
 
-std::unique_ptr<transport::Work> MpiTransport::allreduce(const transport::BucketView& bucket) {
+std::unique_ptr<transport::Work> MpiTransport::allreduce(const transport::Bucket& bucket) {
   Status supported = supports(bucket);
   if (!supported.ok()) return std::make_unique<transport::CompletedWork>(supported);
-  if (bucket.count == 0) return std::make_unique<transport::CompletedWork>(Status::OK());
+  // MPI reduces one buffer and applies no factor: the shared helper packs and scales.
+  return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
+    return start_allreduce(in, out, count, bucket.dtype, bucket.reduction.op);
+  });
+}
 
+std::unique_ptr<transport::Work> MpiTransport::start_allreduce(const void* in, void* out,
+                                                               int64_t count, DataType dtype,
+                                                               ReduceOp reduce_op) {
   MPI_Datatype type;
   MPI_Op op;
-  mpi_type_and_op(bucket.dtype, bucket.op, &type, &op);
-  const bool in_place = bucket.input == bucket.output;
-  const size_t element = dtype_size(bucket.dtype);
-  const char* input = static_cast<const char*>(bucket.input);
-  char* output = static_cast<char*>(bucket.output);
+  mpi_type_and_op(dtype, reduce_op, &type, &op);
+  const bool in_place = in == out;
+  const size_t element = dtype_size(dtype);
+  const char* input = static_cast<const char*>(in);
+  char* output = static_cast<char*>(out);
 
   // The MPI requests of one bucket: one per slice of at most the limit.
   auto work = std::make_unique<MpiWork>();
   Status started;
-  for (int64_t offset = 0; offset < bucket.count && started.ok(); offset += max_count_per_call_) {
-    const int count = static_cast<int>(std::min(max_count_per_call_, bucket.count - offset));
+  for (int64_t offset = 0; offset < count && started.ok(); offset += max_count_per_call_) {
+    const int n = static_cast<int>(std::min(max_count_per_call_, count - offset));
     const size_t byte_offset = static_cast<size_t>(offset) * element;
     MPI_Request request = MPI_REQUEST_NULL;
     int rc = MPI_Iallreduce(in_place ? MPI_IN_PLACE : input + byte_offset,
-                            output + byte_offset, count, type, op, comm_, &request);
+                            output + byte_offset, n, type, op, comm_, &request);
     if (rc != MPI_SUCCESS) {
       started = mpi_error(rc, "MPI_Iallreduce", __FILE__, __LINE__);
     } else {

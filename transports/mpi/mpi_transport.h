@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "transport/transport.h"
 #include "transports/mpi/mpi_comm.h"
@@ -46,8 +47,8 @@ class MpiTransport : public transport::Transport {
   ~MpiTransport() override;  // frees the datatypes and ops
 
   const char* name() const override { return "mpi"; }
-  Status supports(const transport::BucketView& bucket) const override;
-  std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
+  Status supports(const transport::Bucket& bucket) const override;
+  std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
 
   // Defined in mpi_collectives.cc.
   Status supports_collective(transport::CollectiveOp op,
@@ -62,6 +63,12 @@ class MpiTransport : public transport::Transport {
   Status create_half_types();
   // The MPI datatype and op for a supported bucket.
   void mpi_type_and_op(DataType dtype, ReduceOp op, MPI_Datatype* type, MPI_Op* mpi_op) const;
+  // MPI_Iallreduce of one contiguous buffer, in calls of at most max_count_per_call_.
+  std::unique_ptr<transport::Work> start_allreduce(const void* in, void* out, int64_t count,
+                                                   DataType dtype, ReduceOp op);
+  // A collective's MPI calls (mpi_collectives.cc); factors are the caller's.
+  std::unique_ptr<transport::Work> start(transport::CollectiveOp op,
+                                         const transport::CollectiveView& view, int rank);
 
   SharedComms comms_;
   MPI_Comm comm_;
@@ -70,6 +77,7 @@ class MpiTransport : public transport::Transport {
   MPI_Datatype bfloat16_type_ = MPI_DATATYPE_NULL;
   MPI_Op float16_ops_[kNumOps] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
   MPI_Op bfloat16_ops_[kNumOps] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  std::vector<char> scratch_;  // a prescaled reducescatter input; grow-only
 };
 
 }  // namespace kolo::mpi

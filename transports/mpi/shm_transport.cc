@@ -49,6 +49,7 @@
 
 #include "common/check.h"
 #include "reduce/reduce.h"
+#include "transport/reduction.h"
 #include "transports/mpi/mpi_wait.h"
 
 namespace kolo::mpi {
@@ -485,53 +486,48 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
   return Status::OK();
 }
 
-Status shm_supports(const char* name, const transport::BucketView& bucket) {
-  const std::string who(name);
+Status shm_supports(const char* name, const transport::Bucket& bucket) {
   if (bucket.device.kind != DeviceKind::kCpu) {
-    return unsupported(who + ": CPU memory only, the bucket is on " + device_name(bucket.device));
+    return unsupported(std::string(name) + ": CPU memory only, the bucket is on " +
+                       device_name(bucket.device));
   }
-  if (bucket.op == ReduceOp::kAverage) {
-    return unsupported(who + ": no average kernel (the coordinator sums, then divides)");
-  }
-  if (bucket.prescale != 1.0) return unsupported(who + ": does not apply a prescale");
-  if (bucket.postscale != 1.0 && !is_floating(bucket.dtype))
-    return invalid_argument(who + ": an output factor needs a floating dtype, not " + dtype_name(bucket.dtype));
-  if (bucket.divide != 1 && !is_integer(bucket.dtype))
-    return invalid_argument(who + ": integer division needs an integer dtype, not " + dtype_name(bucket.dtype));
   return Status::OK();
 }
 
-ShmAllreduce::ShardStage finish_stage(const transport::BucketView& bucket,
+ShmAllreduce::ShardStage finish_stage(const transport::Reduction& r, DataType dtype,
                                       std::function<Status(void*, int64_t)> before) {
   ShmAllreduce::ShardStage stage;
   stage.per_element = !before;
-  if (bucket.postscale == 1.0 && bucket.divide == 1) {
+  if (!r.scales_output()) {
     stage.apply = std::move(before);
     return stage;
   }
-  const DataType dtype = bucket.dtype;
-  const double factor = bucket.postscale;
-  const int64_t divide = bucket.divide;
-  stage.apply = [before = std::move(before), dtype, factor, divide](void* shard, int64_t count) {
+  stage.apply = [before = std::move(before), r, dtype](void* shard, int64_t count) {
     if (before) KOLO_RETURN_IF_ERROR_AS_IS(before(shard, count));
-    if (factor != 1.0) reduce::scale(shard, shard, count, dtype, factor);
-    if (divide != 1) reduce::divide_integer(shard, count, dtype, divide);
+    transport::finish_output(r, shard, count, dtype);
     return Status::OK();
   };
   return stage;
 }
 
-Status ShmTransport::supports(const transport::BucketView& bucket) const {
+Status ShmTransport::supports(const transport::Bucket& bucket) const {
   return shm_supports(name(), bucket);
 }
 
-std::unique_ptr<transport::Work> ShmTransport::allreduce(const transport::BucketView& bucket) {
-  const ShmAllreduce::ShardStage stage = finish_stage(bucket, nullptr);
-  Status s = bucket.tensors.empty()
-                 ? engine_->run(bucket.input, bucket.output, bucket.count, bucket.dtype,
-                                bucket.op, stage)
-                 : engine_->run(bucket.tensors, bucket.dtype, bucket.op, stage);
-  return std::make_unique<transport::CompletedWork>(std::move(s));
+// The engine applies the output factor per shard in cache and reads the tensors in
+// place (Note [Fused buckets unpacked] in core/executor.cc); a prescale goes
+// through the shared helper.
+std::unique_ptr<transport::Work> ShmTransport::allreduce(const transport::Bucket& bucket) {
+  const transport::Reduction& r = bucket.reduction;
+  if (r.scales_input()) {
+    return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
+      return std::make_unique<transport::CompletedWork>(
+          engine_->run(in, out, count, bucket.dtype, r.op));
+    });
+  }
+  const ShmAllreduce::ShardStage stage = finish_stage(r, bucket.dtype, nullptr);
+  return std::make_unique<transport::CompletedWork>(
+      engine_->run(bucket.tensors, bucket.dtype, r.op, stage));
 }
 
 }  // namespace kolo::mpi

@@ -122,24 +122,20 @@ class ShmTransport : public transport::Transport {
   explicit ShmTransport(std::unique_ptr<ShmAllreduce> engine) : engine_(std::move(engine)) {}
 
   const char* name() const override { return "shm"; }
-  Status supports(const transport::BucketView& bucket) const override;
-  std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
-  // The output factor is applied to each reduced shard while it is in cache.
-  bool scales_output() const override { return true; }
-  bool takes_tensors() const override { return true; }
+  Status supports(const transport::Bucket& bucket) const override;
+  std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
 
  private:
   std::unique_ptr<ShmAllreduce> engine_;
 };
 
-// What shm and hierarchical accept: CPU memory, no average, no prescale; an output
-// factor (floating) or division (integers) as Transport::scales_output() hands it.
-Status shm_supports(const char* name, const transport::BucketView& bucket);
+// What shm and hierarchical accept: CPU memory.
+Status shm_supports(const char* name, const transport::Bucket& bucket);
 
-// `before` (may be empty), then the bucket's output factor and integer division
+// `before` (may be empty), then the reduction's output factor or integer division
 // applied to a reduced shard in place: what a node's ranks copy out is final.
 // Per element when `before` is empty.
-ShmAllreduce::ShardStage finish_stage(const transport::BucketView& bucket,
+ShmAllreduce::ShardStage finish_stage(const transport::Reduction& r, DataType dtype,
                                       std::function<Status(void*, int64_t)> before);
 
 }  // namespace kolo::mpi

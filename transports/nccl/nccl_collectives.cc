@@ -19,8 +19,8 @@ Status NcclTransport::supports_collective(CollectiveOp op, const CollectiveView&
   ncclDataType_t dtype;
   KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_dtype(view.dtype, &dtype));
   if (op == CollectiveOp::kReducescatter) {
-    ncclRedOp_t nop;
-    return to_nccl_op(view.op == ReduceOp::kAverage ? ReduceOp::kSum : view.op, view.dtype, &nop);
+    NcclOp unused;
+    return to_nccl(view.dtype, view.reduction.op, &unused);
   }
   return Status::OK();
 }
@@ -100,21 +100,22 @@ Status NcclTransport::enqueue_collective(DeviceState& state, CollectiveOp op,
 // Prescaled input goes through the fusion buffer (or a stream-ordered temporary
 // when larger); uneven blocks are reduced to each owner with grouped ncclReduce.
 Status NcclTransport::enqueue_reducescatter(DeviceState& state, const CollectiveView& view) {
-  Reduction r;
-  KOLO_RETURN_IF_ERROR(plan_reduction(view.dtype, view.op, view.prescale, view.postscale, topology_.size, &r));
+  const transport::Reduction& reduction = view.reduction;
+  NcclOp r;
+  KOLO_RETURN_IF_ERROR(to_nccl(view.dtype, reduction.op, &r));
   const size_t elem = dtype_size(view.dtype);
   int64_t total = 0;
   for (int64_t c : view.recv_counts) total += c;
   const void* input = view.input;
   void* temporary = nullptr;
-  if (r.in_factor != 1.0 && total > 0) {
+  if (reduction.scales_input() && total > 0) {
     const size_t bytes = static_cast<size_t>(total) * elem;
     void* scratch = state.fusion;
     if (bytes > state.fusion_bytes) {
       KOLO_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&temporary, bytes, state.stream));
       scratch = temporary;
     }
-    KOLO_RETURN_IF_ERROR(scale(scratch, view.input, total, view.dtype, r.in_factor, state.stream));
+    KOLO_RETURN_IF_ERROR(scale(scratch, view.input, total, view.dtype, reduction.prescale, state.stream));
     input = scratch;
   }
   const int rank = topology_.rank;
@@ -139,7 +140,7 @@ Status NcclTransport::enqueue_reducescatter(DeviceState& state, const Collective
   }
   if (temporary != nullptr) cudaFreeAsync(temporary, state.stream);
   KOLO_RETURN_IF_ERROR(s);
-  return finish_in_place(r, view.output, view.recv_counts[rank], view.dtype, topology_.size, state.stream);
+  return finish_in_place(reduction, view.output, view.recv_counts[rank], view.dtype, state.stream);
 }
 
 }  // namespace kolo::nccl

@@ -6,23 +6,17 @@
 
 namespace kolo::nccl {
 
-Status plan_reduction(DataType dtype, ReduceOp op, double prescale, double postscale, int size,
-                      Reduction* r) {
-  KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_dtype(dtype, &r->dtype));
-  const bool average = op == ReduceOp::kAverage;
-  KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_op(average ? ReduceOp::kSum : op, dtype, &r->op));
-  r->in_factor = prescale;
-  r->out_factor = postscale;
-  if (average && is_floating(dtype)) r->out_factor /= size;
-  r->divide = average && !is_floating(dtype) && size > 1;
-  return Status::OK();
+Status to_nccl(DataType dtype, ReduceOp op, NcclOp* out) {
+  KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_dtype(dtype, &out->dtype));
+  return to_nccl_op(op, dtype, &out->op);
 }
 
-Status finish_in_place(const Reduction& r, void* data, int64_t count, DataType dtype,
-                       int size, cudaStream_t stream) {
+Status finish_in_place(const transport::Reduction& r, void* data, int64_t count, DataType dtype,
+                       cudaStream_t stream) {
   if (count == 0) return Status::OK();
-  if (r.out_factor != 1.0) KOLO_RETURN_IF_ERROR(scale(data, data, count, dtype, r.out_factor, stream));
-  if (r.divide) KOLO_RETURN_IF_ERROR(divide_integer(data, count, dtype, size, stream));
+  if (r.postscale != 1.0 && is_floating(dtype))
+    KOLO_RETURN_IF_ERROR(scale(data, data, count, dtype, r.postscale, stream));
+  if (r.divide != 1) KOLO_RETURN_IF_ERROR(divide_integer(data, count, dtype, static_cast<int>(r.divide), stream));
   return Status::OK();
 }
 

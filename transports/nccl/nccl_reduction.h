@@ -10,26 +10,22 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "transport/device.h"
+#include "transport/transport.h"
 
 namespace kolo::nccl {
 
-// NCCL's dtype and op, and what the kernels around the call do. AVERAGE is a SUM
-// followed by 1/size (floating: folded into the output factor; integers: a
-// truncating division), so results match the CPU path's rounding.
-struct Reduction {
+// NCCL's dtype and op for a reduction decided by transport::decide_reduction
+// (never AVERAGE). Unsupported (naming the dtype or op) where NCCL has no such
+// type or op. The kernels around the NCCL call apply the factors.
+struct NcclOp {
   ncclDataType_t dtype;
   ncclRedOp_t op;
-  double in_factor = 1.0;
-  double out_factor = 1.0;
-  bool divide = false;  // integer AVERAGE
 };
+Status to_nccl(DataType dtype, ReduceOp op, NcclOp* out);
 
-// Unsupported (naming the dtype or op) where NCCL has no such type or op.
-Status plan_reduction(DataType dtype, ReduceOp op, double prescale, double postscale, int size,
-                      Reduction* r);
-
-// Applies out_factor and the integer division to `count` elements at `data`.
-Status finish_in_place(const Reduction& r, void* data, int64_t count, DataType dtype, int size,
+// Applies the reduction's output part (postscale, or the integer division) to
+// `count` elements at `data`, on `stream`.
+Status finish_in_place(const transport::Reduction& r, void* data, int64_t count, DataType dtype,
                        cudaStream_t stream);
 
 // Makes `stream` wait for a tensor's ready event (a CudaEvent); null: ready now.

@@ -16,7 +16,7 @@ namespace kolo::nccl {
 namespace {
 
 using transport::BucketTensor;
-using transport::BucketView;
+using transport::Bucket;
 using transport::CollectiveOp;
 using transport::CollectiveView;
 using transport::Work;
@@ -226,6 +226,16 @@ Status NcclTransport::allocate(const Device& device, size_t bytes, std::shared_p
   return Status::OK();
 }
 
+Status NcclTransport::allocate_zeros(const Device& device, size_t bytes, std::shared_ptr<char>* out) {
+  KOLO_RETURN_IF_ERROR(allocate(device, bytes, out));
+  DeviceState* state = nullptr;
+  KOLO_RETURN_IF_ERROR(state_for(device, &state));
+  DeviceGuard guard(device.index);
+  KOLO_RETURN_IF_ERROR(guard.status());
+  KOLO_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(out->get(), 0, bytes, state->stream));
+  return Status::OK();
+}
+
 // ---- set-up -------------------------------------------------------------------
 
 Status NcclTransport::state_for(const Device& device, DeviceState** out) {
@@ -323,16 +333,13 @@ void CUDART_CB NcclTransport::on_done(void* self) {
 
 // ---- allreduce ----------------------------------------------------------------
 
-Status NcclTransport::supports(const BucketView& bucket) const {
+Status NcclTransport::supports(const Bucket& bucket) const {
   if (bucket.device.kind != DeviceKind::kCuda) return unsupported("nccl reduces CUDA memory only");
-  ncclDataType_t dtype;
-  ncclRedOp_t op;
-  KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_dtype(bucket.dtype, &dtype));
-  const ReduceOp nccl_side = bucket.op == ReduceOp::kAverage ? ReduceOp::kSum : bucket.op;
-  return to_nccl_op(nccl_side, bucket.dtype, &op);
+  NcclOp unused;
+  return to_nccl(bucket.dtype, bucket.reduction.op, &unused);
 }
 
-std::unique_ptr<Work> NcclTransport::allreduce(const BucketView& bucket) {
+std::unique_ptr<Work> NcclTransport::allreduce(const Bucket& bucket) {
   DeviceState* state = nullptr;
   Status s = state_for(bucket.device, &state);
   if (s.ok()) s = enqueue_allreduce(*state, bucket);
@@ -343,7 +350,7 @@ std::unique_ptr<Work> NcclTransport::allreduce(const BucketView& bucket) {
 // Tensors are taken in order; consecutive ones that fit the fusion buffer together
 // are packed, reduced once and unpacked; one that does not fit, or a bucket of
 // one tensor, is reduced in place in the caller's memory.
-Status NcclTransport::enqueue_allreduce(DeviceState& state, const BucketView& bucket) {
+Status NcclTransport::enqueue_allreduce(DeviceState& state, const Bucket& bucket) {
   // Wait for the latest ready event of each producer stream: it implies the rest.
   // (cudaStreamPerThread names a different stream in each thread: no shortcut.)
   std::map<cudaStream_t, const CudaEvent*> latest;
@@ -378,69 +385,58 @@ Status NcclTransport::enqueue_allreduce(DeviceState& state, const BucketView& bu
   return Status::OK();
 }
 
-Status NcclTransport::enqueue_chunk(DeviceState& state, const BucketView& bucket, size_t first,
+Status NcclTransport::enqueue_chunk(DeviceState& state, const Bucket& bucket, size_t first,
                                     size_t last) {
-  Reduction r;
-  KOLO_RETURN_IF_ERROR(
-      plan_reduction(bucket.dtype, bucket.op, bucket.prescale, bucket.postscale, topology_.size, &r));
+  const transport::Reduction& r = bucket.reduction;
   const size_t elem = dtype_size(bucket.dtype);
   std::vector<CopySegment> in, out;
   int64_t total = 0;
   for (size_t k = first; k < last; ++k) {
     const BucketTensor& t = bucket.tensors[k];
     char* slot = state.fusion + static_cast<size_t>(total) * elem;
-    in.push_back(CopySegment{t.input, slot, t.count});  // null input: zeros (a joined rank)
-    if (t.output != nullptr) out.push_back(CopySegment{slot, t.output, t.count});
+    in.push_back(CopySegment{t.input, slot, t.count});
+    out.push_back(CopySegment{slot, t.output, t.count});
     total += t.count;
   }
   if (total == 0) return Status::OK();
-  KOLO_RETURN_IF_ERROR(batched_copy(in, bucket.dtype, r.in_factor, state.stream));
-  KOLO_RETURN_IF_ERROR(reduce_in_place(state, state.fusion, total, bucket.dtype, bucket.op));
-  if (r.divide)
-    KOLO_RETURN_IF_ERROR(divide_integer(state.fusion, total, bucket.dtype, topology_.size, state.stream));
-  if (out.empty()) return Status::OK();
-  return batched_copy(out, bucket.dtype, r.out_factor, state.stream);
+  KOLO_RETURN_IF_ERROR(batched_copy(in, bucket.dtype, r.prescale, state.stream));
+  KOLO_RETURN_IF_ERROR(reduce_in_place(state, state.fusion, total, bucket.dtype, r.op));
+  if (r.divide != 1)
+    KOLO_RETURN_IF_ERROR(divide_integer(state.fusion, total, bucket.dtype, static_cast<int>(r.divide), state.stream));
+  const double factor = is_floating(bucket.dtype) ? r.postscale : 1.0;
+  return batched_copy(out, bucket.dtype, factor, state.stream);
 }
 
-Status NcclTransport::enqueue_alone(DeviceState& state, const BucketView& bucket,
+Status NcclTransport::enqueue_alone(DeviceState& state, const Bucket& bucket,
                                     const BucketTensor& t) {
-  Reduction r;
-  KOLO_RETURN_IF_ERROR(
-      plan_reduction(bucket.dtype, bucket.op, bucket.prescale, bucket.postscale, topology_.size, &r));
+  const transport::Reduction& r = bucket.reduction;
   const size_t elem = dtype_size(bucket.dtype);
-  if (t.input == nullptr) {  // a joined rank: zeros, through the fusion buffer, result dropped
-    const int64_t chunk = static_cast<int64_t>(state.fusion_bytes / elem);
-    for (int64_t done = 0; done < t.count; done += chunk) {
-      const int64_t n = std::min(chunk, t.count - done);
-      KOLO_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(state.fusion, 0, static_cast<size_t>(n) * elem, state.stream));
-      KOLO_RETURN_IF_ERROR(reduce_in_place(state, state.fusion, n, bucket.dtype, bucket.op));
-    }
-    return Status::OK();
-  }
   if (t.count == 0) return Status::OK();
   const void* input = t.input;
-  if (r.in_factor != 1.0) {
-    KOLO_RETURN_IF_ERROR(scale(t.output, t.input, t.count, bucket.dtype, r.in_factor, state.stream));
+  if (r.scales_input()) {
+    KOLO_RETURN_IF_ERROR(scale(t.output, t.input, t.count, bucket.dtype, r.prescale, state.stream));
     input = t.output;
   }
   if (cross_) {  // hierarchical works in place
     if (input != t.output)
       KOLO_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(t.output, input, static_cast<size_t>(t.count) * elem,
                                                 cudaMemcpyDeviceToDevice, state.stream));
-    KOLO_RETURN_IF_ERROR(reduce_in_place(state, t.output, t.count, bucket.dtype, bucket.op));
-    return finish_in_place(r, t.output, t.count, bucket.dtype, topology_.size, state.stream);
+    KOLO_RETURN_IF_ERROR(reduce_in_place(state, t.output, t.count, bucket.dtype, r.op));
+    return finish_in_place(r, t.output, t.count, bucket.dtype, state.stream);
   }
-  KOLO_NCCL_RETURN_IF_ERROR(ncclAllReduce(input, t.output, static_cast<size_t>(t.count), r.dtype,
-                                          r.op, state.comm, state.stream));
-  return finish_in_place(r, t.output, t.count, bucket.dtype, topology_.size, state.stream);
+  NcclOp nccl;
+  KOLO_RETURN_IF_ERROR(to_nccl(bucket.dtype, r.op, &nccl));
+  KOLO_NCCL_RETURN_IF_ERROR(ncclAllReduce(input, t.output, static_cast<size_t>(t.count), nccl.dtype,
+                                          nccl.op, state.comm, state.stream));
+  return finish_in_place(r, t.output, t.count, bucket.dtype, state.stream);
 }
 
 Status NcclTransport::reduce_in_place(DeviceState& state, void* data, int64_t count, DataType dtype,
                                       ReduceOp op) {
   if (count == 0) return Status::OK();
   if (cross_) return hierarchical_in_place(state, static_cast<char*>(data), count, dtype, op);
-  Reduction r;
-  KOLO_RETURN_IF_ERROR(plan_reduction(dtype, op, 1.0, 1.0, topology_.size, &r));
+  NcclOp r;
+  KOLO_RETURN_IF_ERROR(to_nccl(dtype, op, &r));
   return nccl_status(ncclAllReduce(data, data, static_cast<size_t>(count), r.dtype, r.op, state.comm,
                                    state.stream), "ncclAllReduce");
 }
@@ -448,9 +444,8 @@ Status NcclTransport::reduce_in_place(DeviceState& state, void* data, int64_t co
 // See Note [Hierarchical on GPUs]. Chunks of at most the staging buffer's size.
 Status NcclTransport::hierarchical_in_place(DeviceState& state, char* data, int64_t count,
                                             DataType dtype, ReduceOp op) {
-  Reduction r;
-  KOLO_RETURN_IF_ERROR(plan_reduction(dtype, op, 1.0, 1.0, topology_.size, &r));
-  const ReduceOp cross_op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
+  NcclOp r;
+  KOLO_RETURN_IF_ERROR(to_nccl(dtype, op, &r));
   const size_t elem = dtype_size(dtype);
   const int n = topology_.local_size, me = topology_.local_rank;
   const int64_t most = static_cast<int64_t>(fusion_bytes_ / elem);
@@ -466,7 +461,7 @@ Status NcclTransport::hierarchical_in_place(DeviceState& state, char* data, int6
       KOLO_CUDA_RETURN_IF_ERROR(
           cudaMemcpyAsync(state.staging, shard, shard_bytes, cudaMemcpyDeviceToHost, state.stream));
       KOLO_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(state.stream));
-      KOLO_RETURN_IF_ERROR(cross_(state.staging, per, dtype, cross_op));
+      KOLO_RETURN_IF_ERROR(cross_(state.staging, per, dtype, op));
       KOLO_CUDA_RETURN_IF_ERROR(
           cudaMemcpyAsync(shard, state.staging, shard_bytes, cudaMemcpyHostToDevice, state.stream));
       KOLO_NCCL_RETURN_IF_ERROR(

@@ -111,8 +111,8 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   ~NcclTransport() override;
 
   const char* name() const override { return "nccl"; }
-  Status supports(const transport::BucketView& bucket) const override;
-  std::unique_ptr<transport::Work> allreduce(const transport::BucketView& bucket) override;
+  Status supports(const transport::Bucket& bucket) const override;
+  std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
   Status supports_collective(transport::CollectiveOp op,
                              const transport::CollectiveView& view) const override;
   std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
@@ -123,6 +123,7 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   Status record_ready(const Device& device, std::shared_ptr<transport::DeviceEvent>* ready) override;
   Status stream_wait(const transport::DeviceEvent& event, void* stream) override;
   Status allocate(const Device& device, size_t bytes, std::shared_ptr<char>* out) override;
+  Status allocate_zeros(const Device& device, size_t bytes, std::shared_ptr<char>* out) override;
 
  private:
   // The device's state, with its stream, communicator and fusion buffer made on
@@ -130,10 +131,10 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   Status state_for(const Device& device, DeviceState** out);
   Status create_communicator(DeviceState& state);
   // Queues the bucket's work on the device's stream.
-  Status enqueue_allreduce(DeviceState& state, const transport::BucketView& bucket);
-  Status enqueue_chunk(DeviceState& state, const transport::BucketView& bucket, size_t first,
+  Status enqueue_allreduce(DeviceState& state, const transport::Bucket& bucket);
+  Status enqueue_chunk(DeviceState& state, const transport::Bucket& bucket, size_t first,
                        size_t last);
-  Status enqueue_alone(DeviceState& state, const transport::BucketView& bucket,
+  Status enqueue_alone(DeviceState& state, const transport::Bucket& bucket,
                        const transport::BucketTensor& t);
   // In-place allreduce of `count` elements at `data`: flat, or hierarchical.
   Status reduce_in_place(DeviceState& state, void* data, int64_t count, DataType dtype,

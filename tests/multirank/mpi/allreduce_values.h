@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/dtype.h"
+#include "transport/reduction.h"
 #include "transport/transport.h"
 
 namespace kolo::mpi::testing {
@@ -128,14 +129,8 @@ int64_t first_difference(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 template <typename T>
-transport::BucketView bucket_of(const T* input, T* output, int64_t count, ReduceOp op) {
-  transport::BucketView bucket;
-  bucket.input = input;
-  bucket.output = output;
-  bucket.count = count;
-  bucket.dtype = Dtype<T>::kValue;
-  bucket.op = op;
-  return bucket;
+transport::Bucket bucket_of(const T* input, T* output, int64_t count, ReduceOp op) {
+  return transport::host_bucket(input, output, count, Dtype<T>::kValue, transport::Reduction{op});
 }
 
 // One allreduce through `transport` on a world of `size` ranks, as rank `rank`.
@@ -148,7 +143,7 @@ void check_allreduce(transport::Transport& transport, int rank, int size, int64_
   const std::vector<T> input = inputs<T>(rank, count, op);
   std::vector<T> buffer = input;
   std::vector<T> output(static_cast<size_t>(count), Dtype<T>::from(99));
-  transport::BucketView bucket = in_place
+  transport::Bucket bucket = in_place
                                      ? bucket_of<T>(buffer.data(), buffer.data(), count, op)
                                      : bucket_of<T>(input.data(), output.data(), count, op);
   EXPECT_TRUE(transport.supports(bucket).ok());
@@ -165,16 +160,23 @@ void check_allreduce(transport::Transport& transport, int rank, int size, int64_
   }
 }
 
-// A fused bucket handed over unpacked (BucketView::tensors, for a transport that
-// takes_tensors()): tensors of `counts` elements, the even ones in place, the odd
-// ones out of place; each must hold its own reduction, and no input may change.
+// A fused bucket of tensors of `counts` elements (transport::Bucket), the even
+// ones in place, the odd ones out of place, with a staging buffer of
+// `staging_bytes` for transports that pack; each must hold its own reduction, and
+// no input may change.
 template <typename T>
 void check_unpacked(transport::Transport& transport, int rank, int size,
-                    const std::vector<int64_t>& counts, ReduceOp op) {
+                    const std::vector<int64_t>& counts, ReduceOp op,
+                    size_t staging_bytes = size_t{1} << 20) {
   SCOPED_TRACE(std::string(transport.name()) + " unpacked " + dtype_name(Dtype<T>::kValue) +
                " " + op_name(op) + ", " + std::to_string(counts.size()) + " tensors");
   std::vector<std::vector<T>> in(counts.size()), out(counts.size());
-  transport::BucketView bucket = bucket_of<T>(nullptr, nullptr, 0, op);
+  transport::Bucket bucket;
+  bucket.dtype = Dtype<T>::kValue;
+  bucket.reduction.op = op;
+  std::vector<char> staging(staging_bytes);
+  bucket.staging = staging.data();
+  bucket.staging_bytes = staging_bytes;
   for (size_t t = 0; t < counts.size(); ++t) {
     in[t] = inputs<T>(rank + static_cast<int>(t), counts[t], op);
     const bool in_place = t % 2 == 0;

@@ -91,16 +91,14 @@ TEST_F(HierarchicalTest, EveryDtypeOpAndCount) {
   check_every_world<Bool>();
 }
 
-// A fused bucket unpacked, where the transport takes one (nodes of several ranks):
-// shards that span tensors go through the cross ring as one piece each.
+// A fused bucket: unpacked where nodes have several ranks (shards that span
+// tensors go through the cross ring as one piece each), packed where they have one.
 TEST_F(HierarchicalTest, FusedBucketUnpacked) {
   for (auto& world : worlds()) {
     transport::Transport* t = hierarchical(*world);
     if (t == nullptr) continue;
     const transport::Topology& topo = world->control->topology();
     SCOPED_TRACE("local size " + std::to_string(topo.local_size));
-    EXPECT_EQ(t->takes_tensors(), topo.local_size > 1);
-    if (!t->takes_tensors()) continue;
     for (ReduceOp op : kOps)
       check_unpacked<float>(*t, topo.rank, topo.size, {0, 1, 63, 1000, 5, 300001, 17}, op);
     check_unpacked<int64_t>(*t, topo.rank, topo.size, {131072, 3, 0, 70001}, ReduceOp::kSum);

@@ -178,7 +178,7 @@ int64_t check_reducescatter(transport::Transport& t, ReduceOp op, int64_t total,
   std::vector<T> in(total);
   for (int64_t i = 0; i < total; ++i) in[i] = Dtype<T>::from(reduce_input<T>(rank(), i, op));
   CollectiveView v = view_of<T>(in.data(), in.data());
-  v.op = op;
+  v.reduction.op = op;
   v.recv_counts = shards(total, size());
   std::vector<T> out(v.recv_counts[rank()], Dtype<T>::from(9));
   if (!in_place) v.output = out.data();
@@ -315,7 +315,7 @@ TEST(MpiCollectives, SupportsCpuOnlyAndChecksItsArguments) {
     EXPECT_TRUE(t.supports_collective(op, v).ok()) << collective_op_name(op);
   }
   CollectiveView average = v;
-  average.op = ReduceOp::kAverage;
+  average.reduction.op = ReduceOp::kAverage;  // decide_reduction never hands it over
   EXPECT_EQ(t.supports_collective(CollectiveOp::kReducescatter, average).code(),
             Code::kUnsupported);
   CollectiveView cuda = v;

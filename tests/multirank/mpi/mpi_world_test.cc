@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/reduction.h"
 #include "transport/world.h"
 #include "transports/mpi/mpi_wait.h"
 #include "transports/mpi/mpi_world.h"
@@ -52,10 +53,7 @@ transport::Transport* find(transport::World& world, const std::string& name) {
 
 // Sum of `value` over the world's ranks, through the named transport.
 int64_t sum_through(transport::World& world, const char* name, int64_t value) {
-  transport::BucketView bucket;
-  bucket.input = bucket.output = &value;
-  bucket.count = 1;
-  bucket.dtype = DataType::kInt64;
+  transport::Bucket bucket = transport::host_bucket(&value, &value, 1, DataType::kInt64);
   Status status = find(world, name)->allreduce(bucket)->wait();
   EXPECT_TRUE(status.ok()) << status.to_string();
   return value;

@@ -29,8 +29,8 @@ void check_output_factor(transport::Transport& t, int64_t count) {
   SCOPED_TRACE("output factor, count " + std::to_string(count));
   std::vector<float> f(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) f[i] = static_cast<float>((rank() + 1) * (i % 7));
-  transport::BucketView scaled = bucket_of(f.data(), f.data(), count, ReduceOp::kSum);
-  scaled.postscale = 0.25;
+  transport::Bucket scaled = bucket_of(f.data(), f.data(), count, ReduceOp::kSum);
+  scaled.reduction.postscale = 0.25;
   ASSERT_TRUE(t.allreduce(scaled)->wait().ok());
   const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
   int64_t wrong = 0, first = -1;
@@ -93,7 +93,6 @@ TEST(ShmAllreduce, FusedBucketUnpacked) {
   ASSERT_TRUE(ShmAllreduce::create(comms->data, 256, &engine).ok());
   ShmTransport tiny(std::move(engine));
   transport::Transport& shm = *find_transport("shm");
-  ASSERT_TRUE(shm.takes_tensors());
   const std::vector<int64_t> counts = {0, 1, 63, 0, 1000, 5, 4099, 17, 0};
   const std::vector<int64_t> large = {3, 300001, 1, 131072, 70000, 0};
   for (transport::Transport* t : {static_cast<transport::Transport*>(&tiny), &shm}) {
@@ -112,7 +111,7 @@ TEST(ShmAllreduce, FusedBucketUnpacked) {
 TEST(ShmAllreduce, FusedBucketUnpackedAppliesOutputFactor) {
   transport::Transport& shm = *find_transport("shm");
   std::vector<std::vector<float>> data;
-  transport::BucketView bucket = bucket_of<float>(nullptr, nullptr, 0, ReduceOp::kSum);
+  transport::Bucket bucket;
   for (int64_t count : {int64_t{7}, int64_t{200000}, int64_t{0}, int64_t{65537}}) {
     data.emplace_back(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) data.back()[i] = static_cast<float>((rank() + 1) * (i % 5));
@@ -121,7 +120,7 @@ TEST(ShmAllreduce, FusedBucketUnpackedAppliesOutputFactor) {
     bucket.tensors.push_back({d.data(), d.data(), static_cast<int64_t>(d.size()), nullptr});
     bucket.count += static_cast<int64_t>(d.size());
   }
-  bucket.postscale = 0.5;
+  bucket.reduction.postscale = 0.5;
   ASSERT_TRUE(shm.allreduce(bucket)->wait().ok());
   const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
   for (size_t t = 0; t < data.size(); ++t)
@@ -191,26 +190,26 @@ TEST(ShmAllreduce, CalibratedStoreModeIsTheSameOnEveryRank) {
   }
 }
 
-TEST(ShmAllreduce, SupportsCpuSumMinMaxProductOnly) {
+TEST(ShmAllreduce, SupportsCpuMemoryOnly) {
   const transport::Transport& t = *find_transport("shm");
   float x = 0;
-  transport::BucketView bucket = bucket_of(&x, &x, 1, ReduceOp::kSum);
+  transport::Bucket bucket = bucket_of(&x, &x, 1, ReduceOp::kSum);
   EXPECT_TRUE(t.supports(bucket).ok());
-  transport::BucketView average = bucket;
-  average.op = ReduceOp::kAverage;
-  EXPECT_EQ(t.supports(average).code(), Code::kUnsupported);
-  transport::BucketView cuda = bucket;
+  transport::Bucket cuda = bucket;
   cuda.device.kind = DeviceKind::kCuda;
   EXPECT_EQ(t.supports(cuda).code(), Code::kUnsupported);
-  transport::BucketView scaled = bucket;
-  scaled.prescale = 2.0;
-  EXPECT_EQ(t.supports(scaled).code(), Code::kUnsupported);
-  // Asked anyway, the engine refuses before touching the window (on every rank).
+  transport::Bucket scaled = bucket;
+  scaled.reduction.prescale = 2.0;
+  EXPECT_TRUE(t.supports(scaled).ok());
+  // AVERAGE never reaches a transport (decide_reduction); asked anyway, the engine
+  // refuses before touching the window (on every rank).
+  transport::Bucket average = bucket;
+  average.reduction.op = ReduceOp::kAverage;
   EXPECT_EQ(find_transport("shm")->allreduce(average)->wait().code(), Code::kInvalidArgument);
-  transport::BucketView null_buffer = bucket_of<float>(nullptr, nullptr, 4, ReduceOp::kSum);
+  transport::Bucket null_buffer = bucket_of<float>(nullptr, nullptr, 4, ReduceOp::kSum);
   EXPECT_EQ(find_transport("shm")->allreduce(null_buffer)->wait().code(),
             Code::kInvalidArgument);
-  transport::BucketView null_tensor = bucket_of<float>(nullptr, nullptr, 5, ReduceOp::kSum);
+  transport::Bucket null_tensor = bucket_of<float>(nullptr, nullptr, 5, ReduceOp::kSum);
   null_tensor.tensors = {{&x, &x, 1, nullptr}, {nullptr, &x, 4, nullptr}};
   Status status = find_transport("shm")->allreduce(null_tensor)->wait();
   EXPECT_EQ(status.code(), Code::kInvalidArgument);
@@ -221,18 +220,17 @@ TEST(ShmAllreduce, SupportsCpuSumMinMaxProductOnly) {
   EXPECT_EQ(y, static_cast<float>(size()));
 }
 
-// scales_output(): the output factor and integer division are applied to every
-// result element (the coordinator then skips its own pass). Sizes cross slices.
+// The output factor and integer division are applied to every result element,
+// in cache per shard. Sizes cross slices.
 TEST(ShmAllreduce, AppliesOutputFactorAndIntegerDivision) {
   transport::Transport& shm = *find_transport("shm");
-  ASSERT_TRUE(shm.scales_output());
   for (int64_t count : {int64_t{1}, int64_t{1000}, int64_t{300001}}) {
     check_output_factor(shm, count);
 
     std::vector<int32_t> v(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) v[i] = (i % 2 ? -1 : 1) * static_cast<int32_t>(rank() + 2 * i % 11);
-    transport::BucketView divided = bucket_of(v.data(), v.data(), count, ReduceOp::kSum);
-    divided.divide = size();
+    transport::Bucket divided = bucket_of(v.data(), v.data(), count, ReduceOp::kSum);
+    divided.reduction.divide = size();
     ASSERT_TRUE(shm.allreduce(divided)->wait().ok());
     for (int64_t i = 0; i < count; ++i) {
       int64_t sum = 0;

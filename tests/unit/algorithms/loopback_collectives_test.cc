@@ -11,6 +11,7 @@
 #include "common/check.h"
 #include "tests/unit/algorithms/spawn.h"
 #include "tests/unit/algorithms/values.h"
+#include "transport/reduction.h"
 #include "transports/loopback/loopback_world.h"
 
 namespace kolo::loopback {
@@ -203,7 +204,7 @@ TYPED_TEST(LoopbackCollectivesTest, ReducescatterEveryOpUnevenShards) {
           spawn(size, [&](int rank, transport::World& world) {
             std::vector<T> in = kolo::testing::make_input<TypeParam>(op, rank, total);
             CollectiveView v = this->view(in.data(), in.data());
-            v.op = op;
+            v.reduction.op = op;
             v.recv_counts = shards(total, size);
             std::vector<T> out(v.recv_counts[rank], TypeParam::from_double(99));
             if (!in_place) v.output = out.data();
@@ -242,11 +243,7 @@ TEST(LoopbackCollectivesMixTest, ManyRoundsOfEveryOperation) {
       EXPECT_EQ(gathered.back(), 400 + round);
 
       int32_t x = rank + 1, sum = 0;
-      transport::BucketView b;
-      b.input = &x;
-      b.output = &sum;
-      b.count = 1;
-      b.dtype = DataType::kInt32;
+      transport::Bucket b = transport::host_bucket(&x, &sum, 1, DataType::kInt32);
       EXPECT_TRUE(loopback(world).allreduce(b)->wait().ok());
       EXPECT_EQ(sum, 15);
 
@@ -297,12 +294,12 @@ TEST(LoopbackCollectivesErrorTest, DisagreeingCallsFailOnEveryRank) {
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
 
     v.recv_counts = {1, 1, 1};
-    v.op = rank == 2 ? ReduceOp::kMax : ReduceOp::kSum;
+    v.reduction.op = rank == 2 ? ReduceOp::kMax : ReduceOp::kSum;
     s = run(world, CollectiveOp::kReducescatter, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
 
     // The world still works after all that.
-    v.op = ReduceOp::kSum;
+    v.reduction.op = ReduceOp::kSum;
     in.assign(10, static_cast<float>(rank + 1));
     EXPECT_TRUE(run(world, CollectiveOp::kReducescatter, v).ok());
     EXPECT_EQ(out[0], 6.0f);
@@ -317,7 +314,7 @@ TEST(LoopbackCollectivesErrorTest, SupportsCpuAndKernelOpsOnly) {
                           CollectiveOp::kAlltoall, CollectiveOp::kReducescatter}) {
     EXPECT_TRUE(t.supports_collective(op, v).ok()) << collective_op_name(op);
   }
-  v.op = ReduceOp::kAverage;
+  v.reduction.op = ReduceOp::kAverage;
   EXPECT_EQ(t.supports_collective(CollectiveOp::kReducescatter, v).code(), Code::kUnsupported);
   EXPECT_TRUE(t.supports_collective(CollectiveOp::kAllgather, v).ok());  // op unused there
   v.device.kind = DeviceKind::kCuda;

@@ -3,6 +3,7 @@
 // allreduce, barrier and join — exact values, uneven shapes, mismatches.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/collective_args.h"
@@ -220,6 +221,59 @@ TEST(Collectives, JoinWithUnevenStepsThenNormalWork) {
               Code::kOk);
     EXPECT_EQ(v, std::vector<int32_t>(4, 3));
   });
+}
+
+// A joined rank must run any allreduce response, cached or not, naming tensors it
+// never submitted: every rank joining first, with and without the response cache,
+// fused small tensors of two sizes in one cycle (the zeros must not move under the
+// first one's feet) and a lone large one, float AVERAGE and int32 SUM. The sums
+// are over the ranks that did submit.
+TEST(Collectives, JoinAfterNamesAreCachedEveryFirstRank) {
+  for (int size : {2, 3, 4}) {
+    for (int64_t cache : {int64_t{0}, int64_t{1024}}) {
+      Config config;
+      config.cache_capacity = cache;
+      LoopbackJob job(size, config);
+      for (int first = 0; first < size; ++first) {
+        SCOPED_TRACE("size " + std::to_string(size) + " cache " + std::to_string(cache) +
+                     " first " + std::to_string(first));
+        job.run([&](int rank, Runtime& rt) {
+          std::vector<float> a(5), b(17), big(300000);  // big: 1.2 MB, a bucket alone
+          std::vector<int32_t> n(9);
+          auto submit_all = [&](int active) {
+            std::fill(a.begin(), a.end(), float(rank + 1));
+            std::fill(b.begin(), b.end(), float(rank + 1));
+            std::fill(big.begin(), big.end(), float(rank + 1));
+            std::fill(n.begin(), n.end(), rank + 1);
+            auto fa = args(Collective::kAllreduce, "a", a.data(), a.data(), 5, 1, DataType::kFloat32);
+            auto fb = args(Collective::kAllreduce, "b", b.data(), b.data(), 17, 1, DataType::kFloat32);
+            auto fbig = args(Collective::kAllreduce, "big", big.data(), big.data(), 300000, 1,
+                             DataType::kFloat32);
+            fa.op = fb.op = fbig.op = ReduceOp::kAverage;
+            auto fn = args(Collective::kAllreduce, "n", n.data(), n.data(), 9);
+            std::vector<std::shared_ptr<HandleState>> hs;
+            for (auto* x : {&fa, &fb, &fbig, &fn}) hs.push_back(submit_args(rt, *x));
+            for (auto& h : hs) ASSERT_EQ(wait_code(h), Code::kOk) << h->message();
+            // Ranks 1..size take part but `active` of them submitted: sum of r + 1.
+            const int sum = active == size ? size * (size + 1) / 2 : size * (size + 1) / 2 - (first + 1);
+            const float average = float(sum) * float(1.0 / size);  // kolo.h's rounding
+            EXPECT_EQ(a, std::vector<float>(5, average));
+            EXPECT_EQ(b, std::vector<float>(17, average));
+            EXPECT_EQ(big.front(), average);
+            EXPECT_EQ(big.back(), average);
+            EXPECT_EQ(n, std::vector<int32_t>(9, sum));
+          };
+          submit_all(size);  // every rank: the names enter the cache
+          CollectiveArgs j;
+          j.collective = Collective::kJoin;
+          j.name = "kolo.join";
+          if (rank != first) submit_all(size - 1);
+          auto h = submit_args(rt, j);
+          ASSERT_EQ(wait_code(h), Code::kOk) << h->message();
+        });
+      }
+    }
+  }
 }
 
 TEST(Collectives, MismatchesAcrossRanksAreReportedOnEveryRank) {

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <algorithm>
+
 #include "core/runtime.h"
 #include "loopback_job.h"
 #include "transports/loopback/loopback_world.h"
@@ -24,7 +26,7 @@ namespace {
 using testing::submit;
 using testing::submit_args;
 using testing::wait_code;
-using transport::BucketView;
+using transport::Bucket;
 using transport::DeviceEvent;
 
 struct FakeEvent : DeviceEvent {
@@ -38,7 +40,7 @@ struct Gate {
   std::condition_variable cv;
   bool open = false;
   Status outcome;
-  std::vector<BucketView> buckets;  // as handed over
+  std::vector<Bucket> buckets;  // as handed over
   std::vector<const DeviceEvent*> stream_waits;
   int recorded = 0;
   std::function<void()> wake;
@@ -61,10 +63,10 @@ struct Gate {
 };
 
 // Done when the gate is open; then "reduces" with one rank: output = input *
-// prescale * postscale (floats; AVERAGE over one rank is the identity).
+// prescale * postscale (floats; AVERAGE's 1/size is in postscale).
 class GateWork : public transport::Work {
  public:
-  GateWork(std::shared_ptr<Gate> gate, BucketView bucket)
+  GateWork(std::shared_ptr<Gate> gate, Bucket bucket)
       : gate_(std::move(gate)), bucket_(std::move(bucket)), done_(std::make_shared<FakeEvent>(-1)) {}
   bool test() override {
     std::lock_guard<std::mutex> lock(gate_->mu);
@@ -78,7 +80,7 @@ class GateWork : public transport::Work {
       const auto* in = static_cast<const float*>(t.input);
       auto* out = static_cast<float*>(t.output);
       for (int64_t i = 0; i < t.count; ++i)
-        out[i] = static_cast<float>(in[i] * bucket_.prescale * bucket_.postscale);
+        out[i] = static_cast<float>(in[i] * bucket_.reduction.prescale * bucket_.reduction.postscale);
     }
     return Status::OK();
   }
@@ -86,7 +88,7 @@ class GateWork : public transport::Work {
 
  private:
   std::shared_ptr<Gate> gate_;
-  BucketView bucket_;
+  Bucket bucket_;
   std::shared_ptr<DeviceEvent> done_;
 };
 
@@ -94,10 +96,10 @@ class FakeDevice : public transport::Transport, public transport::DeviceSupport 
  public:
   explicit FakeDevice(std::shared_ptr<Gate> gate) : gate_(std::move(gate)) {}
   const char* name() const override { return "nccl"; }
-  Status supports(const BucketView& b) const override {
+  Status supports(const Bucket& b) const override {
     return b.device.kind == DeviceKind::kCuda ? Status::OK() : unsupported("fake: CUDA only");
   }
-  std::unique_ptr<transport::Work> allreduce(const BucketView& b) override {
+  std::unique_ptr<transport::Work> allreduce(const Bucket& b) override {
     std::lock_guard<std::mutex> lock(gate_->mu);
     gate_->buckets.push_back(b);
     return std::make_unique<GateWork>(gate_, b);
@@ -122,6 +124,12 @@ class FakeDevice : public transport::Transport, public transport::DeviceSupport 
   }
   Status allocate(const Device&, size_t bytes, std::shared_ptr<char>* out) override {
     *out = std::shared_ptr<char>(new char[bytes + 1], std::default_delete<char[]>());
+    return Status::OK();
+  }
+  Status allocate_zeros(const Device& d, size_t bytes, std::shared_ptr<char>* out) override {
+    Status s = allocate(d, bytes, out);
+    if (!s.ok()) return s;
+    std::fill(out->get(), out->get() + bytes, 0);
     return Status::OK();
   }
 
@@ -203,12 +211,13 @@ TEST(DevicePathTest, DeviceBucketsCarryTensorsReadyEventsAndFactors) {
     ASSERT_GE(gate->buckets.size(), 2u);
     int64_t tensors = 0;
     for (size_t i = 1; i < gate->buckets.size(); ++i) {
-      const BucketView& bk = gate->buckets[i];
+      const Bucket& bk = gate->buckets[i];
       EXPECT_EQ(bk.device.kind, DeviceKind::kCuda);
       EXPECT_EQ(bk.device.index, 0);  // resolved
-      EXPECT_EQ(bk.op, ReduceOp::kAverage);  // kept for the device's kernels
-      EXPECT_EQ(bk.prescale, 2.0);
-      EXPECT_EQ(bk.postscale, 0.5);
+      // decide_reduction: SUM, with AVERAGE's 1/size (one rank) folded into postscale.
+      EXPECT_EQ(bk.reduction.op, ReduceOp::kSum);
+      EXPECT_EQ(bk.reduction.prescale, 2.0);
+      EXPECT_EQ(bk.reduction.postscale, 0.5);
       for (const auto& t : bk.tensors) {
         ASSERT_NE(t.ready, nullptr);
         EXPECT_GE(static_cast<const FakeEvent*>(t.ready.get())->id, 2);

@@ -21,8 +21,8 @@ class FakeTransport : public Transport {
   explicit FakeTransport(std::string name, Status verdict = Status::OK())
       : name_(std::move(name)), verdict_(std::move(verdict)) {}
   const char* name() const override { return name_.c_str(); }
-  Status supports(const BucketView&) const override { return verdict_; }
-  std::unique_ptr<Work> allreduce(const BucketView&) override {
+  Status supports(const Bucket&) const override { return verdict_; }
+  std::unique_ptr<Work> allreduce(const Bucket&) override {
     return std::make_unique<CompletedWork>(internal_error("fake"));
   }
 
@@ -41,8 +41,8 @@ struct Fakes {
   }
 };
 
-BucketView cpu_bucket(size_t bytes) {
-  BucketView b;
+Bucket cpu_bucket(size_t bytes) {
+  Bucket b;
   b.dtype = DataType::kFloat32;
   b.count = static_cast<int64_t>(bytes / 4);
   return b;
@@ -143,7 +143,7 @@ TEST(SelectorTest, AutoOrderListsOnlyOfferedAndUnrankedLast) {
   using Names = std::vector<std::string>;
   EXPECT_EQ(selector.auto_order(cpu_bucket(kSmall)), (Names{"mpi", "ring", "custom", "nccl"}));
   EXPECT_EQ(selector.auto_order(cpu_bucket(kLarge)), (Names{"ring", "mpi", "custom", "nccl"}));
-  BucketView gpu = cpu_bucket(kLarge);
+  Bucket gpu = cpu_bucket(kLarge);
   gpu.device.kind = DeviceKind::kCuda;
   EXPECT_EQ(selector.auto_order(gpu), (Names{"nccl", "ring", "mpi", "custom"}));
 }
@@ -209,7 +209,7 @@ TEST(SelectorTest, AutoOrderOnOneNodeStartsWithShm) {
   EXPECT_EQ(selector.auto_order(cpu_bucket(kSmall)), (Names{"shm", "mpi", "ring"}));
   EXPECT_EQ(selector.auto_order(cpu_bucket(kLarge)), (Names{"shm", "ring", "mpi"}));
   EXPECT_EQ(selector.auto_order(cpu_bucket(64 << 20)), (Names{"shm", "ring", "mpi"}));
-  BucketView gpu = cpu_bucket(kLarge);
+  Bucket gpu = cpu_bucket(kLarge);
   gpu.device.kind = DeviceKind::kCuda;
   f.add("nccl");
   const Selector with_nccl(f.offered, "auto", nodes(0, 4, 4));
@@ -288,15 +288,15 @@ TEST(SelectorTest, HierarchicalKnobPrefersHierarchicalAtEverySize) {
     struct Fake : Transport {
       explicit Fake(const char* n) : n_(n) {}
       const char* name() const override { return n_; }
-      Status supports(const BucketView&) const override { return Status::OK(); }
-      std::unique_ptr<Work> allreduce(const BucketView&) override { return nullptr; }
+      Status supports(const Bucket&) const override { return Status::OK(); }
+      std::unique_ptr<Work> allreduce(const Bucket&) override { return nullptr; }
       const char* n_;
     };
     owned.push_back(std::make_unique<Fake>(name));
     offered.push_back(owned.back().get());
   }
   Topology two_nodes{0, 4, 0, 2, 0, 2};
-  BucketView tiny;
+  Bucket tiny;
   tiny.count = 2;
   Selector plain(offered, "auto", two_nodes, false);
   Selector knob(offered, "auto", two_nodes, true);
@@ -311,7 +311,7 @@ TEST(SelectorTest, HierarchicalKnobPrefersHierarchicalAtEverySize) {
 class KindTransport : public FakeTransport {
  public:
   KindTransport(std::string name, DeviceKind kind) : FakeTransport(std::move(name)), kind_(kind) {}
-  Status supports(const BucketView& b) const override {
+  Status supports(const Bucket& b) const override {
     return b.device.kind == kind_ ? Status::OK() : unsupported(std::string(name()) + ": wrong memory");
   }
 
@@ -319,8 +319,8 @@ class KindTransport : public FakeTransport {
   DeviceKind kind_;
 };
 
-BucketView cuda_bucket(size_t bytes) {
-  BucketView b = cpu_bucket(bytes);
+Bucket cuda_bucket(size_t bytes) {
+  Bucket b = cpu_bucket(bytes);
   b.device = Device{DeviceKind::kCuda, 0, nullptr};
   return b;
 }
