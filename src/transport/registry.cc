@@ -39,17 +39,7 @@ constexpr bool kHaveNccl = KOLO_HAVE_NCCL != 0;
 // - Transports a world offers that the order does not name go last, in the
 //   world's own order, so that a new transport is usable before it is ranked.
 //
-// Measured with kolo-allreduce-perf -r mpi, 2 ranks, float32, on the 2-core VM
-// (busbw GB/s; the machine was shared with other builds, load average 3 to 4, so
-// the figures scatter by 2x between runs; the ordering held in every run):
-//
-//   size      shm    mpi    ring   | MPI_Allreduce (no kolo)
-//   8 B       13-50 us (time; ring 15 us, mpi 16 us to 1 ms) | 1-2 us
-//   32 KiB    2.6    0.04   0.23   | 2.2
-//   128 KiB   5.6    2.0    0.57   | 4.3
-//   512 KiB   6.0    3.5    1.3    | 4.4
-//   8 MiB     1.2    1.0    1.4    | 0.8
-//   32 MiB    2.9    1.3    1.8    | 1.7
+// The measurements behind this order: docs/perf, "Design measurements".
 //
 // kSmallBucketBytes = 64 KiB: the crossover of recursive doubling and ring
 // algorithms; pretend nodes (KOLO_TEST_NODE_SIZE) cannot measure a network, so

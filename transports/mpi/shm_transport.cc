@@ -62,13 +62,8 @@ constexpr size_t kCacheLine = 64;
 constexpr size_t kControlBytes = 4096;  // six counters, one per cache line; slots page-aligned
 constexpr int kSlots = 2;
 // Acquire loads between pauses before the polite Backoff (yield, then sleep).
-// Short: a peer that shares this core cannot arrive while we spin. Measured
-// (kolo-allreduce-perf -b 8 -e 8, 8-byte median, 4 ranks on the 2 cores, with the
-// node AND of node_and.h; 2-5 runs each, interleaved): 512 loads 61-67 us bound,
-// 58-78 unbound; 64 loads 33-39 bound, 38-51 unbound (one run 151); 16 loads
-// 30-34 bound, 30-38 unbound. At 2 ranks bound, 16 loads cost ~1.5 us (6.8-7.3
-// against 5.4 us) and 64 nothing; 1 MiB, 64 MiB and the ResNet-50 step did not
-// move between 512 and 64 (three interleaved runs).
+// Short: a peer that shares this core cannot arrive while we spin, and with 4
+// ranks on 2 cores every extra load is latency (docs/perf, "Design measurements").
 constexpr int kSpinLoads = 64;
 
 // Note [Pipelined slices]
@@ -78,59 +73,35 @@ constexpr int kSpinLoads = 64;
 // (post, reduce, then post the next, then gather), which the double-buffered
 // slots allow: posting g + 1 waits only for the peers' done(g - 1). No cycle of
 // waits: done(g - 1) needs reduced(g - 1), which every rank published before it
-// posted g. Measured (kolo-allreduce-perf -m resnet50 -n 20, 2 ranks, three
-// interleaved pairs with the unpipelined build): 11.6/11.0/11.2 ms against
-// 12.0/11.4/11.7 ms.
+// posted g. Measurements: docs/perf, "Design measurements".
 
 // Note [Shm slice size]
 // ~~~~~~~~~~~~~~~~~~~~~
 // One slot holds one slice of the bucket (all ranks' shards). Smaller slices keep
 // the slot, the input and the output slice in L2 between the post, reduce and
-// gather passes; larger ones pay fewer synchronisations. Measured with
-// kolo-allreduce-perf -t shm -r mpi, 2 ranks, float32 on the 2-core VM (busbw
-// GB/s at 1 MiB / 8 MiB / 64 MiB; load average ~2.5 from other builds):
-//   128 KiB: 7.2 / 1.3 / 2.0    512 KiB: 8.0 / 7.2 / 5.3    2 MiB: 7.4 / 4.2 / 4.7
-// 512 KiB: the whole slice (2 x 256 KiB shards at 2 ranks, read and written
-// three times) stays in the 2 x 1 MiB of L2 the two cores have; 128 KiB slices
-// synchronise 4x as often, which costs most when ranks share cores.
+// gather passes; larger ones pay fewer synchronisations. 512 KiB: at 2 ranks the
+// whole slice, read and written three times, stays in the two cores' L2, and it
+// measured best of 128 KiB, 512 KiB and 2 MiB (docs/perf, "Design measurements").
 // Note [Streaming stores across distant cores]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A rank's slot is written by it and read by its peers. When the cores are close
 // (sharing a last-level cache) the reader finds the lines in that cache and plain
 // stores are best. When they are far apart (another core complex or socket) every
-// line the reader pulls out of the writer's cache, and every line the writer
-// takes back from the reader's, crosses the interconnect one at a time. Then
-// streaming stores are faster: the writer's lines go to memory without being
-// read first or kept, and the reader streams them from memory. The 2-core
-// development VM switches between the two, staying seconds to minutes (its host
-// moves the vCPUs): a cache-line round trip between the two cores measures
-// 75-135 ns or 355-430 ns, nothing between. Interleaved runs of
-// kolo-allreduce-perf -b 1M -e 64M -f 64 (2 ranks bound, busbw GB/s at 1 MiB /
-// 64 MiB) with the store kind forced measured, near: plain 16-18 / 10.4-11.2,
-// streaming 9.0-9.3 / 5.8-6.1; far: plain 8.0-9.8 / 7.1-8.5, streaming 11.1-11.7
-// / 7.1-9.5. With the calibration below, against plain stores only (interleaved,
-// 30 pairs): far, 1 MiB 10.8-11.7 against 8.5-9.3, 64 MiB 8.0-9.2 against
-// 6.8-8.7, the ResNet-50 step (-m resnet50) 12.1-13.7 ms against 13.5-15.1;
-// near, no difference beyond the noise (1 MiB 17.5-19.3 both, ResNet-50 10.3-11.6
-// against 10.4-11.1 ms).
-//
-// So the ranks measure: local rank 0 times a few round trips with local rank 1
-// through the control block (calibrate(), on the first bucket of at least
-// kStreamMinBytes and every kRecalibrateEvery such buckets after), and publishes
-// the decision, which every rank of the node follows. When streaming, a rank
-// posts its peers' shards with streaming stores, and reduces its own shard in
-// L1-sized pieces that go to its slot with streaming stores and to its output
-// with plain ones (the result is not read back from the slot). Both ways give
-// bitwise the same result: the order of the reduction does not change. Buckets
-// below kStreamMinBytes, and stages that need the whole shard (the hierarchical
-// allreduce's), always use plain stores.
-//
-// Far apart, a large bucket (kStreamOutputMinBytes and up) also writes the
-// caller's outputs with streaming stores, saving the read of every output line
-// before it is written: its outputs do not stay in cache for long anyway, while a
-// small one's may be read again soon. Far, interleaved (kolo-allreduce-perf -b 1M
-// -e 64M -f 4 and -m resnet50, four pairs): 64 MiB 7.8-8.9 GB/s against 6.6-7.4,
-// the ResNet-50 step 13.5-14.9 ms against 14.4-16.2; 1 MiB unchanged.
+// line crosses the interconnect one at a time, and streaming stores are faster:
+// the writer's lines go to memory without being read first or kept, and the
+// reader streams them from memory. A VM's vCPUs can move between the two (the
+// development VM does, every few seconds to minutes), so the ranks measure:
+// local rank 0 times a few round trips with local rank 1 through the control
+// block (calibrate(), on the first bucket of at least kStreamMinBytes and every
+// kRecalibrateEvery such buckets after) and publishes the decision, which every
+// rank of the node follows. When streaming, a rank posts its peers' shards with
+// streaming stores and reduces its own shard in L1-sized pieces that go to its
+// slot with streaming stores and to its output with plain ones; a bucket of
+// kStreamOutputMinBytes and up also writes the caller's outputs with streaming
+// stores (its outputs do not stay in cache for long anyway). Both ways give
+// bitwise the same result. Buckets below kStreamMinBytes, and stages that need
+// the whole shard (the hierarchical allreduce's), use plain stores. The
+// measurements behind each threshold: docs/perf, "Design measurements".
 constexpr uint64_t kRecalibrateEvery = 64;
 constexpr int kPingPongs = 16;
 constexpr double kFarRoundTripNs = 250;
@@ -515,7 +486,7 @@ Status ShmTransport::supports(const transport::Bucket& bucket) const {
 }
 
 // The engine applies the output factor per shard in cache and reads the tensors in
-// place (Note [Fused buckets unpacked] in core/executor.cc); a prescale goes
+// place (sparing a copy into a staging buffer and out); a prescale goes
 // through the shared helper.
 std::unique_ptr<transport::Work> ShmTransport::allreduce(const transport::Bucket& bucket) {
   const transport::Reduction& r = bucket.reduction;
