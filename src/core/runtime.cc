@@ -46,22 +46,6 @@ Status Runtime::stream_wait(HandleState& handle, void* stream) {
   return world_.device->stream_wait(*done, stream);
 }
 
-Status Runtime::allreduce_async(const AllreduceArgs& a, std::shared_ptr<HandleState>* handle) {
-  if (a.name == nullptr) return invalid_argument("name is NULL");
-  CollectiveArgs args;
-  args.collective = Collective::kAllreduce;
-  args.name = a.name;
-  args.input = a.input;
-  args.output = a.output;
-  args.rows = a.count;
-  args.dtype = a.dtype;
-  args.op = a.op;
-  args.prescale = a.prescale;
-  args.postscale = a.postscale;
-  args.device = a.device;
-  return submit(std::move(args), handle);
-}
-
 Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle) {
   if (args.device.kind == DeviceKind::kCuda) {
     const std::string prefix = "tensor '" + args.name + "': ";

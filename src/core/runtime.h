@@ -25,18 +25,6 @@
 
 namespace kolo::core {
 
-struct AllreduceArgs {
-  const char* name = nullptr;
-  const void* input = nullptr;
-  void* output = nullptr;
-  int64_t count = 0;
-  DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  double prescale = 1.0;
-  double postscale = 1.0;
-  Device device;
-};
-
 // Any collective. Fields a collective does not use are ignored.
 struct CollectiveArgs {
   Collective collective = Collective::kAllreduce;
@@ -65,9 +53,6 @@ class Runtime {
 
   // Stops like shutdown() if still running.
   ~Runtime();
-
-  // Validates the arguments and enqueues the tensor. On error nothing is enqueued.
-  Status allreduce_async(const AllreduceArgs& args, std::shared_ptr<HandleState>* handle);
 
   // Any collective (collective_args.cc validates per collective).
   Status submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle);
