@@ -311,7 +311,7 @@ kolo_status_t kolo_alltoall_async(const char* name, const void* input, int64_t r
                           a.input = input;
                           a.rows = rows;
                           a.row_count = row_count;
-                          a.splits = send_splits;
+                          a.send_rows = send_splits;
                         });
   });
 }
@@ -390,8 +390,7 @@ kolo_status_t kolo_join(int* last_rank) {
     a.name = "kolo.join";
     kolo_handle_t h = nullptr;
     kolo_status_t s = submit_and_wait(std::move(a), &h);
-    if (s == KOLO_OK && last_rank != nullptr && !h->state->splits.empty())
-      *last_rank = static_cast<int>(h->state->splits[0]);
+    if (s == KOLO_OK && last_rank != nullptr) *last_rank = h->state->last_joined;
     kolo_handle_release(h);
     return s;
   });

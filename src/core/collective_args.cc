@@ -103,7 +103,7 @@ Status make_grouped(const CollectiveArgs& a, TensorEntry* e) {
     int64_t n = 0;
     KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, m, &n));
     KOLO_RETURN_IF_ERROR_AS_IS(check_buffers(prefix, a.members[i].input, a.members[i].output, n, a.dtype, true, true));
-    e->request.params.splits.push_back(n);
+    e->request.params.member_counts.push_back(n);
     if (total > std::numeric_limits<int64_t>::max() / 16 - n)
       return invalid_argument(prefix + "the group's total size overflows");
     total += n;
@@ -161,16 +161,16 @@ Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
       p.root = a.root;
       return check_buffers(prefix, a.input, a.output, n, a.dtype, topo.rank == a.root, true);
     case Collective::kAlltoall: {
-      if (a.splits == nullptr) {
+      if (a.send_rows == nullptr) {
         if (a.rows % topo.size != 0)
           return invalid_argument(prefix + "rows " + std::to_string(a.rows) +
                                   " do not split evenly over " + std::to_string(topo.size) +
                                   " ranks; pass splits");
-        p.splits.assign(topo.size, a.rows / topo.size);
+        p.send_rows.assign(topo.size, a.rows / topo.size);
       } else {
-        p.splits.assign(a.splits, a.splits + topo.size);
+        p.send_rows.assign(a.send_rows, a.send_rows + topo.size);
         int64_t sum = 0;
-        for (int64_t s : p.splits) {
+        for (int64_t s : p.send_rows) {
           if (s < 0) return invalid_argument(prefix + "negative split " + std::to_string(s));
           sum += s;
         }

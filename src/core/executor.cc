@@ -160,7 +160,7 @@ Status Executor::add_zero_entries(const std::vector<const Response*>& joined,
     }
     const bool group = p.collective == Collective::kGroupedAllreduce;
     if (group)
-      for (int64_t count : p.splits) e.members.push_back({e.input, e.output, count});
+      for (int64_t count : p.member_counts) e.members.push_back({e.input, e.output, count});
     pending->emplace(r->name, std::move(e));
   }
   return status;

@@ -24,7 +24,7 @@ Status Executor::start_collective(TensorEntry& entry, const Response& response,
     case Collective::kReducescatter: return start_reducescatter(entry, response.params, work);
     case Collective::kBarrier: return Status::OK();  // negotiation was the barrier
     case Collective::kJoin:
-      entry.handle->splits = response.sizes;  // {last rank to join}
+      entry.handle->last_joined = response.last_joined;
       return Status::OK();
     default: return internal_error("start_collective: not a collective");
   }
@@ -81,13 +81,13 @@ Status Executor::start_allgather(TensorEntry& entry, const Response& response,
   const TensorParams& p = response.params;
   CollectiveView view = view_of(entry);
   int64_t total = 0;
-  for (int64_t rows : response.sizes) {
+  for (int64_t rows : response.rows_per_rank) {
     view.recv_counts.push_back(rows * p.row_count);
     total += rows * p.row_count;
   }
   KOLO_CHECK_EQ(view.recv_counts[rank_], entry.request.params.count);
   KOLO_RETURN_IF_ERROR(allocate_output(entry, static_cast<size_t>(total) * dtype_size(p.dtype)));
-  entry.handle->splits = response.sizes;
+  entry.handle->splits = response.rows_per_rank;
   view.output = entry.handle->output.data();
   if (total == 0) return Status::OK();
   return start_on_transport(CollectiveOp::kAllgather, view, work);
@@ -95,15 +95,15 @@ Status Executor::start_allgather(TensorEntry& entry, const Response& response,
 
 Status Executor::start_alltoall(TensorEntry& entry, const Response& response,
                                 std::unique_ptr<Work>* work) {
-  const TensorParams& p = entry.request.params;  // this rank's splits
+  const TensorParams& p = entry.request.params;
   const int n = world_size_;
-  KOLO_CHECK_EQ(response.sizes.size(), static_cast<size_t>(n) * n);
+  KOLO_CHECK_EQ(response.rows_matrix.size(), static_cast<size_t>(n) * n);
   CollectiveView view = view_of(entry);
   std::vector<int64_t> received(n);
   int64_t total = 0;
   for (int r = 0; r < n; ++r) {
-    view.send_counts.push_back(response.sizes[rank_ * n + r] * p.row_count);
-    received[r] = response.sizes[r * n + rank_];
+    view.send_counts.push_back(response.rows_matrix[rank_ * n + r] * p.row_count);
+    received[r] = response.rows_matrix[r * n + rank_];
     view.recv_counts.push_back(received[r] * p.row_count);
     total += received[r] * p.row_count;
   }

@@ -42,11 +42,11 @@ class HandleState {
   // operation completed without publishing one (it failed, or was not device work).
   std::shared_ptr<transport::DeviceEvent> wait_launched();
 
-  // Results some collectives hand back (allgather and alltoall: the output kolo
-  // allocated and the per-rank rows; join: the last rank). Written by the
-  // coordinator before complete(); read by anyone after done().
-  OutputBuffer output;
-  std::vector<int64_t> splits;
+  // Results some collectives hand back. Written by the coordinator before
+  // complete(); read by anyone after done().
+  OutputBuffer output;          // allgather, alltoall: the output kolo allocated
+  std::vector<int64_t> splits;  // allgather, alltoall: rows received from each rank
+  int last_joined = -1;         // join: the last rank to join
   // Set at submission: the operation works on device memory.
   bool on_device = false;
 

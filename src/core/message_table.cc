@@ -80,7 +80,7 @@ std::vector<Response> MessageTable::join(int rank, Request request, Clock::time_
   p.by_rank[rank] = std::move(request);
   if (p.arrived == world_size_) {
     Response r = finish(it);
-    r.sizes = {rank};  // the last rank to join
+    r.last_joined = rank;
     out.push_back(std::move(r));
     joined_.assign(world_size_, false);
     joined_count_ = 0;

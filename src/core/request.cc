@@ -81,7 +81,7 @@ const std::vector<Field>& fields() {
       {"prescale", has_op, [](const TensorParams& p) { return format_double(p.prescale); }},
       {"postscale", has_op, [](const TensorParams& p) { return format_double(p.postscale); }},
       {"root", has_root, [](const TensorParams& p) { return std::to_string(p.root); }},
-      {"group member counts", is_group, [](const TensorParams& p) { return join_values(p.splits); }},
+      {"group member counts", is_group, [](const TensorParams& p) { return join_values(p.member_counts); }},
       {"group member names", is_group, [](const TensorParams& p) { return std::to_string(p.names_hash); }},
   };
   return kFields;
@@ -114,10 +114,11 @@ Response validate(const std::vector<std::optional<Request>>& per_rank) {
   }
   const Collective c = response.params.collective;
   if (c == Collective::kAllgather) {
-    for (const auto& r : per_rank) response.sizes.push_back(r->params.count / r->params.row_count);
+    for (const auto& r : per_rank) response.rows_per_rank.push_back(r->params.count / r->params.row_count);
   } else if (c == Collective::kAlltoall) {
     for (const auto& r : per_rank)
-      response.sizes.insert(response.sizes.end(), r->params.splits.begin(), r->params.splits.end());
+      response.rows_matrix.insert(response.rows_matrix.end(), r->params.send_rows.begin(),
+                                  r->params.send_rows.end());
   }
   return response;
 }

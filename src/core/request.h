@@ -58,8 +58,8 @@ struct TensorParams {
   // Elements per row along the first dimension (allgather, alltoall,
   // reducescatter; count = rows * row_count). 1 otherwise.
   int64_t row_count = 1;
-  // Alltoall: rows sent to each rank. Grouped allreduce: each member's count.
-  std::vector<int64_t> splits;
+  std::vector<int64_t> send_rows;      // alltoall: rows sent to each rank, in rank order
+  std::vector<int64_t> member_counts;  // grouped allreduce: each member's element count
   // Grouped allreduce: a hash of the member names, so ranks agree on membership.
   uint64_t names_hash = 0;
 
@@ -67,7 +67,8 @@ struct TensorParams {
     return collective == o.collective && dtype == o.dtype && op == o.op &&
            device == o.device && count == o.count && prescale == o.prescale &&
            postscale == o.postscale && root == o.root && row_count == o.row_count &&
-           splits == o.splits && names_hash == o.names_hash;
+           send_rows == o.send_rows && member_counts == o.member_counts &&
+           names_hash == o.names_hash;
   }
   bool operator!=(const TensorParams& o) const { return !(*this == o); }
 
@@ -84,9 +85,9 @@ struct Response {
   TensorParams params;          // the agreed parameters (rank 0's on error)
   Code code = Code::kOk;        // kOk: execute; otherwise complete with this error
   std::string message;          // why, for errors
-  // Allgather: rows contributed by each rank. Alltoall: the size x size matrix of
-  // rows sent, row-major [source][destination]. Join: {last rank to join}.
-  std::vector<int64_t> sizes;
+  std::vector<int64_t> rows_per_rank;  // allgather: the rows each rank contributed
+  std::vector<int64_t> rows_matrix;    // alltoall: rows sent, size x size, [source][destination]
+  int32_t last_joined = -1;            // join: the last rank to join
 };
 
 // Note [What ranks must agree on]

@@ -31,15 +31,18 @@ struct CollectiveArgs {
   std::string name;
   const void* input = nullptr;
   void* output = nullptr;
-  int64_t rows = 0;       // elements for allreduce/broadcast; rows otherwise
-  int64_t row_count = 1;  // elements per row (allgather, alltoall, reducescatter)
+  // The tensor is `rows` rows of `row_count` elements (its first dimension and the
+  // product of the others). Allreduce and broadcast take flat tensors: row_count
+  // stays 1, so rows is the element count there too.
+  int64_t rows = 0;
+  int64_t row_count = 1;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
   double prescale = 1.0;
   double postscale = 1.0;
   Device device;
   int root = 0;                            // broadcast
-  const int64_t* splits = nullptr;         // alltoall: rows per destination, or null
+  const int64_t* send_rows = nullptr;      // alltoall: rows per destination, or null (even)
   std::vector<std::string> member_names;   // grouped allreduce
   std::vector<TensorEntry::Member> members;
 };

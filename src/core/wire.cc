@@ -11,7 +11,7 @@ namespace kolo::core {
 namespace {
 
 constexpr uint32_t kMagic = 0x4f4c4f4b;  // "KOLO" read as little-endian u32
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;  // 2: send_rows and member_counts apart; three response fields
 constexpr uint8_t kKindRequests = 1;
 constexpr uint8_t kKindResponses = 2;
 constexpr uint8_t kKindRankReport = 3;
@@ -92,7 +92,8 @@ void write_request(Writer* w, const std::string& name, const TensorParams& p) {
   w->put<double>(p.postscale);
   w->put<int32_t>(p.root);
   w->put<int64_t>(p.row_count);
-  w->put_values(p.splits);
+  w->put_values(p.send_rows);
+  w->put_values(p.member_counts);
   w->put<uint64_t>(p.names_hash);
 }
 
@@ -117,7 +118,8 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
   if (!r->get_string(name, KOLO_MAX_NAME_LENGTH)) return corrupt("bad name");
   if (!r->get(&collective) || !r->get(&dtype) || !r->get(&op) || !r->get(&device) ||
       !r->get(&p->count) || !r->get(&p->prescale) || !r->get(&p->postscale) ||
-      !r->get(&p->root) || !r->get(&p->row_count) || !r->get_values(&p->splits) ||
+      !r->get(&p->root) || !r->get(&p->row_count) || !r->get_values(&p->send_rows) ||
+      !r->get_values(&p->member_counts) ||
       !r->get(&p->names_hash))
     return corrupt("truncated item");
   if (collective >= kNumCollectives) return corrupt("bad collective");
@@ -134,7 +136,7 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
 }
 
 // Each item needs at least this many bytes, which bounds a claimed item count.
-constexpr size_t kMinItemBytes = 4 + 1 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 8;
+constexpr size_t kMinItemBytes = 4 + 1 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 4 + 8;
 
 }  // namespace
 
@@ -152,7 +154,9 @@ std::string encode_responses(const std::vector<Response>& responses) {
     write_request(&w, r.name, r.params);
     w.put<int32_t>(static_cast<int32_t>(r.code));
     w.put_string(r.message);
-    w.put_values(r.sizes);
+    w.put_values(r.rows_per_rank);
+    w.put_values(r.rows_matrix);
+    w.put<int32_t>(r.last_joined);
   }
   return w.take();
 }
@@ -179,7 +183,8 @@ Status decode_responses(const std::string& bytes, std::vector<Response>* respons
     KOLO_RETURN_IF_ERROR(read_request(&r, &resp.name, &resp.params));
     int32_t code;
     if (!r.get(&code) || !r.get_string(&resp.message, kMaxMessageLength) ||
-        !r.get_values(&resp.sizes))
+        !r.get_values(&resp.rows_per_rank) || !r.get_values(&resp.rows_matrix) ||
+        !r.get(&resp.last_joined))
       return corrupt("truncated response");
     if (code < 0 || code > static_cast<int32_t>(Code::kLast)) return corrupt("bad code");
     resp.code = static_cast<Code>(code);

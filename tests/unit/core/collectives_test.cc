@@ -87,7 +87,7 @@ TEST(Collectives, AlltoallWithUnevenAndEvenSplits) {
     }
     auto a = args(Collective::kAlltoall, "a2a", in.data(), nullptr,
                   std::accumulate(splits.begin(), splits.end(), int64_t{0}), 2, DataType::kInt16);
-    a.splits = splits.data();
+    a.send_rows = splits.data();
     auto h = submit_args(rt, a);
     ASSERT_EQ(wait_code(h), Code::kOk) << h->message();
     std::vector<int16_t> want;
@@ -214,7 +214,7 @@ TEST(Collectives, JoinWithUnevenStepsThenNormalWork) {
     j.name = "kolo.join";
     auto h = submit_args(rt, j);
     ASSERT_EQ(wait_code(h), Code::kOk) << h->message();
-    EXPECT_EQ(h->splits, std::vector<int64_t>{2});
+    EXPECT_EQ(h->last_joined, 2);
     // Normal work afterwards, every rank taking part again.
     std::vector<int32_t> v(4, rank);
     ASSERT_EQ(wait_code(submit_args(rt, args(Collective::kAllreduce, "after", v.data(), v.data(), 4))),
@@ -310,7 +310,7 @@ TEST(Collectives, LocalArgumentErrors) {
   auto a2a = args(Collective::kAlltoall, "a", buf.data(), nullptr, 3);
   submit_args(rt, a2a, Code::kInvalidArgument);  // 3 rows over 2 ranks, no splits
   std::vector<int64_t> splits = {1, 1};
-  a2a.splits = splits.data();
+  a2a.send_rows = splits.data();
   submit_args(rt, a2a, Code::kInvalidArgument);  // splits add up to 2, not 3
   auto rs = args(Collective::kReducescatter, "r", buf.data(), buf.data(), 4);
   rs.op = ReduceOp::kMax;

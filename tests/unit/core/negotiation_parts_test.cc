@@ -173,7 +173,7 @@ TEST(MessageTable, JoinReleasesAllreducesAndFailsOtherCollectives) {
   auto done = table.add(1, of(Collective::kJoin, "kolo.join"), now);
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].code, Code::kOk);
-  EXPECT_EQ(done[0].sizes, std::vector<int64_t>{1});
+  EXPECT_EQ(done[0].last_joined, 1);
   // Joined state is cleared: an allreduce waits for everyone again.
   EXPECT_TRUE(table.add(0, req("after"), now).empty());
   EXPECT_TRUE(table.add(1, req("after"), now).empty());
@@ -189,7 +189,7 @@ TEST(Validate, AllgatherAndAlltoallCarryEveryRanksSizes) {
   };
   Response r = validate({gather(2), gather(0), gather(5)});
   EXPECT_EQ(r.code, Code::kOk);
-  EXPECT_EQ(r.sizes, (std::vector<int64_t>{2, 0, 5}));
+  EXPECT_EQ(r.rows_per_rank, (std::vector<int64_t>{2, 0, 5}));
   auto bad = gather(1);
   bad->params.row_count = 4;
   r = validate({gather(2), bad});
@@ -197,12 +197,12 @@ TEST(Validate, AllgatherAndAlltoallCarryEveryRanksSizes) {
   EXPECT_NE(r.message.find("trailing dimensions"), std::string::npos) << r.message;
   auto a2a = [](std::vector<int64_t> splits) {
     Request r = of(Collective::kAlltoall, "a");
-    r.params.splits = splits;
+    r.params.send_rows = splits;
     r.params.count = splits[0] + splits[1];
     return std::optional<Request>(r);
   };
   r = validate({a2a({1, 2}), a2a({3, 4})});
-  EXPECT_EQ(r.sizes, (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(r.rows_matrix, (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
 TEST(MessageTable, StallsNameMissingRanksAndFailOnRequest) {

@@ -20,7 +20,8 @@ std::vector<Request> sample_requests() {
     r.params.postscale = 1.0 / (i + 1);
     r.params.root = i - 1;
     r.params.row_count = i + 1;
-    r.params.splits.assign(i, 7 * i);
+    r.params.send_rows.assign(i, 7 * i);
+    r.params.member_counts.assign(i % 3, 5 * i);
     r.params.names_hash = 0x9e3779b97f4a7c15ull * i;
     out.push_back(r);
   }
@@ -44,7 +45,8 @@ TEST(Wire, ResponsesRoundTrip) {
   std::vector<Response> in;
   for (const auto& r : sample_requests()) {
     Response resp{r.name, r.params, r.name.size() % 2 ? Code::kMismatch : Code::kOk,
-                  "message for " + r.name, r.params.splits};
+                  "message for " + r.name, r.params.send_rows, r.params.member_counts,
+                  static_cast<int32_t>(r.name.size() % 5) - 1};
     in.push_back(resp);
   }
   std::vector<Response> out;
@@ -55,7 +57,9 @@ TEST(Wire, ResponsesRoundTrip) {
     EXPECT_EQ(out[i].params, in[i].params);
     EXPECT_EQ(out[i].code, in[i].code);
     EXPECT_EQ(out[i].message, in[i].message);
-    EXPECT_EQ(out[i].sizes, in[i].sizes);
+    EXPECT_EQ(out[i].rows_per_rank, in[i].rows_per_rank);
+    EXPECT_EQ(out[i].rows_matrix, in[i].rows_matrix);
+    EXPECT_EQ(out[i].last_joined, in[i].last_joined);
   }
 }
 
