@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <chrono>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "common/dtype.h"
 #include "common/knobs.h"
 #include "common/status.h"
+#include "common/test_hooks.h"
 #include "core/collective_args.h"
 #include "core/runtime.h"
 #include "transports/mpi/mpi_world.h"
@@ -99,10 +101,13 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   }
   kolo::Config config;
   if (Status s = kolo::load_config(kolo::process_env(), &config); !s.ok()) return report(s);
+  kolo::set_die_at(config.test_die_at);
   kolo::transport::World world;
   kolo::mpi::WorldOptions with_config = options;
   with_config.fusion_bytes = static_cast<size_t>(config.fusion_threshold_bytes);
   with_config.hierarchical_allreduce = config.hierarchical_allreduce;
+  with_config.peer_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(config.peer_timeout_seconds * 1000.0));
   if (Status s = kolo::mpi::create_world(with_config, &world); !s.ok()) return report(s);
   std::unique_ptr<kolo::core::Runtime> runtime;
   if (Status s = kolo::core::Runtime::start(std::move(world), config, &runtime); !s.ok())

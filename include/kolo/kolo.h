@@ -137,8 +137,9 @@ typedef struct kolo_handle* kolo_handle_t;
 /* ---- lifecycle ---------------------------------------------------------- */
 
 /* Initialises kolo on MPI_COMM_WORLD. If MPI is not initialised yet, kolo
- * initialises it (asking for MPI_THREAD_MULTIPLE) and finalises it in
- * kolo_shutdown; otherwise it uses the caller's MPI, which must provide at
+ * initialises it (asking for MPI_THREAD_MULTIPLE) and finalises it at process
+ * exit (MPI_Finalize waits for every rank; it is skipped after a peer failed);
+ * otherwise it uses the caller's MPI, which must provide at
  * least MPI_THREAD_SERIALIZED (MULTIPLE if the caller makes MPI calls while
  * kolo is running), and leaves finalising it to the caller.
  * Reads and validates every KOLO_* environment knob: a bad value fails with
@@ -160,12 +161,18 @@ KOLO_API kolo_status_t kolo_init(void);
 KOLO_API kolo_status_t kolo_init_comm(int64_t mpi_comm_fortran_handle);
 
 /* Stops the coordinator. Handles still pending complete with KOLO_ERR_SHUTDOWN,
- * on this rank and on every other rank (one rank's shutdown reaches all). Finalises
- * MPI only if kolo initialised it. Safe to call when not initialised. */
+ * on this rank and on every other rank (one rank's shutdown reaches all). Returns
+ * without waiting for the other ranks to call it (within the peer timeout,
+ * KOLO_PEER_TIMEOUT_SECONDS, when a peer is dead or hung). Safe to call when not
+ * initialised, and after another rank's shutdown or a peer failure stopped kolo
+ * here (then optional: kolo released its shared resources already). */
 KOLO_API kolo_status_t kolo_shutdown(void);
 
 /* 1 when kolo is initialised and its coordinator still runs on this rank. A
- * shutdown started by another rank makes it 0 here too. */
+ * shutdown started by another rank, or a failed peer, makes it 0 here too; kolo
+ * has then released what it shares with the other ranks, so skipping
+ * kolo_shutdown is harmless (what is left goes at exit; call it before another
+ * kolo_init) and `if (kolo_is_initialized()) kolo_shutdown();` never blocks. */
 KOLO_API int kolo_is_initialized(void);
 
 /* Topology. Each returns -1 (and sets kolo_last_error) when not initialised.

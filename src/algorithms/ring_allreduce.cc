@@ -56,6 +56,7 @@
 
 #include "algorithms/ring_schedule.h"
 #include "common/check.h"
+#include "common/test_hooks.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 
@@ -165,6 +166,7 @@ class RingRun {
     if (n > 0) KOLO_RETURN_IF_ERROR(post(0));
     // At step 0 the chunk we send holds only our own part: it is still in input.
     KOLO_RETURN_IF_ERROR(send_chunk(pending, send, s == 0 ? input_ : output_));
+    test_point("ring");
     for (int64_t k = 0; k < n; ++k) {
       if (k + 1 < n) KOLO_RETURN_IF_ERROR(post(k + 1));
       KOLO_RETURN_IF_ERROR(pending.wait(ids[k]));

@@ -138,6 +138,23 @@ const Knob kKnobs[] = {
        c->flight_recorder_dir = v;
        return true;
      }},
+    {{"KOLO_PEER_TIMEOUT_SECONDS", KnobType::kDouble, "10",
+      "a finite number > 0 (seconds), at least 0.05",
+      "a peer rank not heard from for this long has failed: every pending and later "
+      "operation fails with KOLO_ERR_RANK_FAILED naming it (a dead process is seen sooner)"},
+     [](const std::string& v, Config* c) {
+       double seconds = 0;
+       if (!parse_double(v, &seconds) || seconds < 0.05 || seconds > 1e6) return false;
+       c->peer_timeout_seconds = seconds;
+       return true;
+     }},
+    {{"KOLO_TEST_DIE_AT", KnobType::kString, "", "empty, or point[:n][@file] (common/test_hooks.h)",
+      "tests only, may differ between ranks: this rank raises SIGKILL on itself the n-th "
+      "time it passes the point (init, negotiate, shm, ring, mpi, teardown)"},
+     [](const std::string& v, Config* c) {
+       c->test_die_at = v;
+       return true;
+     }},
 };
 
 // The value a knob has under `env`: trimmed; unset or blank means the default.

@@ -32,6 +32,8 @@ struct Config {
   std::string transport = "auto";             // KOLO_TRANSPORT
   int64_t flight_recorder = 1024;             // KOLO_FLIGHT_RECORDER; 0 disables
   std::string flight_recorder_dir = ".";      // KOLO_FLIGHT_RECORDER_DIR
+  double peer_timeout_seconds = 10.0;         // KOLO_PEER_TIMEOUT_SECONDS; > 0
+  std::string test_die_at;                    // KOLO_TEST_DIE_AT (tests only)
 };
 
 enum class KnobType { kBytes, kDouble, kInt, kBool, kString, kChoice };

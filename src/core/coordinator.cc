@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "common/logging.h"
+#include "core/peer_failure.h"
 
 namespace kolo::core {
 namespace {
@@ -73,7 +74,7 @@ void Coordinator::run() {
   }
   std::vector<Response> ready;
   while (true) {
-    wait_for_news();
+    if (Status s = wait_for_news(); !s.ok()) return stop_for(s);
     for (TensorEntry& e : queue_.drain()) {
       timeline_.negotiate_start(e.request.name);
       negotiator_.add(e.request, e.enqueued);
@@ -85,12 +86,7 @@ void Coordinator::run() {
     const bool asked = shutdown_requested_.load(std::memory_order_acquire);
     bool stop = false;
     Status status = negotiator_.cycle(asked, &ready, &stop);
-    if (!status.ok()) {
-      KOLO_LOG(kError) << "negotiation failed, stopping: " << status.to_string();
-      fail_everything(Status(Code::kTransport, "kolo's control plane failed: " + status.message()));
-      dump_flight_recorder("control plane failed: " + status.message());
-      return;
-    }
+    if (!status.ok()) return stop_for(status);
     for (const Response& r : ready) timeline_.negotiate_end(r.name);
     record_negotiated(ready);
     executor_.execute(ready, &pending_);
@@ -100,10 +96,27 @@ void Coordinator::run() {
                                                     : "kolo was shut down by another rank"));
       return;
     }
+    // A transport may have met the failure first (its buckets carry it).
+    if (Status s = world_.control->check_peers(); !s.ok()) return stop_for(s);
   }
 }
 
-void Coordinator::wait_for_news() {
+void Coordinator::stop_for(const Status& failure) {
+  // The liveness check's own status names the ranks without the file:line
+  // context that the error picked up on its way here.
+  Status liveness = world_.control->check_peers();
+  if (!liveness.ok()) {
+    peer_failed(liveness);
+    fail_everything(liveness);
+    dump_flight_recorder("peer failed: " + liveness.message());
+    return;
+  }
+  KOLO_LOG(kError) << "negotiation failed, stopping: " << failure.to_string();
+  fail_everything(Status(Code::kTransport, "kolo's control plane failed: " + failure.message()));
+  dump_flight_recorder("control plane failed: " + failure.message());
+}
+
+Status Coordinator::wait_for_news() {
   const auto idle_start = Clock::now();
   const uint64_t next = negotiator_.cycles();
   transport::ControlPlane& control = *world_.control;
@@ -112,11 +125,12 @@ void Coordinator::wait_for_news() {
     dump_if_signalled();
     if (queue_.has_queued() || shutdown_requested_.load(std::memory_order_acquire) ||
         control.rung(next))
-      return;
+      return Status::OK();
     executor_.poll();  // Note [Device work in flight]
+    KOLO_RETURN_IF_ERROR_AS_IS(control.check_peers());
     const auto now = Clock::now();
     negotiator_.warn_stalls(now);  // a stall report due is news
-    if (negotiator_.has_news(now)) return;
+    if (negotiator_.has_news(now)) return Status::OK();
     if (now - idle_start < (executor_.busy() ? kSpinWhileDeviceBusy : kSpinFor)) {
       sched_yield();
       continue;

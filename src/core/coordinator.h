@@ -35,8 +35,9 @@ class Coordinator {
   // timeline file (rank 0).
   Status init();
 
-  // The coordinator thread's body. Returns once every rank stopped (or the
-  // control plane broke); every local tensor has completed by then.
+  // The coordinator thread's body. Returns once every rank stopped, the control
+  // plane broke or a peer failed (see core/peer_failure.h); every local tensor
+  // has completed by then.
   void run();
 
   // Writes this rank's flight recorder to KOLO_FLIGHT_RECORDER_DIR and logs where
@@ -45,7 +46,11 @@ class Coordinator {
   void dump_flight_recorder(const std::string& reason);
 
  private:
-  void wait_for_news();
+  // Returns OK when there is news, or the liveness check's failure.
+  Status wait_for_news();
+  // Fails everything with `failure` (or, when a peer failed, with the liveness
+  // check's own status) and reports a peer failure once.
+  void stop_for(const Status& failure);
   void fail_everything(const Status& status);
   void complete(TensorEntry& entry, Status status);
 

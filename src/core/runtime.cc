@@ -2,6 +2,7 @@
 
 #include "common/check.h"
 #include "common/logging.h"
+#include "common/test_hooks.h"
 #include "core/collective_args.h"
 #include "transport/registry.h"
 
@@ -22,12 +23,25 @@ Status Runtime::start(transport::World world, const Config& config, std::unique_
   rt->thread_ = std::thread([raw] {
     raw->coordinator_->run();
     raw->running_.store(false, std::memory_order_release);
+    raw->release_world();
   });
   *out = std::move(rt);
   return Status::OK();
 }
 
 Runtime::~Runtime() { shutdown(); }
+
+void Runtime::release_world() {
+  coordinator_.reset();
+  queue_.set_waker(nullptr);  // it rings the control plane, which goes below
+  test_point("teardown");
+  // See Note [Shutdown without waiting for the others].
+  if (Status s = world_.control->barrier(); !s.ok())
+    KOLO_LOG(kWarning) << "shutdown: not every rank reached the teardown (" << s.message()
+                       << "); what is shared with them is left to the process's exit";
+  std::lock_guard<std::mutex> lock(device_mu_);
+  world_.release_transports();
+}
 
 std::string Runtime::nccl_unavailable() {
   for (const transport::TransportInfo& t : transport::known_transports())
@@ -37,6 +51,7 @@ std::string Runtime::nccl_unavailable() {
 }
 
 Status Runtime::stream_wait(HandleState& handle, void* stream) {
+  std::lock_guard<std::mutex> lock(device_mu_);
   if (!handle.on_device || world_.device == nullptr)
     return invalid_argument("kolo_handle_stream_wait: the handle is not a CUDA operation");
   std::shared_ptr<transport::DeviceEvent> done = handle.wait_launched();
@@ -47,7 +62,10 @@ Status Runtime::stream_wait(HandleState& handle, void* stream) {
 }
 
 Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle) {
+  std::unique_lock<std::mutex> device_lock(device_mu_, std::defer_lock);
   if (args.device.kind == DeviceKind::kCuda) {
+    device_lock.lock();
+    if (!running()) return Status(Code::kShutdown, "kolo has stopped on this rank");
     const std::string prefix = "tensor '" + args.name + "': ";
     if (world_.device == nullptr) return unsupported(prefix + "CUDA memory needs " + nccl_unavailable());
     if (Status s = world_.device->resolve(&args.device); !s.ok())
@@ -77,7 +95,6 @@ void Runtime::shutdown() {
   shutdown_requested_.store(true, std::memory_order_release);
   queue_.wake();
   thread_.join();
-  coordinator_.reset();
 }
 
 }  // namespace kolo::core

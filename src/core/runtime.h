@@ -5,8 +5,11 @@
 // and starts the coordinator; shutdown() asks every rank to stop and joins.
 // allreduce_async() may be called from any thread while running. One rank's
 // shutdown (or a broken control plane) stops every rank's coordinator at the same
-// cycle; afterwards submissions are refused and pending handles have completed
-// with KOLO_ERR_SHUTDOWN (or the transport's error).
+// cycle; a failed peer stops this rank's. Afterwards submissions are refused and
+// pending handles have completed with KOLO_ERR_SHUTDOWN (or the transport's
+// error, or KOLO_ERR_RANK_FAILED). The coordinator thread then releases the
+// world's transports itself (Note [Shutdown without waiting for the others]), so
+// shutdown() never waits for another rank.
 #pragma once
 
 #include <atomic>
@@ -64,8 +67,9 @@ class Runtime {
   // every rank must call barrier the same number of times in the same order.
   std::string next_barrier_name() { return "kolo.barrier." + std::to_string(barriers_++); }
 
-  // Asks every rank to stop, waits for this rank's coordinator to finish, and
-  // releases the world. Idempotent.
+  // Asks every rank to stop, waits for this rank's coordinator to finish (the
+  // agreed stop cycle, or a peer failure, within the peer timeout) and its
+  // teardown, and releases the world. Idempotent.
   void shutdown();
 
   // kolo_handle_stream_wait: makes `stream` wait for the handle's device work.
@@ -76,10 +80,13 @@ class Runtime {
 
  private:
   Runtime(transport::World world, const Config& config);
+  // The coordinator thread's body after run(): see the Note below.
+  void release_world();
   // Why CUDA tensors cannot be taken (the registry's reason in a build without NCCL).
   static std::string nccl_unavailable();
 
   transport::World world_;
+  std::mutex device_mu_;  // world_.device may go while a user thread asks it
   const Config config_;
   const transport::Topology topology_;
   TensorQueue queue_;
@@ -90,5 +97,18 @@ class Runtime {
   std::mutex shutdown_mu_;
   std::atomic<uint64_t> barriers_{0};
 };
+
+// Note [Shutdown without waiting for the others]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Freeing a world is collective (MPI_Win_free of the shared windows waits for
+// every rank of the node). If each rank freed its world in kolo_shutdown, one
+// rank's shutdown would wait until every other rank had called kolo_shutdown too.
+// Instead every rank's coordinator stops at the same negotiation cycle (one
+// rank's request to stop reaches all), and each coordinator thread then frees
+// its world at once, whether or not its user has called kolo_shutdown: the
+// point every rank reaches together. A barrier bounded by the liveness check
+// comes first, so a rank that dies just then is reported, not waited for; after
+// a peer failed, the collective frees are skipped (leaked). kolo_shutdown then
+// only joins the thread and runs the world's finalize.
 
 }  // namespace kolo::core

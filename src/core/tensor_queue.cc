@@ -14,8 +14,13 @@ Status TensorQueue::push(TensorEntry entry) {
     queue_.push_back(std::move(entry));
     queued_.store(queue_.size(), std::memory_order_release);
   }
-  if (waker_) waker_();
+  wake();
   return Status::OK();
+}
+
+void TensorQueue::set_waker(std::function<void()> waker) {
+  std::lock_guard<std::mutex> lock(waker_mu_);
+  waker_ = std::move(waker);
 }
 
 std::vector<TensorEntry> TensorQueue::drain() {
@@ -43,6 +48,7 @@ std::vector<TensorEntry> TensorQueue::close(Status reason) {
 }
 
 void TensorQueue::wake() {
+  std::lock_guard<std::mutex> lock(waker_mu_);
   if (waker_) waker_();
 }
 

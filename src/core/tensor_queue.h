@@ -66,13 +66,14 @@ class TensorQueue {
   bool has_queued() const { return queued_.load(std::memory_order_acquire) > 0; }
 
   // Called after every push and by wake(), from the pushing thread: the
-  // coordinator sets it to end its idle wait (ControlPlane::wake). Set before
-  // any push.
-  void set_waker(std::function<void()> waker) { waker_ = std::move(waker); }
+  // coordinator sets it to end its idle wait (ControlPlane::wake), and clears it
+  // (null) before the control plane goes; no call runs past set_waker.
+  void set_waker(std::function<void()> waker);
   void wake();
 
  private:
   mutable std::mutex mu_;
+  std::mutex waker_mu_;  // a waker call and set_waker never overlap
   std::function<void()> waker_;
   std::vector<TensorEntry> queue_;
   std::unordered_set<std::string> in_flight_;

@@ -83,6 +83,14 @@ class ControlPlane {
   // tensor queue calls it on every enqueue).
   virtual void wake();
 
+  // The liveness check (Note [Waits consult liveness] in transports/mpi): OK
+  // while every peer runs, else KOLO_ERR_RANK_FAILED naming the ranks, for good.
+  // Every wait inside the control plane and the transports already asks it; the
+  // idle coordinator asks it after each wait_for_ring, whose sleeps an
+  // implementation with a liveness check caps so that this happens often enough.
+  // Coordinator only. The default (worlds without failures: loopback) is OK.
+  virtual Status check_peers() { return Status::OK(); }
+
  private:
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;

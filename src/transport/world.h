@@ -56,12 +56,20 @@ struct World {
   }
   ~World() { release(); }
 
- private:
-  void release() {
+  // The collective part of a world's teardown: destroys the transports, the
+  // point-to-point verbs and the control plane, keeping `finalize` for the
+  // destructor. core::Runtime calls it on its coordinator thread once every
+  // rank has stopped (Note [Shutdown without waiting for the others]).
+  void release_transports() {
     device = nullptr;
     transports.clear();
     p2p.reset();
     control.reset();
+  }
+
+ private:
+  void release() {
+    release_transports();
     if (finalize) {
       auto f = std::move(finalize);
       finalize = nullptr;

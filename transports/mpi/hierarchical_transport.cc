@@ -15,7 +15,7 @@ Status hierarchical_applies(const SharedComms& comms, const transport::Topology&
   int all[2] = {0, 0};
   MPI_Request request;
   KOLO_MPI_CHECK(MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, comms->control, &request));
-  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms->liveness.get()));
   const bool equal_nodes = all[0] == -all[1];
   // cross_size is the number of nodes when node sizes are equal, on every rank.
   *applies = equal_nodes && topology.cross_size > 1;
@@ -26,9 +26,10 @@ Status hierarchical_applies(const SharedComms& comms, const transport::Topology&
 Status CrossRing::create(const SharedComms& comms, std::unique_ptr<CrossRing>* out) {
   std::unique_ptr<CrossRing> r(new CrossRing());
   r->comms_ = std::make_shared<Comms>();
+  r->comms_->liveness = comms->liveness;
   MPI_Request request;
   KOLO_MPI_CHECK(MPI_Comm_idup(comms->cross, &r->comms_->data, &request));
-  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms->liveness.get()));
   KOLO_MPI_CHECK(MPI_Comm_set_errhandler(r->comms_->data, MPI_ERRORS_RETURN));
   r->p2p_ = std::make_unique<MpiPointToPoint>(r->comms_);
   r->ring_ = std::make_unique<algorithms::RingAllreduce>(*r->p2p_);
@@ -39,7 +40,7 @@ Status CrossRing::create(const SharedComms& comms, std::unique_ptr<CrossRing>* o
 Status HierarchicalTransport::create(const SharedComms& comms,
                                      std::unique_ptr<HierarchicalTransport>* out) {
   std::unique_ptr<HierarchicalTransport> t(new HierarchicalTransport());
-  KOLO_RETURN_IF_ERROR(ShmAllreduce::create(comms->local, kSlotBytes, &t->node_));
+  KOLO_RETURN_IF_ERROR(ShmAllreduce::create(comms->local, kSlotBytes, comms->liveness.get(), &t->node_));
   KOLO_RETURN_IF_ERROR(CrossRing::create(comms, &t->cross_));
   *out = std::move(t);
   return Status::OK();

@@ -113,7 +113,15 @@ Status check_counts(const char* field, const std::vector<int64_t>& counts, int s
 // count arrays, a copy of an aliased input).
 class CollectiveWork : public MpiWork {
  public:
-  ~CollectiveWork() override { finish(); }  // before the buffers below go
+  explicit CollectiveWork(Liveness* alive) : MpiWork(alive) {}
+  ~CollectiveWork() override {
+    finish();  // before the buffers below go
+    if (abandoned()) {  // MPI may still write into them: leak
+      new Side(std::move(send_));
+      new Side(std::move(recv_));
+      new std::vector<char>(std::move(input_copy_));
+    }
+  }
 
   Side send_, recv_;
   std::vector<char> input_copy_;
@@ -309,7 +317,7 @@ std::unique_ptr<transport::Work> MpiTransport::start(CollectiveOp op, const Coll
   // The op matters only for reducescatter; the others take the type alone.
   mpi_type_and_op(view.dtype, op == CollectiveOp::kReducescatter ? view.reduction.op : ReduceOp::kSum,
                   &type, &mpi_op);
-  auto work = std::make_unique<CollectiveWork>();
+  auto work = std::make_unique<CollectiveWork>(comms_->liveness.get());
   Status started;
   switch (op) {
     case CollectiveOp::kAllgather:

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/test_hooks.h"
 #include "common/logging.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_wait.h"
@@ -55,10 +56,10 @@ Status MpiControlPlane::create(SharedComms comms, const transport::Topology& top
   std::unique_ptr<MpiControlPlane> plane(new MpiControlPlane(std::move(comms), topology));
   KOLO_RETURN_IF_ERROR(plane->find_node_peers());
   if (topology.local_size > 1 && plane->comms_->local != MPI_COMM_NULL)
-    KOLO_RETURN_IF_ERROR(NodeDoorbell::create(plane->comms_->local, &plane->node_));
+    KOLO_RETURN_IF_ERROR(NodeDoorbell::create(plane->comms_->local, plane->alive(), &plane->node_));
   if (topology.size > 1 && topology.local_size == topology.size &&
       plane->comms_->local != MPI_COMM_NULL)
-    KOLO_RETURN_IF_ERROR(NodeAnd::create(plane->comms_->local, &plane->node_and_));
+    KOLO_RETURN_IF_ERROR(NodeAnd::create(plane->comms_->local, plane->alive(), &plane->node_and_));
   if (topology.size > 1) KOLO_RETURN_IF_ERROR(plane->post_doorbell_receive());
   *out = std::move(plane);
   return Status::OK();
@@ -70,10 +71,11 @@ MpiControlPlane::~MpiControlPlane() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;  // MPI has released everything already
+  const bool peer_failed = alive() && alive()->failed();
   if (doorbell_recv_ != MPI_REQUEST_NULL) {
     MPI_Cancel(&doorbell_recv_);
     bool done = false;
-    wait_for(&doorbell_recv_, kShutdownWait, &done).ignore();
+    wait_for(&doorbell_recv_, peer_failed ? kShutdownWait / 10 : kShutdownWait, &done).ignore();
     if (!done) {
       MPI_Request_free(&doorbell_recv_);
       doorbell_in_.release();  // MPI may still write into it: leak, never free under it
@@ -88,7 +90,7 @@ Status MpiControlPlane::allgather(const Bytes& mine, std::vector<Bytes>* all) {
   MPI_Request request;
   KOLO_MPI_CHECK(MPI_Iallgather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, comm_,
                                 &request));
-  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
 
   std::vector<int> counts, displs;
   int64_t total = 0;
@@ -96,7 +98,7 @@ Status MpiControlPlane::allgather(const Bytes& mine, std::vector<Bytes>* all) {
   std::string buffer(static_cast<size_t>(total), '\0');
   KOLO_MPI_CHECK(MPI_Iallgatherv(mine.data(), static_cast<int>(my_size), MPI_BYTE, buffer.data(),
                                  counts.data(), displs.data(), MPI_BYTE, comm_, &request));
-  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
   split(buffer, counts, displs, all);
   return Status::OK();
 }
@@ -112,7 +114,7 @@ Status MpiControlPlane::gather(const Bytes& mine, std::vector<Bytes>* all, int r
   MPI_Request request;
   KOLO_MPI_CHECK(MPI_Igather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, root,
                              comm_, &request));
-  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
   // Only the root knows every size, so a blob too big for an int count fails on
   // its own rank and on the root, not everywhere; either way the world is broken
   // (control blobs are kilobytes; see the contract in control_plane.h).
@@ -124,7 +126,7 @@ Status MpiControlPlane::gather(const Bytes& mine, std::vector<Bytes>* all, int r
   std::string buffer(static_cast<size_t>(total), '\0');
   KOLO_MPI_CHECK(MPI_Igatherv(mine.data(), static_cast<int>(my_size), MPI_BYTE, buffer.data(),
                               counts.data(), displs.data(), MPI_BYTE, root, comm_, &request));
-  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
   if (is_root) {
     split(buffer, counts, displs, all);
   } else {
@@ -141,7 +143,7 @@ Status MpiControlPlane::broadcast(Bytes* blob, int root) {
   uint64_t size = blob->size();
   MPI_Request request;
   KOLO_MPI_CHECK(MPI_Ibcast(&size, 1, MPI_UINT64_T, root, comm_, &request));
-  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
   if (size > static_cast<uint64_t>(INT_MAX)) {
     return invalid_argument("broadcast blob of " + std::to_string(size) +
                             " bytes is over INT_MAX");
@@ -150,13 +152,14 @@ Status MpiControlPlane::broadcast(Bytes* blob, int root) {
   if (size == 0) return Status::OK();
   KOLO_MPI_CHECK(MPI_Ibcast(blob->data(), static_cast<int>(size), MPI_BYTE, root, comm_,
                             &request));
-  return wait(&request);
+  return wait(&request, alive());
 }
 
 Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
   if (bits->size() > static_cast<size_t>(INT_MAX)) {
     return invalid_argument("bitwise_and of more than INT_MAX words");
   }
+  test_point("negotiate");
   // Same length on every rank, so every rank takes the same branch.
   if (node_and_ && bits->size() <= NodeAnd::kMaxWords) return node_and_->run(bits);
   uint64_t unused = 0;  // MPI wants a valid address even for count 0
@@ -164,13 +167,13 @@ Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
   MPI_Request request;
   KOLO_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(bits->size()),
                                 MPI_UINT64_T, MPI_BAND, comm_, &request));
-  return wait(&request);
+  return wait(&request, alive());
 }
 
 Status MpiControlPlane::barrier() {
   MPI_Request request;
   KOLO_MPI_CHECK(MPI_Ibarrier(comm_, &request));
-  return wait(&request);
+  return wait(&request, alive());
 }
 
 Status MpiControlPlane::find_node_peers() {
@@ -220,11 +223,19 @@ bool MpiControlPlane::rung(uint64_t cycle) {
 void MpiControlPlane::wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
                                     std::chrono::microseconds poll) {
   if (!node_) {
-    ControlPlane::wait_for_ring(cycle, timeout, poll);
+    ControlPlane::wait_for_ring(cycle, capped(timeout), poll);
     return;
   }
   if (remote_peers_ > 0) timeout = std::min(timeout, poll);
+  timeout = capped(timeout);
   node_->wait(cycle, timeout, [&] { return remote_peers_ > 0 && mpi_rung(cycle); });
+}
+
+Status MpiControlPlane::check_peers() { return alive() ? alive()->check() : Status::OK(); }
+
+std::chrono::microseconds MpiControlPlane::capped(std::chrono::microseconds timeout) const {
+  if (!alive()) return timeout;
+  return std::min<std::chrono::microseconds>(timeout, alive()->check_every());
 }
 
 void MpiControlPlane::wake() {
@@ -275,7 +286,9 @@ Status MpiControlPlane::reap_ringings() {
 }
 
 void MpiControlPlane::release_ringings() {
-  const auto deadline = std::chrono::steady_clock::now() + kShutdownWait;
+  const bool peer_failed = alive() && alive()->failed();  // sends to it never finish
+  const auto deadline =
+      std::chrono::steady_clock::now() + (peer_failed ? kShutdownWait / 10 : kShutdownWait);
   bool all_done = true;
   for (Ringing& ringing : ringings_) {
     for (MPI_Request& request : ringing.sends) {

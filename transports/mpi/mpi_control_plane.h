@@ -64,6 +64,7 @@ class MpiControlPlane : public transport::ControlPlane {
   void wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
                      std::chrono::microseconds poll) override;
   void wake() override;
+  Status check_peers() override;
 
  private:
   // One ring(): the cycle number (the send buffer) and a send to each peer.
@@ -78,6 +79,10 @@ class MpiControlPlane : public transport::ControlPlane {
   Status find_node_peers();
   Status drain_doorbell();
   Status reap_ringings();
+  Liveness* alive() const { return comms_->liveness.get(); }
+  // `timeout`, capped so that an idle coordinator calls check_peers() often
+  // enough for its peers to hear from it (Liveness::check_every).
+  std::chrono::microseconds capped(std::chrono::microseconds timeout) const;
   void release_ringings();
 
   SharedComms comms_;

@@ -28,7 +28,10 @@ MpiPointToPoint::~MpiPointToPoint() {
   if (finalized) return;
   for (auto& [id, request] : requests_) {
     for (MPI_Request& piece : request.pieces) {
-      if (piece != MPI_REQUEST_NULL) mpi::wait(&piece).ignore();
+      if (piece == MPI_REQUEST_NULL) continue;
+      // A wait ended by a failed peer leaves the piece: MPI keeps it (and never
+      // completes it, the peer being gone).
+      if (!mpi::wait(&piece, comms_->liveness.get()).ok()) MPI_Request_free(&piece);
     }
   }
 }
@@ -122,7 +125,14 @@ Status MpiPointToPoint::wait(transport::RequestId id) {
   }
   Request& request = it->second;
   Backoff backoff;
-  while (!progress(&request)) backoff.pause();
+  Liveness* alive = comms_->liveness.get();
+  while (!progress(&request)) {
+    if (alive) {
+      if (Status s = alive->check(); !s.ok()) request.status = s;
+      if (!request.status.ok()) break;
+    }
+    backoff.pause();
+  }
   // After an error the remaining pieces may never complete (the peer sent
   // something else): let MPI have them. The world is broken at this point.
   for (MPI_Request& piece : request.pieces) {

@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
+#include "common/test_hooks.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_work.h"
 
@@ -154,7 +155,7 @@ std::unique_ptr<transport::Work> MpiTransport::start_allreduce(const void* in, v
   char* output = static_cast<char*>(out);
 
   // The MPI requests of one bucket: one per slice of at most the limit.
-  auto work = std::make_unique<MpiWork>();
+  auto work = std::make_unique<MpiWork>(comms_->liveness.get());
   Status started;
   for (int64_t offset = 0; offset < count && started.ok(); offset += max_count_per_call_) {
     const int n = static_cast<int>(std::min(max_count_per_call_, count - offset));
@@ -169,6 +170,7 @@ std::unique_ptr<transport::Work> MpiTransport::start_allreduce(const void* in, v
     }
   }
   if (!started.ok()) work->fail(std::move(started));
+  test_point("mpi");
   return work;
 }
 

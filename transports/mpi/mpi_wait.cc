@@ -1,39 +1,68 @@
 #include "transports/mpi/mpi_wait.h"
 
+#include <atomic>
+
+#include "common/check.h"
 #include "transports/mpi/mpi_check.h"
 
 namespace kolo::mpi {
 
-Status wait(MPI_Request* request, MPI_Status* status) {
+namespace {
+std::atomic<bool> g_peer_failed{false};
+}  // namespace
+
+void record_peer_failure() { g_peer_failed.store(true, std::memory_order_release); }
+bool peer_failed_in_this_process() { return g_peer_failed.load(std::memory_order_acquire); }
+
+Deadline::Deadline(std::chrono::steady_clock::duration limit, std::string what)
+    : deadline_(std::chrono::steady_clock::now() + limit), limit_(limit), what_(std::move(what)) {}
+
+Status Deadline::check() {
+  if (status_.ok() && std::chrono::steady_clock::now() > deadline_) {
+    const double seconds = std::chrono::duration<double>(limit_).count();
+    status_ = Status(Code::kRankFailed, what_ + ": not every rank arrived within " +
+                                            std::to_string(seconds) + " s (a rank died or hangs)");
+    record_peer_failure();
+  }
+  return status_;
+}
+
+Status wait(MPI_Request* request, Liveness* alive, MPI_Status* status) {
   Backoff backoff;
   for (;;) {
     int done = 0;
     KOLO_MPI_CHECK(MPI_Test(request, &done, status));
     if (done) return Status::OK();
+    if (alive) KOLO_RETURN_IF_ERROR_AS_IS(alive->check());
     backoff.pause();
   }
 }
 
-Status wait_all(MPI_Request* requests, int n) {
+Status wait_all(MPI_Request* requests, int n, Liveness* alive) {
   // Waiting on each in turn costs nothing extra: a request that completed while
   // we waited on an earlier one passes its first test.
-  for (int i = 0; i < n; ++i) KOLO_RETURN_IF_ERROR(wait(&requests[i]));
+  for (int i = 0; i < n; ++i) KOLO_RETURN_IF_ERROR_AS_IS(wait(&requests[i], alive));
   return Status::OK();
 }
 
-bool wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads,
-                      std::chrono::steady_clock::duration timeout) {
+Status wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads,
+                        Liveness* alive) {
   for (int i = 0; i < spin_loads; ++i) {
-    if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return true;
+    if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return Status::OK();
     __builtin_ia32_pause();
   }
-  if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return true;
-  // Yields, then sleeps: ranks may outnumber cores.
-  Backoff backoff(Backoff::kPeer, std::chrono::steady_clock::now() + timeout);
+  Backoff backoff;  // yields, then sleeps: ranks may outnumber cores
   while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < target) {
-    if (!backoff.pause()) return false;
+    if (alive) KOLO_RETURN_IF_ERROR_AS_IS(alive->check());
+    backoff.pause();
   }
-  return true;
+  return Status::OK();
+}
+
+Status arrive(MPI_Comm comm, Liveness* alive) {
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Ibarrier(comm, &request));
+  return wait(&request, alive);
 }
 
 Status wait_for(MPI_Request* request, std::chrono::steady_clock::duration timeout,

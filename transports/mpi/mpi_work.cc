@@ -22,8 +22,9 @@ bool MpiWork::test() {
 
 Status MpiWork::wait() {
   if (!done_) {
-    Status waited = wait_all(requests_.data(), static_cast<int>(requests_.size()));
+    Status waited = wait_all(requests_.data(), static_cast<int>(requests_.size()), alive_);
     if (status_.ok()) status_ = waited;
+    for (MPI_Request r : requests_) abandoned_ = abandoned_ || r != MPI_REQUEST_NULL;
     done_ = true;
   }
   return status_;

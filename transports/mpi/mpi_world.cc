@@ -4,13 +4,17 @@
 #include "transports/mpi/mpi_world.h"
 
 #include <mpi.h>
+#include <signal.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "algorithms/ring_allreduce.h"
+#include "common/test_hooks.h"
 #include "transports/mpi/hierarchical_transport.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_comm.h"
@@ -18,6 +22,7 @@
 #include "transports/mpi/mpi_point_to_point.h"
 #include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/peer_monitor.h"
 #include "transports/mpi/shm_transport.h"
 #include "kolo_build_config.h"
 #if KOLO_HAVE_NCCL
@@ -62,6 +67,15 @@ Status require_thread_level(int provided) {
 // initialised MPI, its handlers are its own business: kolo does not change them,
 // and with MPI's default (MPI_ERRORS_ARE_FATAL) such an error aborts.
 
+// Note [SIGUSR1 and MPICH]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Under mpiexec.mpich -disable-auto-cleanup, hydra tells the surviving ranks of a
+// failure with SIGUSR1, and MPI_Init installs MPICH's handler for it, replacing
+// the process's own; that handler crashed the survivors (segmentation fault)
+// instead of letting kolo report the failure. When kolo initialises MPI it puts
+// back whatever disposition the process had (the default ends the process; a
+// program that wants kolo's KOLO_ERR_RANK_FAILED ignores or handles SIGUSR1).
+
 // Initialises MPI unless someone has; *kolo_owns says whether finalising is kolo's.
 Status init_mpi(bool* kolo_owns) {
   int initialized = 0;
@@ -74,7 +88,11 @@ Status init_mpi(bool* kolo_owns) {
   }
   int provided = 0;
   if (!initialized) {
+    // See Note [SIGUSR1 and MPICH].
+    struct sigaction usr1;
+    const bool saved = sigaction(SIGUSR1, nullptr, &usr1) == 0;
     KOLO_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    if (saved) sigaction(SIGUSR1, &usr1, nullptr);
     kolo_initialized_mpi = true;
     // See Note [Errors that reach MPI_COMM_WORLD].
     KOLO_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
@@ -86,10 +104,10 @@ Status init_mpi(bool* kolo_owns) {
   return require_thread_level(provided);
 }
 
-Status duplicate(MPI_Comm base, MPI_Comm* out) {
+Status duplicate(MPI_Comm base, MPI_Comm* out, Liveness* alive) {
   MPI_Request request;
   KOLO_MPI_CHECK(MPI_Comm_idup(base, out, &request));
-  KOLO_RETURN_IF_ERROR(wait(&request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive));
   KOLO_MPI_CHECK(MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN));
   return Status::OK();
 }
@@ -98,9 +116,12 @@ Status duplicate(MPI_Comm base, MPI_Comm* out) {
 // (cross). MPI has no non-blocking split; these two blocking calls run once, at
 // init. With test_node_size > 0 (tests only, KOLO_TEST_NODE_SIZE) consecutive
 // ranks form pretend nodes of that many ranks, so that one machine can exercise
-// multi-node code paths.
-Status split_topology(int test_node_size, Comms* comms, transport::Topology* topology) {
+// multi-node code paths. Each blocking split starts once every rank has arrived
+// (mpi::arrive with `alive`).
+Status split_topology(int test_node_size, Comms* comms, transport::Topology* topology,
+                      Liveness* alive) {
   MPI_Comm base = comms->control;
+  KOLO_RETURN_IF_ERROR_AS_IS(arrive(base, alive));
   if (test_node_size > 0) {
     KOLO_MPI_CHECK(MPI_Comm_split(base, topology->rank / test_node_size, topology->rank,
                                   &comms->local));
@@ -111,6 +132,7 @@ Status split_topology(int test_node_size, Comms* comms, transport::Topology* top
   KOLO_MPI_CHECK(MPI_Comm_set_errhandler(comms->local, MPI_ERRORS_RETURN));
   KOLO_MPI_CHECK(MPI_Comm_rank(comms->local, &topology->local_rank));
   KOLO_MPI_CHECK(MPI_Comm_size(comms->local, &topology->local_size));
+  KOLO_RETURN_IF_ERROR_AS_IS(arrive(base, alive));
   KOLO_MPI_CHECK(MPI_Comm_split(base, topology->local_rank, topology->rank, &comms->cross));
   KOLO_MPI_CHECK(MPI_Comm_set_errhandler(comms->cross, MPI_ERRORS_RETURN));
   KOLO_MPI_CHECK(MPI_Comm_rank(comms->cross, &topology->cross_rank));
@@ -128,21 +150,43 @@ Status make_comms(const WorldOptions& options, Comms* comms, transport::Topology
                               " is MPI_COMM_NULL");
     }
   }
-  KOLO_RETURN_IF_ERROR(duplicate(base, &comms->control));
-  KOLO_RETURN_IF_ERROR(duplicate(base, &comms->data));
+  // The first duplicate waits for every rank to reach kolo_init, however late
+  // (ranks start at their own pace); each later step is bounded by the peer
+  // timeout, then watched by the PeerMonitor.
+  KOLO_RETURN_IF_ERROR_AS_IS(duplicate(base, &comms->control, nullptr));
+  Deadline deadline(options.peer_timeout, "kolo_init");
+  KOLO_RETURN_IF_ERROR_AS_IS(duplicate(base, &comms->data, &deadline));
   KOLO_MPI_CHECK(MPI_Comm_rank(comms->control, &topology->rank));
   KOLO_MPI_CHECK(MPI_Comm_size(comms->control, &topology->size));
-  return split_topology(options.test_node_size, comms, topology);
+  KOLO_RETURN_IF_ERROR_AS_IS(split_topology(options.test_node_size, comms, topology, &deadline));
+  std::unique_ptr<PeerMonitor> monitor;
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      PeerMonitor::create(comms->control, comms->local, *topology, options.peer_timeout, &monitor));
+  comms->liveness = std::move(monitor);
+  test_point("init");
+  return Status::OK();
 }
 
-// A kolo-owned world's finalize: the last one out finalises MPI. (MPI_Finalize
-// belongs on the thread that initialised MPI; the runtime destroys its world on
-// the thread that calls kolo_shutdown.)
-void release_owned_world() {
-  if (--kolo_owned_worlds > 0) return;
+// Note [MPI_Finalize at exit]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// MPI_Finalize (MPICH 4) waits until every rank has called it, so finalising in
+// kolo_shutdown would make one rank's shutdown wait for the slowest rank's. When
+// kolo initialised MPI it therefore finalises it at process exit (atexit, on the
+// thread that exits, as MPI wants), once the last kolo world is gone; and not at
+// all after a peer failed, since MPI_Finalize would then wait for the dead rank
+// forever. Until exit MPI stays initialised, so kolo_init may run again.
+void finalize_at_exit() {
+  if (kolo_owned_worlds.load() > 0 || peer_failed_in_this_process()) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+// A kolo-owned world's finalize: see Note [MPI_Finalize at exit].
+void release_owned_world() {
+  static std::once_flag registered;
+  --kolo_owned_worlds;
+  std::call_once(registered, [] { std::atexit(finalize_at_exit); });
 }
 
 // "shm" when the whole world is one node; "hierarchical" when there are several
@@ -152,7 +196,8 @@ Status add_shared_memory_transports(const SharedComms& comms, const transport::T
   if (topology.local_size == topology.size) {
     std::unique_ptr<ShmAllreduce> engine;
     KOLO_RETURN_IF_ERROR(
-        ShmAllreduce::create(comms->local, ShmAllreduce::kDefaultSlotBytes, &engine));
+        ShmAllreduce::create(comms->local, ShmAllreduce::kDefaultSlotBytes,
+                             comms->liveness.get(), &engine));
     world->transports.push_back(std::make_unique<ShmTransport>(std::move(engine)));
   }
   bool hierarchical = false;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 
@@ -22,6 +23,9 @@ struct WorldOptions {
   size_t fusion_bytes = size_t{64} << 20;
   // KOLO_HIERARCHICAL_ALLREDUCE: the device transport goes hierarchical too.
   bool hierarchical_allreduce = false;
+  // KOLO_PEER_TIMEOUT_SECONDS: how long a silent peer is waited for
+  // (peer_monitor.h); also bounds each step of create_world after the first.
+  std::chrono::milliseconds peer_timeout{10000};
 };
 
 // Initialises MPI if nobody has (asking for MPI_THREAD_MULTIPLE; the world's

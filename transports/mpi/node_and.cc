@@ -19,10 +19,10 @@ constexpr int kSpinLoads = 16;
 
 }  // namespace
 
-Status NodeAnd::create(MPI_Comm local, std::unique_ptr<NodeAnd>* out) {
+Status NodeAnd::create(MPI_Comm local, Liveness* alive, std::unique_ptr<NodeAnd>* out) {
   std::unique_ptr<ShmWindow> window;
-  KOLO_RETURN_IF_ERROR(ShmWindow::create(local, kSequenceBytes + 2 * kSlotBytes, &window));
-  out->reset(new NodeAnd(std::move(window)));
+  KOLO_RETURN_IF_ERROR(ShmWindow::create(local, kSequenceBytes + 2 * kSlotBytes, alive, &window));
+  out->reset(new NodeAnd(std::move(window), alive));
   return Status::OK();
 }
 
@@ -47,10 +47,9 @@ Status NodeAnd::run(std::vector<uint64_t>* bits) {
   __atomic_store_n(sequence(me), call + 1, __ATOMIC_RELEASE);
   for (int p = 0; p < window_->local_size(); ++p) {
     if (p == me) continue;
-    if (!wait_for_counter(sequence(p), call + 1, kSpinLoads, kPeerTimeout)) {
-      broken_ = transport_error("node AND: local rank " + std::to_string(p) +
-                                " did not arrive within " + std::to_string(kPeerTimeout.count()) +
-                                " s");
+    Status arrived = wait_for_counter(sequence(p), call + 1, kSpinLoads, alive_);
+    if (!arrived.ok()) {
+      broken_ = arrived;
       return broken_;
     }
     const uint64_t* theirs = slot(p, call);

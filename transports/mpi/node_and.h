@@ -13,8 +13,8 @@
 // Contract: create() is collective over the node; run() is called by one thread
 // per rank (the coordinator), in the same order on every rank, with vectors of
 // the same length on every rank, at most kMaxWords long. Waiting spins briefly,
-// then yields and sleeps (common/backoff.h). A peer that does not arrive
-// within kPeerTimeout fails the call; the board is then unusable.
+// then yields and sleeps (common/backoff.h), consulting the Liveness given to
+// create(). A failed peer fails the call; the board is then unusable.
 #pragma once
 
 #include <mpi.h>
@@ -34,19 +34,20 @@ class NodeAnd {
   // 4 KiB: the negotiation's vector is 1 + 3 * ceil(cache capacity / 64) words,
   // 49 at the default capacity of 1024; up to 10880 entries fit.
   static constexpr size_t kMaxWords = 512;
-  static constexpr std::chrono::seconds kPeerTimeout{300};
-
-  static Status create(MPI_Comm local, std::unique_ptr<NodeAnd>* out);
+  // `alive` (may be null) outlives the board.
+  static Status create(MPI_Comm local, Liveness* alive, std::unique_ptr<NodeAnd>* out);
 
   // Elementwise AND of `bits` over the node's ranks, in place.
   Status run(std::vector<uint64_t>* bits);
 
  private:
-  explicit NodeAnd(std::unique_ptr<ShmWindow> window) : window_(std::move(window)) {}
+  NodeAnd(std::unique_ptr<ShmWindow> window, Liveness* alive)
+      : window_(std::move(window)), alive_(alive) {}
   uint64_t* sequence(int rank) const;
   uint64_t* slot(int rank, uint64_t call) const;
 
   std::unique_ptr<ShmWindow> window_;
+  Liveness* alive_;
   uint64_t calls_ = 0;  // the same on every rank
   Status broken_;
 };

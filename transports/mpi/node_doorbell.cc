@@ -23,12 +23,14 @@ long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* 
 
 }  // namespace
 
-Status NodeDoorbell::create(MPI_Comm local, std::unique_ptr<NodeDoorbell>* out) {
+Status NodeDoorbell::create(MPI_Comm local, Liveness* alive, std::unique_ptr<NodeDoorbell>* out) {
   std::unique_ptr<NodeDoorbell> bell(new NodeDoorbell());
+  bell->alive_ = alive;
   KOLO_MPI_CHECK(MPI_Comm_rank(local, &bell->local_rank_));
   KOLO_MPI_CHECK(MPI_Comm_size(local, &bell->local_size_));
   const MPI_Aint bytes = bell->local_rank_ == 0 ? sizeof(Line) * bell->local_size_ : 0;
   void* base = nullptr;
+  KOLO_RETURN_IF_ERROR_AS_IS(arrive(local, alive));  // MPI_Win_allocate_shared blocks
   KOLO_MPI_CHECK(MPI_Win_allocate_shared(bytes, sizeof(Line), MPI_INFO_NULL, local, &base,
                                          &bell->win_));
   MPI_Aint size = 0;
@@ -45,9 +47,7 @@ Status NodeDoorbell::create(MPI_Comm local, std::unique_ptr<NodeDoorbell>* out) 
     }
     std::atomic_thread_fence(std::memory_order_seq_cst);
   }
-  MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Ibarrier(local, &request));  // zeroed before anyone rings
-  KOLO_RETURN_IF_ERROR(mpi::wait(&request));
+  KOLO_RETURN_IF_ERROR_AS_IS(arrive(local, alive));  // zeroed before anyone rings
   *out = std::move(bell);
   return Status::OK();
 }
@@ -55,7 +55,9 @@ Status NodeDoorbell::create(MPI_Comm local, std::unique_ptr<NodeDoorbell>* out) 
 NodeDoorbell::~NodeDoorbell() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  if (finalized || win_ == MPI_WIN_NULL) return;
+  if (alive_ && alive_->failed()) return;  // MPI_Win_free would wait for a dead rank
+  MPI_Win_free(&win_);
 }
 
 void NodeDoorbell::ring(uint64_t cycle) {

@@ -19,13 +19,16 @@
 #include <memory>
 
 #include "common/status.h"
+#include "transports/mpi/mpi_wait.h"
 
 namespace kolo::mpi {
 
 class NodeDoorbell {
  public:
-  // Collective over `local`. Allocates and zeroes the window once.
-  static Status create(MPI_Comm local, std::unique_ptr<NodeDoorbell>* out);
+  // Collective over `local`. Allocates and zeroes the window once. Waits consult
+  // `alive` (may be null), which outlives the doorbell and tells the destructor
+  // whether freeing the window collectively is safe.
+  static Status create(MPI_Comm local, Liveness* alive, std::unique_ptr<NodeDoorbell>* out);
   ~NodeDoorbell();
 
   void ring(uint64_t cycle);
@@ -49,6 +52,7 @@ class NodeDoorbell {
   void sleep_on(Line& mine, uint32_t seen, std::chrono::microseconds timeout);
 
   MPI_Win win_ = MPI_WIN_NULL;
+  Liveness* alive_ = nullptr;
   Line* lines_ = nullptr;  // [r] = local rank r
   int local_rank_ = 0;
   int local_size_ = 1;

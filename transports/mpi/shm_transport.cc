@@ -48,6 +48,7 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/test_hooks.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_wait.h"
@@ -203,16 +204,18 @@ struct ShmAllreduce::Slice {
   }
 };
 
-Status ShmAllreduce::create(MPI_Comm local, size_t slot_bytes, std::unique_ptr<ShmAllreduce>* out) {
+Status ShmAllreduce::create(MPI_Comm local, size_t slot_bytes, Liveness* alive,
+                            std::unique_ptr<ShmAllreduce>* out) {
   slot_bytes = std::max<size_t>(kCacheLine, slot_bytes / kCacheLine * kCacheLine);
   std::unique_ptr<ShmWindow> window;
-  KOLO_RETURN_IF_ERROR(ShmWindow::create(local, kControlBytes + kSlots * slot_bytes, &window));
-  out->reset(new ShmAllreduce(std::move(window), slot_bytes));
+  KOLO_RETURN_IF_ERROR(
+      ShmWindow::create(local, kControlBytes + kSlots * slot_bytes, alive, &window));
+  out->reset(new ShmAllreduce(std::move(window), slot_bytes, alive));
   return Status::OK();
 }
 
-ShmAllreduce::ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes)
-    : window_(std::move(window)), slot_bytes_(slot_bytes), piece_(kStreamPiece) {}
+ShmAllreduce::ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes, Liveness* alive)
+    : window_(std::move(window)), slot_bytes_(slot_bytes), alive_(alive), piece_(kStreamPiece) {}
 
 uint64_t* ShmAllreduce::counter(int rank, int which) const {
   return reinterpret_cast<uint64_t*>(window_->segment(rank) + which * kCacheLine);
@@ -231,10 +234,10 @@ Status ShmAllreduce::wait_peers(int which, uint64_t target) {
 }
 
 Status ShmAllreduce::wait_counter(const uint64_t* c, uint64_t target, int who) {
-  if (wait_for_counter(c, target, kSpinLoads, kPeerTimeout)) return Status::OK();
-  return transport_error("shm: local rank " + std::to_string(who) + " did not reach step " +
-                         std::to_string(target) + " within " +
-                         std::to_string(kPeerTimeout.count()) + " s");
+  Status s = wait_for_counter(c, target, kSpinLoads, alive_);
+  if (s.ok()) return s;
+  return Status(s.code(), "shm: waiting for local rank " + std::to_string(who) + " (step " +
+                              std::to_string(target) + "): " + s.message());
 }
 
 // Note [Streaming stores across distant cores]. Local rank 0 pings, local rank 1
@@ -291,6 +294,7 @@ Status ShmAllreduce::post(const Slice& s, bool stream) {
   }
   if (stream) _mm_sfence();  // streaming stores are not ordered by the release below
   __atomic_store_n(counter(me, kPosted), g + 1, __ATOMIC_RELEASE);
+  test_point("shm");
   return Status::OK();
 }
 

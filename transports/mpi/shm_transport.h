@@ -8,7 +8,7 @@
 //
 // Errors: a misuse (bad op, null buffer) returns a Status before the window is
 // touched, on every rank alike, since every rank sees the same bucket. A peer
-// that does not arrive within kPeerTimeout fails the call; the engine is then
+// that has failed (the Liveness given to create() says so) fails the call; the engine is then
 // broken (its counters no longer agree with its peers') and fails every later
 // call. Waiting never busy-spins for long: a short spin, then yields, then sleeps.
 #pragma once
@@ -39,7 +39,6 @@ class ShmAllreduce {
  public:
   // Bytes of one slot: the unit of slicing. See Note [Shm slice size].
   static constexpr size_t kDefaultSlotBytes = size_t{512} << 10;
-  static constexpr std::chrono::seconds kPeerTimeout{300};
 
   // Buckets from this size up may be written to the slots with streaming stores
   // (Note [Streaming stores across distant cores]).
@@ -60,7 +59,9 @@ class ShmAllreduce {
 
   // Collective over `local` (the node communicator): allocates and pre-faults
   // the shared window (a control block and two slots of slot_bytes per rank).
-  static Status create(MPI_Comm local, size_t slot_bytes, std::unique_ptr<ShmAllreduce>* out);
+  // Every wait consults `alive` (may be null; outlives the engine).
+  static Status create(MPI_Comm local, size_t slot_bytes, Liveness* alive,
+                       std::unique_ptr<ShmAllreduce>* out);
 
   // The same on every rank of the node, before the next run().
   void set_store_mode(StoreMode mode) { store_mode_ = mode; }
@@ -84,7 +85,7 @@ class ShmAllreduce {
  private:
   struct Slice;
   class Tensors;
-  explicit ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes);
+  ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes, Liveness* alive);
 
   Status run_list(const transport::BucketTensor* tensors, size_t n, DataType dtype, ReduceOp op,
                   const ShardStage& stage);
@@ -105,6 +106,7 @@ class ShmAllreduce {
 
   std::unique_ptr<ShmWindow> window_;
   size_t slot_bytes_;
+  Liveness* alive_;
   uint64_t next_slice_ = 0;  // slices done so far, the same on every rank
   StoreMode store_mode_ = StoreMode::kAuto;
   bool streaming_ = false;         // agreed by the last calibration

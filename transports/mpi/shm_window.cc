@@ -19,8 +19,10 @@ char* align_up(char* p) {
 
 }  // namespace
 
-Status ShmWindow::create(MPI_Comm local, size_t bytes_per_rank, std::unique_ptr<ShmWindow>* out) {
+Status ShmWindow::create(MPI_Comm local, size_t bytes_per_rank, Liveness* alive,
+                         std::unique_ptr<ShmWindow>* out) {
   std::unique_ptr<ShmWindow> window(new ShmWindow());
+  window->alive_ = alive;
   int size = 0;
   KOLO_MPI_CHECK(MPI_Comm_rank(local, &window->local_rank_));
   KOLO_MPI_CHECK(MPI_Comm_size(local, &size));
@@ -29,6 +31,7 @@ Status ShmWindow::create(MPI_Comm local, size_t bytes_per_rank, std::unique_ptr<
   bytes_per_rank = (bytes_per_rank + kSegmentAlign - 1) / kSegmentAlign * kSegmentAlign;
   window->bytes_per_rank_ = bytes_per_rank;
 
+  KOLO_RETURN_IF_ERROR_AS_IS(arrive(local, alive));
   MPI_Info info;
   KOLO_MPI_CHECK(MPI_Info_create(&info));
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
@@ -58,9 +61,7 @@ Status ShmWindow::create(MPI_Comm local, size_t bytes_per_rank, std::unique_ptr<
   // Pre-fault this rank's own pages: zeroed counters are also the protocol's start.
   std::memset(mine, 0, allocated);
   // No peer may read this segment's counters before they are zeroed.
-  MPI_Request barrier;
-  KOLO_MPI_CHECK(MPI_Ibarrier(local, &barrier));
-  KOLO_RETURN_IF_ERROR(wait(&barrier));
+  KOLO_RETURN_IF_ERROR_AS_IS(arrive(local, alive));
   *out = std::move(window);
   return Status::OK();
 }
@@ -68,7 +69,9 @@ Status ShmWindow::create(MPI_Comm local, size_t bytes_per_rank, std::unique_ptr<
 ShmWindow::~ShmWindow() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  if (finalized || win_ == MPI_WIN_NULL) return;
+  if (alive_ && alive_->failed()) return;  // MPI_Win_free would wait for a dead rank
+  MPI_Win_free(&win_);
 }
 
 }  // namespace kolo::mpi

@@ -139,7 +139,7 @@ TEST(NodeAnd, MoreThanTheSlotHoldsIsAnInvalidArgument) {
   ASSERT_EQ(MPI_Comm_split_type(comms->control, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
             MPI_SUCCESS);
   std::unique_ptr<NodeAnd> board;
-  ASSERT_TRUE(NodeAnd::create(local, &board).ok());
+  ASSERT_TRUE(NodeAnd::create(local, nullptr, &board).ok());
   std::vector<uint64_t> bits(NodeAnd::kMaxWords + 1, ~uint64_t{0});
   Status status = board->run(&bits);
   EXPECT_EQ(status.code(), Code::kInvalidArgument);

@@ -80,7 +80,7 @@ TEST(MpiWorld, AdoptsTheCallersMpiAndLeavesFinalizeToIt) {
   MPI_Request request;
   ASSERT_EQ(MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD,
                            &request), MPI_SUCCESS);
-  ASSERT_TRUE(wait(&request).ok());
+  ASSERT_TRUE(wait(&request, nullptr).ok());
   EXPECT_EQ(value, world_size());
 }
 

@@ -55,7 +55,7 @@ TYPED_TEST(ShmAllreduceTest, EveryOpAndCount) {
 TEST(ShmAllreduce, TinySlotsSliceAndReuse) {
   SharedComms comms = dup_world_comms();  // one node: the world is the node
   std::unique_ptr<ShmAllreduce> engine;
-  ASSERT_TRUE(ShmAllreduce::create(comms->data, 256, &engine).ok());
+  ASSERT_TRUE(ShmAllreduce::create(comms->data, 256, nullptr, &engine).ok());
   ShmTransport tiny(std::move(engine));
   for (int repeat = 0; repeat < 3; ++repeat) {
     for (int64_t count : {int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{1000},
@@ -90,7 +90,7 @@ TEST(ShmAllreduce, RepeatedCalls) {
 TEST(ShmAllreduce, FusedBucketUnpacked) {
   SharedComms comms = dup_world_comms();
   std::unique_ptr<ShmAllreduce> engine;
-  ASSERT_TRUE(ShmAllreduce::create(comms->data, 256, &engine).ok());
+  ASSERT_TRUE(ShmAllreduce::create(comms->data, 256, nullptr, &engine).ok());
   ShmTransport tiny(std::move(engine));
   transport::Transport& shm = *find_transport("shm");
   const std::vector<int64_t> counts = {0, 1, 63, 0, 1000, 5, 4099, 17, 0};
@@ -140,7 +140,7 @@ TEST(ShmAllreduce, StreamingAndCachedStoresGiveExactResults) {
                    ", slot " + std::to_string(slot_bytes));
       SharedComms comms = dup_world_comms();
       std::unique_ptr<ShmAllreduce> engine;
-      ASSERT_TRUE(ShmAllreduce::create(comms->data, slot_bytes, &engine).ok());
+      ASSERT_TRUE(ShmAllreduce::create(comms->data, slot_bytes, nullptr, &engine).ok());
       engine->set_store_mode(mode);
       ShmAllreduce* raw = engine.get();
       ShmTransport t(std::move(engine));
@@ -172,7 +172,7 @@ TEST(ShmAllreduce, StreamingAndCachedStoresGiveExactResults) {
 TEST(ShmAllreduce, CalibratedStoreModeIsTheSameOnEveryRank) {
   SharedComms comms = dup_world_comms();
   std::unique_ptr<ShmAllreduce> engine;
-  ASSERT_TRUE(ShmAllreduce::create(comms->data, ShmAllreduce::kDefaultSlotBytes, &engine).ok());
+  ASSERT_TRUE(ShmAllreduce::create(comms->data, ShmAllreduce::kDefaultSlotBytes, nullptr, &engine).ok());
   const int64_t count = static_cast<int64_t>(ShmAllreduce::kStreamMinBytes / sizeof(int32_t));
   std::vector<int32_t> v(static_cast<size_t>(count));
   for (int i = 0; i < 130; ++i) {

@@ -1,0 +1,228 @@
+// failure_probe: one rank of a failure test (run_failure.py starts it under
+// mpiexec.mpich -disable-auto-cleanup). The victim rank dies at the phase under
+// test (by KOLO_TEST_DIE_AT inside kolo, or here); every survivor reports what
+// kolo told it and how long after the death, as one line in <dir>/result.<rank>:
+//
+//   code=<status> detect_ms=<ms> shutdown_ms=<ms> later=<status> message=<text>
+//
+// detect_ms: from the victim's death (the time it wrote to <dir>/death, on the
+// node's CLOCK_MONOTONIC) to the survivor's error; shutdown_ms: how long the
+// survivor's kolo_shutdown took; later: the status of an allreduce submitted
+// after the error (before kolo_shutdown; for init and the shutdown orders,
+// after it). Usage: failure_probe <phase> <victim rank> <dir>.
+// Phases: init idle negotiate shm ring mpi barrier join teardown exit stop
+// shutdown-after-death, and the shutdown orders (order, idiom, busy; see below).
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kolo/kolo.h"
+
+namespace {
+
+std::string g_dir;
+int g_rank = -1;
+
+double monotonic_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+// The victim's death time (written by it, or by kolo's test hook), or -1.
+double death_ms() {
+  std::ifstream in(g_dir + "/death");
+  long long ns = -1;
+  if (!(in >> ns)) return -1;
+  return ns * 1e-6;
+}
+
+void wait_for_death() {
+  while (death_ms() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+void die(int signal_number) {
+  std::ofstream(g_dir + "/death") << static_cast<long long>(monotonic_ms() * 1e6) << "\n";
+  raise(signal_number);
+}
+
+struct Outcome {
+  kolo_status_t code = KOLO_OK;
+  std::string message;
+  double at_ms = 0;
+};
+
+Outcome allreduce(const char* name, int64_t count) {
+  std::vector<float> data(static_cast<size_t>(count), 1.0f);
+  kolo_handle_t h = nullptr;
+  Outcome out;
+  out.code = kolo_allreduce_async(name, data.data(), data.data(), count, KOLO_FLOAT32,
+                                  KOLO_OP_SUM, 1.0, 1.0, KOLO_CPU_DEVICE, &h);
+  if (out.code == KOLO_OK) {
+    out.code = kolo_wait(h, -1.0);
+    out.message = kolo_handle_message(h);
+    kolo_handle_release(h);
+  } else {
+    out.message = kolo_last_error();
+  }
+  out.at_ms = monotonic_ms();
+  return out;
+}
+
+// Allreduces until one fails (the victim dies meanwhile); the victim dies itself
+// at iteration `die_at` with `signal_number` (0: kolo's hook kills it).
+Outcome loop(int64_t count, bool victim, int die_at, int signal_number) {
+  for (int i = 0; i < 100000; ++i) {
+    if (victim && signal_number != 0 && i == die_at) {
+      if (signal_number < 0) std::exit(0);  // exits without kolo_shutdown
+      die(signal_number);
+    }
+    Outcome o = allreduce(("t" + std::to_string(i % 7)).c_str(), count);
+    if (o.code != KOLO_OK) return o;
+  }
+  return Outcome{KOLO_OK, "no failure", monotonic_ms()};
+}
+
+Outcome fail_in(kolo_status_t code) {
+  return Outcome{code, code == KOLO_OK ? "" : kolo_last_error(), monotonic_ms()};
+}
+
+void report(const std::string& phase, const Outcome& o, double shutdown_ms,
+            kolo_status_t later) {
+  const double death = death_ms();
+  char line[4096];
+  std::snprintf(line, sizeof line, "code=%s detect_ms=%.0f shutdown_ms=%.0f later=%s message=%s",
+                kolo_status_string(o.code), death < 0 ? -1.0 : o.at_ms - death, shutdown_ms,
+                kolo_status_string(later), o.message.c_str());
+  std::ofstream(g_dir + "/result." + std::to_string(g_rank)) << line << "\n";
+  std::printf("[%s rank %d] %s\n", phase.c_str(), g_rank, line);
+}
+
+double timed_shutdown() {
+  const double start = monotonic_ms();
+  kolo_shutdown();
+  return monotonic_ms() - start;
+}
+
+// Item 3: shutdown orders. "order": rank r shuts down after r * 300 ms (the
+// driver reverses the order with victim = -2); "idiom": the same with
+// `if (kolo_is_initialized()) kolo_shutdown();`; "busy": rank 0 shuts down while
+// the others keep submitting until kolo refuses.
+int shutdown_phase(const std::string& phase, int size, bool reversed) {
+  if (kolo_init() != KOLO_OK) return 2;
+  Outcome warm = allreduce("warm", 16);
+  if (warm.code != KOLO_OK) return 3;
+  const int slot = reversed ? size - 1 - g_rank : g_rank;
+  Outcome o{KOLO_OK, "", monotonic_ms()};
+  if (phase == "busy" && g_rank != 0) {
+    o = loop(1024, false, 0, 0);  // until rank 0's shutdown reaches this rank
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 * slot));
+  }
+  double took = -1;
+  if (phase == "idiom") {
+    const double start = monotonic_ms();
+    if (kolo_is_initialized()) kolo_shutdown();
+    took = monotonic_ms() - start;
+  } else {
+    took = timed_shutdown();
+  }
+  report(phase, o, took, allreduce("after", 4).code);
+  return 0;
+}
+
+// Note [Hydra's kill despite -disable-auto-cleanup]
+// hydra_pmi_proxy (MPICH 4.0.2) now and then answers a rank's death with
+// kill(-pgid, SIGKILL) on the other ranks' process groups (seen with strace)
+// although -disable-auto-cleanup is given, which would end a survivor before it
+// could report. So each rank runs in a child in its own session; the parent,
+// the process hydra knows, only waits for it and passes its end on.
+void run_in_own_session() {
+  const pid_t child = fork();
+  if (child < 0) return;  // no fork: run here
+  if (child == 0) {
+    setsid();
+    return;
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+  }
+  if (WIFSIGNALED(status)) raise(WTERMSIG(status));
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  run_in_own_session();
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: failure_probe <phase> <victim rank> <dir>\n");
+    return 2;
+  }
+  signal(SIGUSR1, SIG_IGN);  // hydra's failure notice: this models a launcher that does not kill
+  const std::string phase = argv[1];
+  const int victim_rank = std::atoi(argv[2]);
+  g_dir = argv[3];
+  const char* pmi_rank = std::getenv("PMI_RANK");
+  g_rank = pmi_rank ? std::atoi(pmi_rank) : 0;
+  std::ofstream(g_dir + "/pid." + std::to_string(g_rank)) << getpid() << "\n";
+  const char* size_env = std::getenv("PMI_SIZE");
+  const int size = size_env ? std::atoi(size_env) : 1;
+  if (phase == "order" || phase == "idiom" || phase == "busy")
+    return shutdown_phase(phase, size, victim_rank == -2);
+
+  const bool victim = g_rank == victim_rank;
+  kolo_status_t s = kolo_init();
+  if (phase == "init") {
+    const Outcome o = fail_in(s);
+    const double took = timed_shutdown();
+    report(phase, o, took, allreduce("after", 4).code);
+    return 0;
+  }
+  if (s != KOLO_OK || allreduce("warm", 16).code != KOLO_OK) {
+    std::fprintf(stderr, "rank %d: init or warm-up failed: %s\n", g_rank, kolo_last_error());
+    return 3;
+  }
+  Outcome o;
+  if (phase == "idle" || phase == "barrier" || phase == "join" ||
+      phase == "shutdown-after-death") {
+    if (victim) die(SIGKILL);
+    if (phase == "idle") {
+      wait_for_death();
+      o = allreduce("after-death", 4);
+    } else if (phase == "barrier") {
+      o = fail_in(kolo_barrier());
+    } else if (phase == "join") {
+      o = fail_in(kolo_join(nullptr));
+    } else {
+      wait_for_death();
+      o = Outcome{KOLO_OK, "", monotonic_ms()};
+    }
+  } else if (phase == "negotiate" || phase == "mpi" || phase == "ring") {
+    o = loop(16, victim, 0, 0);  // the victim dies inside kolo (KOLO_TEST_DIE_AT)
+  } else if (phase == "shm") {
+    o = loop(256 << 10, victim, 0, 0);
+  } else if (phase == "teardown") {
+    o = Outcome{KOLO_OK, "", monotonic_ms()};  // the victim dies inside its teardown
+  } else if (phase == "exit") {
+    o = loop(16, victim, 20, -1);
+  } else if (phase == "stop") {
+    o = loop(16, victim, 20, SIGSTOP);
+  } else {
+    std::fprintf(stderr, "unknown phase %s\n", phase.c_str());
+    return 2;
+  }
+  const kolo_status_t later = allreduce("later", 4).code;
+  report(phase, o, timed_shutdown(), later);
+  return 0;
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Runs failure_probe under mpiexec.mpich -disable-auto-cleanup for one phase and
+checks what every survivor saw (see failure_probe.cc).
+
+Kill phases: the victim dies at the phase; every survivor must get
+KOLO_ERR_RANK_FAILED naming the victim within the bound (the peer timeout plus
+slack), a later operation must fail the same way, kolo_shutdown must return
+within the bound, and the whole job must end (no survivor hangs). Shutdown
+phases (order, reverse, idiom, busy): every rank's kolo_shutdown must return
+promptly whatever the others do.
+
+Usage: run_failure.py --mpiexec M --probe P --np N --phase PHASE [--timeout S]
+Prints one row per survivor: phase, np, rank, code, detect_ms, shutdown_ms.
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+# The victim dies inside kolo at these hook points (KOLO_TEST_DIE_AT).
+HOOKS = {"init": "init", "negotiate": "negotiate:40", "shm": "shm:5", "ring": "ring:5",
+         "mpi": "mpi:5", "teardown": "teardown"}
+# Transports forced per phase (on every rank, so the plan agrees).
+TRANSPORT = {"shm": "shm", "ring": "ring", "mpi": "mpi"}
+SHUTDOWN_PHASES = ("order", "reverse", "idiom", "busy")
+
+
+def victim_of(phase, np):
+    if phase in SHUTDOWN_PHASES:
+        return -2 if phase == "reverse" else -1
+    # Rank 0 answers negotiation's slow path; kill it at 3 ranks, the last at 2.
+    return np - 1 if np == 2 else 0
+
+
+def command(args, victim, tmp):
+    probe_phase = "order" if args.phase == "reverse" else args.phase
+    cmd = [args.mpiexec, "-disable-auto-cleanup",
+           "-genv", "KOLO_PEER_TIMEOUT_SECONDS", str(args.timeout)]
+    if args.phase in TRANSPORT:
+        cmd += ["-genv", "KOLO_TRANSPORT", TRANSPORT[args.phase]]
+    for rank in range(args.np):
+        if rank:
+            cmd.append(":")
+        cmd += ["-n", "1"]
+        if rank == victim and args.phase in HOOKS:
+            cmd += ["-env", "KOLO_TEST_DIE_AT", HOOKS[args.phase] + "@" + tmp + "/death"]
+        cmd += [args.probe, probe_phase, str(victim), tmp]
+    return cmd
+
+
+def kill_leftovers(tmp, ranks):
+    """Kills these ranks' processes (a stopped victim never ends by itself)."""
+    for rank in ranks:
+        try:
+            with open(os.path.join(tmp, "pid.%d" % rank)) as f:
+                os.kill(int(f.read()), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+
+
+def wait_job(job, args, victim, tmp, started):
+    """Waits for the job; a stopped victim is killed once every survivor has
+    reported. Returns True if the job had to be killed at the limit."""
+    survivors = [r for r in range(args.np) if r != victim]
+    killed_victim = False
+    # The ranks run detached from hydra (failure_probe.cc, Note [Hydra's kill
+    # despite -disable-auto-cleanup]): wait for the job and for every rank.
+    while job.poll() is None or any_alive(tmp, args.np):
+        if time.monotonic() - started > args.job_limit:
+            kill_leftovers(tmp, range(args.np))
+            try:
+                job.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(job.pid, signal.SIGKILL)
+                job.wait()
+            return True
+        reported = all(os.path.exists(os.path.join(tmp, "result.%d" % r)) for r in survivors)
+        if args.phase == "stop" and reported and not killed_victim:
+            kill_leftovers(tmp, [victim])
+            killed_victim = True
+        time.sleep(0.05)
+    return False
+
+
+def any_alive(tmp, np):
+    for rank in range(np):
+        try:
+            with open(os.path.join(tmp, "pid.%d" % rank)) as f:
+                pid = int(f.read())
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().split(")")[-1].split()[0] != "Z":
+                    return True
+        except (OSError, ValueError):
+            pass
+    return False
+
+
+def parse(line):
+    row = dict(re.findall(r"(\w+)=(\S+)", line.split(" message=")[0]))
+    row["message"] = line.split(" message=", 1)[1].strip() if " message=" in line else ""
+    return row
+
+
+def check(args, victim, tmp):
+    """Returns a list of failures (empty: passed) and prints the rows."""
+    bound_ms = args.timeout * 1000 + args.slack_ms
+    failures = []
+    expected = "KOLO_ERR_RANK_FAILED"
+    if args.phase == "exit":
+        expected = ("KOLO_ERR_RANK_FAILED", "KOLO_ERR_SHUTDOWN")
+    elif args.phase in SHUTDOWN_PHASES + ("teardown", "shutdown-after-death"):
+        expected = ("KOLO_OK", "KOLO_ERR_SHUTDOWN")
+    for rank in range(args.np):
+        if rank == victim:
+            continue
+        path = os.path.join(tmp, "result.%d" % rank)
+        if not os.path.exists(path):
+            failures.append("rank %d reported nothing (hung or crashed)" % rank)
+            continue
+        with open(path) as f:
+            row = parse(f.read())
+        print("phase=%s np=%d rank=%d code=%s detect_ms=%s shutdown_ms=%s later=%s" %
+              (args.phase, args.np, rank, row["code"], row["detect_ms"], row["shutdown_ms"],
+               row["later"]))
+        if row["code"] not in (expected if isinstance(expected, tuple) else (expected,)):
+            failures.append("rank %d: %s (%s), expected %s" %
+                            (rank, row["code"], row["message"], expected))
+        if row["code"] == "KOLO_ERR_RANK_FAILED":
+            # At init a survivor that gave up first has exited too and may be
+            # the rank named.
+            named = re.search(r"rank \d+", row["message"]) if args.phase == "init" else None
+            if "rank %d" % victim not in row["message"] and not named:
+                failures.append("rank %d: the message does not name rank %d: %s" %
+                                (rank, victim, row["message"]))
+            if float(row["detect_ms"]) > bound_ms:
+                failures.append("rank %d: detected after %s ms (bound %d)" %
+                                (rank, row["detect_ms"], bound_ms))
+            if args.phase != "init" and row["later"] != "KOLO_ERR_RANK_FAILED":
+                failures.append("rank %d: a later operation gave %s" % (rank, row["later"]))
+        shutdown_bound = 1000 if args.phase in SHUTDOWN_PHASES else bound_ms
+        if float(row["shutdown_ms"]) > shutdown_bound:
+            failures.append("rank %d: kolo_shutdown took %s ms (bound %d)" %
+                            (rank, row["shutdown_ms"], shutdown_bound))
+    return failures
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--mpiexec", default="mpiexec.mpich")
+    p.add_argument("--probe", required=True)
+    p.add_argument("--np", type=int, default=2)
+    p.add_argument("--phase", required=True)
+    p.add_argument("--timeout", type=float, default=2.0, help="KOLO_PEER_TIMEOUT_SECONDS")
+    p.add_argument("--slack-ms", type=int, default=2000)
+    p.add_argument("--job-limit", type=float, default=60.0)
+    args = p.parse_args()
+    victim = victim_of(args.phase, args.np)
+    with tempfile.TemporaryDirectory(prefix="kolo-failure-") as tmp:
+        started = time.monotonic()
+        log_path = os.path.join(tmp, "job.log")
+        with open(log_path, "w") as log:
+            job = subprocess.Popen(command(args, victim, tmp), stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+            hung = wait_job(job, args, victim, tmp, started)
+        failures = check(args, victim, tmp)
+        if hung:
+            failures.append("the job did not end within %.0f s" % args.job_limit)
+        print("job took %.1f s" % (time.monotonic() - started))
+        if failures:
+            with open(log_path) as log:
+                print(log.read())
+            for f in failures:
+                print("FAIL: " + f)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
