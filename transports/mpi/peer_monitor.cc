@@ -81,11 +81,14 @@ Status PeerMonitor::start(MPI_Comm control, MPI_Comm local) {
       pid_visible_[p] = kill(pid, 0) == 0 || errno == EPERM;
     }
   }
-  return start_remote(local);
+  KOLO_RETURN_IF_ERROR_AS_IS(start_remote());
+  if (window_ || (thread_sends_ && !remotes_.empty()))
+    beater_ = std::thread([this] { beat_loop(); });
+  return Status::OK();
 }
 
 // The ranks not on this node, found as the world ranks missing from the board.
-Status PeerMonitor::start_remote(MPI_Comm local) {
+Status PeerMonitor::start_remote() {
   if (topology_.local_size == topology_.size) return Status::OK();
   std::vector<bool> on_node(topology_.size, false);
   on_node[topology_.rank] = true;
@@ -93,7 +96,6 @@ Status PeerMonitor::start_remote(MPI_Comm local) {
     for (int p = 0; p < window_->local_size(); ++p)
       on_node[reinterpret_cast<Board*>(window_->segment(p))->rank] = true;
   }
-  (void)local;
   const auto now = std::chrono::steady_clock::now();
   remotes_.reserve(topology_.size);
   for (int r = 0; r < topology_.size; ++r) {
@@ -105,10 +107,30 @@ Status PeerMonitor::start_remote(MPI_Comm local) {
   for (Remote& remote : remotes_)
     KOLO_MPI_CHECK(MPI_Irecv(&remote.in, 1, MPI_UINT64_T, remote.rank, kHeartbeatTag, comm_,
                              &remote.recv));
+  int provided = 0;
+  KOLO_MPI_CHECK(MPI_Query_thread(&provided));
+  thread_sends_ = provided == MPI_THREAD_MULTIPLE;
   return Status::OK();
 }
 
+void PeerMonitor::beat_loop() {
+  std::unique_lock<std::mutex> lock(beater_mu_);
+  while (!stopping_) {
+    beat_node();
+    if (thread_sends_) send_remote(std::chrono::steady_clock::now());
+    beater_cv_.wait_for(lock, interval_, [this] { return stopping_; });
+  }
+}
+
 PeerMonitor::~PeerMonitor() {
+  if (beater_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(beater_mu_);
+      stopping_ = true;
+    }
+    beater_cv_.notify_all();
+    beater_.join();
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) release_requests();
@@ -134,7 +156,8 @@ Status PeerMonitor::check() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_check_) return Status::OK();
   next_check_ = now + kCheckEvery;
-  beat(now);
+  beat_node();
+  if (!thread_sends_) send_remote(now);
   std::vector<std::string> why;
   if (window_) check_node(&why);
   KOLO_RETURN_IF_ERROR(check_remote(now, &why));
@@ -146,11 +169,14 @@ Status PeerMonitor::check() {
   return failed_;
 }
 
-void PeerMonitor::beat(std::chrono::steady_clock::time_point now) {
-  if (window_) {
-    Board* mine = reinterpret_cast<Board*>(window_->segment(window_->local_rank()));
-    mine->beat_ns.store(monotonic_ns(), std::memory_order_relaxed);
-  }
+void PeerMonitor::beat_node() {
+  if (!window_) return;
+  Board* mine = reinterpret_cast<Board*>(window_->segment(window_->local_rank()));
+  mine->beat_ns.store(monotonic_ns(), std::memory_order_relaxed);
+}
+
+// Only one thread sends: the beater when thread_sends_, else check().
+void PeerMonitor::send_remote(std::chrono::steady_clock::time_point now) {
   if (remotes_.empty() || now < next_send_) return;
   next_send_ = now + interval_;
   ++beats_;

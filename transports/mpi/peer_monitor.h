@@ -14,10 +14,14 @@
 //   duplicate of the control communicator (one receive posted per remote peer,
 //   one send to each at least every beat interval). A remote peer has failed
 //   when nothing has arrived from it for the timeout.
-// - The heartbeats are written and sent by check() itself: the coordinator calls
-//   it between the tests of every wait and at least every check_every() while
-//   idle (MpiControlPlane caps its idle sleep at it), so a running rank beats and
-//   a stopped, hung or dead one does not. There is no extra thread.
+// - The heartbeats come from a small thread of the monitor (one beat per
+//   interval, a fifth of the timeout), so a process that runs beats whatever its
+//   other threads do, and a stopped or dead one does not. That thread also sends
+//   the remote heartbeats when MPI allows calls from several threads
+//   (MPI_THREAD_MULTIPLE, always so when kolo initialised MPI); otherwise check()
+//   sends them, and the coordinator calls check() between the tests of every
+//   wait and at least every check_every() while idle (MpiControlPlane caps its
+//   idle sleep at it).
 //
 // Contract: create() is collective over the control communicator (kolo_init).
 // check() is called by one thread at a time (the thread in kolo_init, then the
@@ -30,7 +34,10 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,12 +78,14 @@ class PeerMonitor : public Liveness {
 
   PeerMonitor(std::chrono::milliseconds timeout, const transport::Topology& topology);
   Status start(MPI_Comm control, MPI_Comm local);
-  Status start_remote(MPI_Comm local);
-  void beat(std::chrono::steady_clock::time_point now);
+  Status start_remote();
+  void beat_node();
+  void send_remote(std::chrono::steady_clock::time_point now);
+  void beat_loop();
   // Appends "rank r ..." to `why` for each failed peer.
   void check_node(std::vector<std::string>* why);
   Status check_remote(std::chrono::steady_clock::time_point now, std::vector<std::string>* why);
-  void release_requests();
+  void release_requests();  // after the beater stopped
 
   const std::chrono::milliseconds timeout_;
   const std::chrono::milliseconds interval_;
@@ -89,6 +98,11 @@ class PeerMonitor : public Liveness {
   std::chrono::steady_clock::time_point next_send_{};
   uint64_t beats_ = 0;
   Status failed_;
+  bool thread_sends_ = false;  // the beater sends the remote heartbeats
+  std::thread beater_;
+  std::mutex beater_mu_;
+  std::condition_variable beater_cv_;
+  bool stopping_ = false;
 };
 
 }  // namespace kolo::mpi

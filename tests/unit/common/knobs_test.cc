@@ -43,6 +43,7 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
       "KOLO_HIERARCHICAL_ALLREDUCE",   "KOLO_THREAD_AFFINITY",
       "KOLO_LOG_LEVEL",                "KOLO_TRANSPORT",
       "KOLO_FLIGHT_RECORDER",          "KOLO_FLIGHT_RECORDER_DIR",
+      "KOLO_PEER_TIMEOUT_SECONDS",     "KOLO_TEST_DIE_AT",
   };
   const auto& specs = knob_specs();
   ASSERT_EQ(specs.size(), std::size(expected));
@@ -69,11 +70,23 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.transport, "auto");
   EXPECT_EQ(c.flight_recorder, 1024);
   EXPECT_EQ(c.flight_recorder_dir, ".");
+  EXPECT_EQ(c.peer_timeout_seconds, 10.0);
+  EXPECT_EQ(c.test_die_at, "");
 
   const std::vector<std::string> values = knob_values(env_of({}));
   const std::vector<std::string> expected = {"64M", "1",       "1024", "",     "60", "0", "0",
-                                             "-1",  "warning", "auto", "1024", "."};
+                                             "-1",  "warning", "auto", "1024", ".",  "10", ""};
   EXPECT_EQ(values, expected);
+}
+
+TEST(KnobsTest, PeerTimeoutIsPositive) {
+  EXPECT_EQ(load_ok({{"KOLO_PEER_TIMEOUT_SECONDS", "2.5"}}).peer_timeout_seconds, 2.5);
+  for (const char* bad : {"0", "-1", "0.01", "soon", "nan"}) {
+    Config c;
+    Status s = load_config(env_of({{"KOLO_PEER_TIMEOUT_SECONDS", bad}}), &c);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("KOLO_PEER_TIMEOUT_SECONDS"), std::string::npos) << s.message();
+  }
 }
 
 TEST(KnobsTest, BlankMeansDefault) {
