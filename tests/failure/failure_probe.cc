@@ -114,10 +114,13 @@ double timed_shutdown() {
   return monotonic_ms() - start;
 }
 
-// Item 3: shutdown orders. "order": rank r shuts down after r * 300 ms (the
+// Item 3: shutdown orders. "order": rank r shuts down after r * 1.2 s (the
 // driver reverses the order with victim = -2); "idiom": the same with
 // `if (kolo_is_initialized()) kolo_shutdown();`; "busy": rank 0 shuts down while
-// the others keep submitting until kolo refuses.
+// the others keep submitting until kolo refuses. Every rank stays 1.5 s after
+// its shutdown, so a shutdown that waits for the others' shows (kolo before
+// these fixes: rank 0's waited in MPI_Win_free until the last rank's shutdown
+// or exit, over a second).
 int shutdown_phase(const std::string& phase, int size, bool reversed) {
   if (kolo_init() != KOLO_OK) return 2;
   Outcome warm = allreduce("warm", 16);
@@ -127,7 +130,7 @@ int shutdown_phase(const std::string& phase, int size, bool reversed) {
   if (phase == "busy" && g_rank != 0) {
     o = loop(1024, false, 0, 0);  // until rank 0's shutdown reaches this rank
   } else {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300 * slot));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200 * slot));
   }
   double took = -1;
   if (phase == "idiom") {
@@ -138,6 +141,7 @@ int shutdown_phase(const std::string& phase, int size, bool reversed) {
     took = timed_shutdown();
   }
   report(phase, o, took, allreduce("after", 4).code);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   return 0;
 }
 
