@@ -68,9 +68,11 @@ Call decode(const Bytes& blob) {
   c.send.resize(h.num_send);
   c.recv.resize(h.num_recv);
   const char* counts = blob.data() + sizeof(h);
-  std::memcpy(c.send.data(), counts, c.send.size() * sizeof(int64_t));
-  std::memcpy(c.recv.data(), counts + c.send.size() * sizeof(int64_t),
-              c.recv.size() * sizeof(int64_t));
+  // An empty vector's data() may be NULL, which memcpy must not get even for 0 bytes.
+  if (!c.send.empty()) std::memcpy(c.send.data(), counts, c.send.size() * sizeof(int64_t));
+  if (!c.recv.empty())
+    std::memcpy(c.recv.data(), counts + c.send.size() * sizeof(int64_t),
+                c.recv.size() * sizeof(int64_t));
   return c;
 }
 
