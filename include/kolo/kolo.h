@@ -76,7 +76,8 @@ typedef enum kolo_dtype_t {
   KOLO_BFLOAT16 = 7, /* bfloat16: the top half of a float32 */
   KOLO_FLOAT32 = 8,
   KOLO_FLOAT64 = 9,
-  KOLO_BOOL = 10     /* one byte, 0 or 1 */
+  KOLO_BOOL = 10,    /* one byte, 0 or 1 */
+  KOLO_DTYPE_MAX_ENUM_ = 0x7fffffff /* not a dtype: see Note [Enum ranges] */
 } kolo_dtype_t;
 
 /* Reduction operators.
@@ -92,13 +93,23 @@ typedef enum kolo_op_t {
   KOLO_OP_AVERAGE = 1,
   KOLO_OP_MIN = 2,
   KOLO_OP_MAX = 3,
-  KOLO_OP_PRODUCT = 4
+  KOLO_OP_PRODUCT = 4,
+  KOLO_OP_MAX_ENUM_ = 0x7fffffff /* not an op: see Note [Enum ranges] */
 } kolo_op_t;
 
 typedef enum kolo_device_kind_t {
   KOLO_DEVICE_CPU = 0,
-  KOLO_DEVICE_CUDA = 1
+  KOLO_DEVICE_CUDA = 1,
+  KOLO_DEVICE_MAX_ENUM_ = 0x7fffffff /* not a device kind: see Note [Enum ranges] */
 } kolo_device_kind_t;
+
+/* Note [Enum ranges]: each enum a caller passes in ends with a *_MAX_ENUM_
+ * sentinel so that every int value is a value of the type in C++ as in C. A
+ * caller may pass any number; kolo refuses what is not listed with
+ * KOLO_ERR_INVALID_ARGUMENT. Without the sentinel, C++ code (kolo itself)
+ * reading an out-of-range value of the enum has undefined behaviour
+ * (UBSan: "load of value 77, which is not a valid value for type"). The
+ * sentinels are never valid arguments. */
 
 /* Where a tensor lives. For CPU memory use KOLO_CPU_DEVICE (index and stream
  * are ignored).

@@ -30,6 +30,8 @@ def header_enum(name):
     values = {}
     for entry in text.split(","):
         entry = entry.strip()
+        if re.match(r"KOLO_\w+_MAX_ENUM_\b", entry):
+            continue  # a sentinel, not a value (kolo.h, Note [Enum ranges])
         if entry:
             m = re.fullmatch(r"(KOLO_\w+)\s*=\s*(-?\d+)", entry)
             assert m, "%s: cannot read enumerator %r (give every value explicitly)" % (name, entry)
