@@ -2,7 +2,11 @@
 
 #include "common/half.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: the ifunc resolver that target_clones generates is
+// instrumented too and runs while the dynamic linker relocates, before TSan's
+// runtime is up, so the process dies before main (build-tsan/, tools/sanitize.sh).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__)
 #include <immintrin.h>
 #define KOLO_X86_MULTIVERSION 1
 #else
