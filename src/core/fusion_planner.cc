@@ -14,7 +14,9 @@ std::vector<PlannedBucket> plan_buckets(const std::vector<PlanItem>& items, size
     if (threshold > 0 && items[i].bytes <= threshold) {
       for (size_t j = i + 1; j < items.size() && bucket.bytes < threshold; ++j) {
         if (taken[j] || items[j].fusion_class != items[i].fusion_class) continue;
-        if (bucket.bytes + items[j].bytes > threshold) continue;  // look further ahead
+        // Compared as a difference: bucket.bytes < threshold here, and the sum could
+        // wrap for sizes near SIZE_MAX (found by tests/fuzz/fusion_planner_fuzz.cc).
+        if (items[j].bytes > threshold - bucket.bytes) continue;  // look further ahead
         taken[j] = true;
         bucket.items.push_back(j);
         bucket.bytes += items[j].bytes;
