@@ -30,7 +30,9 @@ int64_t RingSchedule::max_chunk_count() const { return chunk(0).count; }
 int64_t RingSchedule::num_segments(int64_t chunk_count, int64_t segment_elems) {
   KOLO_CHECK_GE(segment_elems, int64_t{1});
   KOLO_CHECK_GE(chunk_count, int64_t{0});
-  return (chunk_count + segment_elems - 1) / segment_elems;
+  // Not (chunk_count + segment_elems - 1) / segment_elems: that overflows for
+  // segment_elems near INT64_MAX (found by tests/fuzz/schedule_fuzz.cc).
+  return chunk_count / segment_elems + (chunk_count % segment_elems != 0 ? 1 : 0);
 }
 
 Range RingSchedule::segment(const Range& chunk, int64_t segment_elems, int64_t k) {
