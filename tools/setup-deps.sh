@@ -11,6 +11,11 @@ packages=(
   libhwloc-dev libgtest-dev libbenchmark-dev
   python3-numpy python3-matplotlib python3-torch python3-pytest
 )
+# `setup-deps.sh --fuzz`: also clang and its runtime libraries (libFuzzer), for
+# tools/fuzz.sh. CI does not need them: it replays the corpus with g++.
+if [[ "${1:-}" == "--fuzz" ]]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

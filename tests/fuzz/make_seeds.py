@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpus (tests/fuzz/corpus/<target>/seed-*).
+
+Deterministic: running it again gives the same files. Each seed starts with the
+mode byte its target reads first (see the target's header). The wire seeds are
+messages in the layout src/core/wire.h documents. Files the fuzzer found and
+kept (tests/fuzz/corpus/<target>/<sha1>) are left as they are.
+"""
+import os
+import random
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write(target, name, data):
+    folder = os.path.join(HERE, "corpus", target)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+def wire_item(name, collective=0, dtype=8, op=0, device=0, count=4, pre=1.0, post=1.0,
+              root=-1, row_count=1, send_rows=(), member_counts=(), names_hash=0):
+    b = struct.pack("<I", len(name)) + name
+    b += struct.pack("<BiiiqddiqI", collective, dtype, op, device, count, pre, post, root,
+                     row_count, len(send_rows))
+    b += b"".join(struct.pack("<q", s) for s in send_rows)
+    b += struct.pack("<I", len(member_counts))
+    b += b"".join(struct.pack("<q", s) for s in member_counts)
+    return b + struct.pack("<Q", names_hash)
+
+
+def wire_header(kind, count):
+    return struct.pack("<IBBI", 0x4F4C4F4B, 2, kind, count)  # wire version 2
+
+
+def wire_seeds():
+    write("wire", "requests-empty", b"\0" + wire_header(1, 0))
+    write("wire", "requests-two", b"\0" + wire_header(1, 2) + wire_item(b"layer1/grad") +
+          wire_item(b"a2a", collective=3, dtype=5, count=6, row_count=2, send_rows=(1, 2)))
+    resp = (wire_item(b"w", collective=1, count=8, row_count=4) + struct.pack("<iI", 0, 0) +
+            struct.pack("<I", 2) + struct.pack("<qq", 1, 1) + struct.pack("<Ii", 0, -1))
+    resp += (wire_item(b"x") + struct.pack("<iI", 6, 9) + b"mismatch!" +
+             struct.pack("<I", 0) + struct.pack("<Ii", 0, -1))
+    write("wire", "responses-two", b"\0" + wire_header(2, 2) + resp)
+    write("wire", "truncated", b"\0" + wire_header(1, 1) + wire_item(b"t")[:-3])
+    rng = random.Random(13)
+    for i in range(4):
+        write("wire", "requests-random-%d" % i,
+              bytes([1]) + bytes(rng.randrange(256) for _ in range(40 + 60 * i)))
+        write("wire", "responses-random-%d" % i,
+              bytes([3]) + bytes(rng.randrange(256) for _ in range(40 + 80 * i)))
+
+
+def knobs_seeds():
+    texts = [b"64M", b" 1KiB\t", b"512kB", b"0", b"1b", b"1Bi", b"9223372036854775807",
+             b"8589934591G", b"8589934592G", b"18446744073709551616", b"-1", b"0x10", b"1e3",
+             b"true", b" OFF ", b"Warning", b"fatal", b"", b"\xff\x00"]
+    for i, t in enumerate(texts):
+        write("knobs", "text-%02d" % i, b"\0" + t)
+    rng = random.Random(14)
+    for i in range(6):
+        write("knobs", "config-%d" % i,
+              bytes([1]) + bytes(rng.randrange(256) for _ in range(30 + 40 * i)))
+    # KOLO_FUSION_THRESHOLD (knob 0) = "4G", KOLO_CYCLE_TIME_MS (knob 1) = "2.5".
+    pick = lambda k: struct.pack("<Q", k)
+    write("knobs", "config-named", bytes([1]) + struct.pack("<Q", 2) + pick(0) + b"\x02" +
+          b"4G" + pick(1) + b"\x03" + b"2.5")
+
+
+def planner_seeds():
+    rng = random.Random(15)
+    for i in range(8):
+        write("fusion_planner", "random-%d" % i,
+              bytes(rng.randrange(256) for _ in range(8 + 50 * i)))
+    # Threshold 100 (kind 100: a u16 follows), one class, 5 items of 40 bytes.
+    items = b"".join(b"\x00" + struct.pack("<H", 40) + b"\x00" for _ in range(5))
+    write("fusion_planner", "forty-by-five", bytes([100]) + struct.pack("<H", 100) +
+          bytes([0, 5]) + items)
+
+
+def schedule_seeds():
+    rng = random.Random(16)
+    for i in range(8):
+        write("schedule", "random-%d" % i, bytes(rng.randrange(256) for _ in range(8 + 4 * i)))
+    # 3 ranks (in_range(1, 64) of 2), count 10, segments of 3.
+    write("schedule", "three-ranks", struct.pack("<Q", 2) + bytes([0]) + struct.pack("<Q", 10) +
+          bytes([0]) + struct.pack("<Q", 2))
+
+
+if __name__ == "__main__":
+    wire_seeds()
+    knobs_seeds()
+    planner_seeds()
+    schedule_seeds()
