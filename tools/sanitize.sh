@@ -2,7 +2,7 @@
 # The sanitizer jobs: configures build-asan/ or build-tsan/ once (Ninja, KOLO_SANITIZE,
 # no benchmarks), builds only what the job runs, and runs it. Exit code is ctest's.
 #   tools/sanitize.sh asan [ctest args]   AddressSanitizer + UBSan: unit, multi-rank
-#                                         (2 and 3 ranks), fuzz replay tests
+#                                         (2 and 3 ranks), fuzz replay, soak tests
 #   tools/sanitize.sh tsan [ctest args]   ThreadSanitizer: unit tests (the core over the
 #                                         loopback transport, ranks as threads; no MPI)
 # Extra arguments go to ctest after the job's own selection (e.g. `-R Fusion`).
@@ -14,10 +14,10 @@ shift || true
 case "$job" in
   asan)
     sanitize=address,undefined
-    targets=(kolo_unit_tests kolo_mpi_tests kolo_fuzz_replays kolo-info)
+    targets=(kolo_unit_tests kolo_mpi_tests kolo_fuzz_replays kolo-soak kolo-info)
     # np4 is left out: four ASan ranks on two cores add minutes and find nothing the
     # 2- and 3-rank runs do not (the same code paths; 3 covers uneven splits).
-    select=(-L 'unit|mpi|fuzz' -E '\.np4$')
+    select=(-L 'unit|mpi|fuzz|soak' -E '\.np4$')
     ;;
   tsan)
     sanitize=thread
