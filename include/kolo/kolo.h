@@ -62,7 +62,8 @@ typedef enum kolo_status_t {
   KOLO_ERR_UNSUPPORTED = 10,     /* valid, but not supported by this build or transport */
   KOLO_ERR_TRANSPORT = 11,       /* the transport (MPI, NCCL, ...) reported an error */
   KOLO_ERR_INTERNAL = 12,
-  KOLO_ERR_RANK_FAILED = 13      /* a peer rank died or went silent; the message names it */
+  KOLO_ERR_RANK_FAILED = 13,     /* a peer rank died or went silent; the message names it */
+  KOLO_STATUS_MAX_ENUM_ = 0x7fffffff /* not a status: see Note [Enum ranges] */
 } kolo_status_t;
 
 typedef enum kolo_dtype_t {
@@ -103,7 +104,8 @@ typedef enum kolo_device_kind_t {
   KOLO_DEVICE_MAX_ENUM_ = 0x7fffffff /* not a device kind: see Note [Enum ranges] */
 } kolo_device_kind_t;
 
-/* Note [Enum ranges]: each enum a caller passes in ends with a *_MAX_ENUM_
+/* Note [Enum ranges]: each enum a caller passes in (kolo_status_t too, to
+ * kolo_status_string) ends with a *_MAX_ENUM_
  * sentinel so that every int value is a value of the type in C++ as in C. A
  * caller may pass any number; kolo refuses what is not listed with
  * KOLO_ERR_INVALID_ARGUMENT. Without the sentinel, C++ code (kolo itself)
