@@ -104,8 +104,8 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   kolo::set_die_at(config.test_die_at);
   kolo::transport::World world;
   kolo::mpi::WorldOptions with_config = options;
-  with_config.fusion_bytes = static_cast<size_t>(config.fusion_threshold_bytes);
-  with_config.hierarchical_allreduce = config.hierarchical_allreduce;
+  with_config.build.fusion_bytes = static_cast<size_t>(config.fusion_threshold_bytes);
+  with_config.build.hierarchical_allreduce = config.hierarchical_allreduce;
   with_config.peer_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(config.peer_timeout_seconds * 1000.0));
   if (Status s = kolo::mpi::create_world(with_config, &world); !s.ok()) return report(s);

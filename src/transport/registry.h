@@ -10,7 +10,9 @@
 
 #include "common/status.h"
 #include "transport/control_plane.h"
+#include "transport/factory.h"
 #include "transport/transport.h"
+#include "transport/world.h"
 
 namespace kolo::transport {
 
@@ -26,6 +28,19 @@ const std::vector<TransportInfo>& known_transports();
 // "auto" or a name from known_transports(); anything else is an error naming the
 // accepted values.
 Status validate_preference(const std::string& preference);
+
+// The knobs that shape which transports a world offers and how they are built.
+struct BuildOptions {
+  size_t fusion_bytes = 0;              // KOLO_FUSION_THRESHOLD: the device fusion buffer
+  bool hierarchical_allreduce = false;  // KOLO_HIERARCHICAL_ALLREDUCE: device buckets too
+};
+
+// Builds the transports `topology`'s world offers from `factory`, appends them to
+// world->transports in the world's order (mpi, ring, then shm on one node or
+// hierarchical on several nodes of equal size, then nccl) and sets world->device.
+// See Note [Which transports a world offers]. Collective over the world.
+Status build_transports(TransportFactory& factory, const Topology& topology,
+                        const BuildOptions& options, World* world);
 
 class Selector {
  public:

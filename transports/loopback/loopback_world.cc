@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
+#include "transport/registry.h"
 #include "transports/loopback/loopback_collectives.h"
 #include "transports/loopback/loopback_hub.h"
 
@@ -19,6 +20,7 @@ namespace kolo::loopback {
 namespace {
 
 using transport::Bucket;
+using transport::Transport;
 using transport::RequestId;
 using transport::Topology;
 
@@ -295,6 +297,46 @@ Topology make_topology(int rank, int size, int node_size) {
   return t;
 }
 
+// What a loopback world can build: its reference allreduce ("loopback") and the
+// ring over its point-to-point verbs. No shared memory, cross-node or device
+// engine: the registry then offers neither shm, hierarchical nor nccl.
+class LoopbackFactory : public transport::TransportFactory {
+ public:
+  LoopbackFactory(std::shared_ptr<Hub> hub, int rank, transport::PointToPoint& p2p, bool equal_nodes)
+      : hub_(std::move(hub)), rank_(rank), p2p_(p2p), equal_nodes_(equal_nodes) {}
+  Status native(std::unique_ptr<Transport>* out) override {
+    *out = std::make_unique<LoopbackTransport>(hub_, rank_);
+    return Status::OK();
+  }
+  Status ring(std::unique_ptr<Transport>* out) override {
+    *out = algorithms::make_ring_transport(p2p_);
+    return Status::OK();
+  }
+  Status shared_memory(std::unique_ptr<Transport>*) override { return none("shared memory"); }
+  Status equal_nodes(bool* out) override {
+    *out = equal_nodes_;
+    return Status::OK();
+  }
+  Status cross(std::shared_ptr<transport::CrossEngine>*) override { return none("cross-node"); }
+  Status hierarchical(std::shared_ptr<transport::CrossEngine>, std::unique_ptr<Transport>*) override {
+    return none("hierarchical");
+  }
+  Status device(size_t, std::shared_ptr<transport::CrossEngine>, std::unique_ptr<Transport>*,
+                transport::DeviceSupport** support) override {
+    *support = nullptr;
+    return none("device");
+  }
+
+ private:
+  static Status none(const char* what) {
+    return unsupported(std::string("the loopback world has no ") + what + " engine");
+  }
+  std::shared_ptr<Hub> hub_;
+  int rank_;
+  transport::PointToPoint& p2p_;
+  bool equal_nodes_;
+};
+
 }  // namespace
 
 std::vector<transport::World> create_worlds(int size, int node_size) {
@@ -303,10 +345,13 @@ std::vector<transport::World> create_worlds(int size, int node_size) {
   std::vector<transport::World> worlds(size);
   for (int rank = 0; rank < size; ++rank) {
     transport::World& w = worlds[rank];
-    w.control = std::make_unique<LoopbackControlPlane>(hub, make_topology(rank, size, node_size));
+    const Topology topology = make_topology(rank, size, node_size);
+    w.control = std::make_unique<LoopbackControlPlane>(hub, topology);
     w.p2p = std::make_unique<LoopbackPointToPoint>(hub, rank);
-    w.transports.push_back(std::make_unique<LoopbackTransport>(hub, rank));
-    w.transports.push_back(algorithms::make_ring_transport(*w.p2p));
+    const bool equal_nodes = node_size <= 0 || size % node_size == 0;
+    LoopbackFactory factory(hub, rank, *w.p2p, equal_nodes);
+    Status s = transport::build_transports(factory, topology, transport::BuildOptions{}, &w);
+    KOLO_CHECK(s.ok());  // the loopback factory fails nothing but Unsupported
   }
   return worlds;
 }

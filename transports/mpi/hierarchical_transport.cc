@@ -8,21 +8,6 @@
 
 namespace kolo::mpi {
 
-Status hierarchical_applies(const SharedComms& comms, const transport::Topology& topology,
-                            bool* applies, bool* equal_nodes_out) {
-  // max(local_size) and max(-local_size) in one call: equal iff they negate.
-  int mine[2] = {topology.local_size, -topology.local_size};
-  int all[2] = {0, 0};
-  MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, comms->control, &request));
-  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms->liveness.get()));
-  const bool equal_nodes = all[0] == -all[1];
-  // cross_size is the number of nodes when node sizes are equal, on every rank.
-  *applies = equal_nodes && topology.cross_size > 1;
-  if (equal_nodes_out) *equal_nodes_out = equal_nodes;
-  return Status::OK();
-}
-
 Status CrossRing::create(const SharedComms& comms, std::unique_ptr<CrossRing>* out) {
   std::unique_ptr<CrossRing> r(new CrossRing());
   r->comms_ = std::make_shared<Comms>();
@@ -38,10 +23,11 @@ Status CrossRing::create(const SharedComms& comms, std::unique_ptr<CrossRing>* o
 }
 
 Status HierarchicalTransport::create(const SharedComms& comms,
+                                     std::shared_ptr<transport::CrossEngine> cross,
                                      std::unique_ptr<HierarchicalTransport>* out) {
   std::unique_ptr<HierarchicalTransport> t(new HierarchicalTransport());
   KOLO_RETURN_IF_ERROR(ShmAllreduce::create(comms->local, kSlotBytes, comms->liveness.get(), &t->node_));
-  KOLO_RETURN_IF_ERROR(CrossRing::create(comms, &t->cross_));
+  t->cross_ = std::move(cross);
   *out = std::move(t);
   return Status::OK();
 }
@@ -60,7 +46,7 @@ std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(const transpor
   // The ranks of a cross communicator share a local rank and a node size, so they
   // run the same slices with the same shard counts and their ring calls match.
   std::function<Status(void*, int64_t)> across_nodes = [&](void* shard, int64_t count) {
-    return cross_->run(shard, count, dtype, r.op);
+    return cross_->allreduce(shard, count, dtype, r.op);
   };
   if (r.scales_input() || node_->local_size() == 1) {
     ShmAllreduce::ShardStage stage;

@@ -25,6 +25,7 @@
 
 #include "algorithms/ring_allreduce.h"
 #include "transport/control_plane.h"
+#include "transport/factory.h"
 #include "transport/transport.h"
 #include "transports/mpi/mpi_comm.h"
 #include "transports/mpi/mpi_point_to_point.h"
@@ -40,9 +41,10 @@ class HierarchicalTransport : public transport::Transport {
   // ring call moves a shard worth its 2(c-1) message latencies.
   static constexpr size_t kSlotBytes = size_t{2} << 20;
 
-  // Collective over comms->local (the shared window) and comms->cross (a
-  // duplicate for the ring's messages).
-  static Status create(const SharedComms& comms, std::unique_ptr<HierarchicalTransport>* out);
+  // Collective over comms->local (the shared window). `cross` is the cross-node
+  // engine the registry composes in (build_transports).
+  static Status create(const SharedComms& comms, std::shared_ptr<transport::CrossEngine> cross,
+                       std::unique_ptr<HierarchicalTransport>* out);
 
   const char* name() const override { return "hierarchical"; }
   Status supports(const transport::Bucket& bucket) const override;
@@ -52,22 +54,17 @@ class HierarchicalTransport : public transport::Transport {
   HierarchicalTransport() = default;
 
   std::unique_ptr<ShmAllreduce> node_;
-  std::unique_ptr<CrossRing> cross_;
+  std::shared_ptr<transport::CrossEngine> cross_;
 };
 
-// Whether the MPI world offers "hierarchical": several nodes, equal node sizes.
-// `equal_nodes` (may be null) receives the second condition alone. Collective over
-// comms->control.
-Status hierarchical_applies(const SharedComms& comms, const transport::Topology& topology,
-                            bool* applies, bool* equal_nodes = nullptr);
-
-// kolo's ring allreduce over a duplicate of the cross communicator (the ranks with
-// this rank's local rank, one per node), in place on host memory. Collective over
-// comms->cross. The hierarchical paths run their inter-node step on it.
-class CrossRing {
+// The MPI world's cross-node engine: kolo's ring allreduce over a duplicate of the
+// cross communicator (the ranks with this rank's local rank, one per node), in
+// place on host memory. create() is collective over comms->cross. The
+// hierarchical paths, host and device, run their inter-node step on it.
+class CrossRing : public transport::CrossEngine {
  public:
   static Status create(const SharedComms& comms, std::unique_ptr<CrossRing>* out);
-  Status run(void* data, int64_t count, DataType dtype, ReduceOp op) {
+  Status allreduce(void* data, int64_t count, DataType dtype, ReduceOp op) override {
     return ring_->run(data, data, count, dtype, op);
   }
 

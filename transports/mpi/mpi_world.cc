@@ -1,6 +1,6 @@
 // create_world for MPI: initialise (or adopt) MPI, make kolo's communicators, find
-// the topology, and assemble the control plane, point-to-point verbs and the
-// "mpi" and "ring" transports.
+// the topology, make the control plane and point-to-point verbs, and have the
+// registry build the transports from the MPI world's engines (MpiFactory).
 #include "transports/mpi/mpi_world.h"
 
 #include <mpi.h>
@@ -13,21 +13,15 @@
 #include <string>
 #include <utility>
 
-#include "algorithms/ring_allreduce.h"
 #include "common/test_hooks.h"
-#include "transports/mpi/hierarchical_transport.h"
+#include "transport/registry.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_comm.h"
 #include "transports/mpi/mpi_control_plane.h"
+#include "transports/mpi/mpi_factory.h"
 #include "transports/mpi/mpi_point_to_point.h"
-#include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_wait.h"
 #include "transports/mpi/peer_monitor.h"
-#include "transports/mpi/shm_transport.h"
-#include "kolo_build_config.h"
-#if KOLO_HAVE_NCCL
-#include "transports/nccl/nccl_transport.h"
-#endif
 
 namespace kolo::mpi {
 namespace {
@@ -189,48 +183,6 @@ void release_owned_world() {
   std::call_once(registered, [] { std::atexit(finalize_at_exit); });
 }
 
-// "shm" when the whole world is one node; "hierarchical" when there are several
-// nodes of equal size. Collective over the world.
-Status add_shared_memory_transports(const SharedComms& comms, const transport::Topology& topology,
-                                    transport::World* world, bool* equal_nodes) {
-  if (topology.local_size == topology.size) {
-    std::unique_ptr<ShmAllreduce> engine;
-    KOLO_RETURN_IF_ERROR(
-        ShmAllreduce::create(comms->local, ShmAllreduce::kDefaultSlotBytes,
-                             comms->liveness.get(), &engine));
-    world->transports.push_back(std::make_unique<ShmTransport>(std::move(engine)));
-  }
-  bool hierarchical = false;
-  KOLO_RETURN_IF_ERROR(hierarchical_applies(comms, topology, &hierarchical, equal_nodes));
-  if (hierarchical) {
-    std::unique_ptr<HierarchicalTransport> t;
-    KOLO_RETURN_IF_ERROR(HierarchicalTransport::create(comms, &t));
-    world->transports.push_back(std::move(t));
-  }
-  return Status::OK();
-}
-
-#if KOLO_HAVE_NCCL
-// The device transport; hierarchical (Note [Hierarchical on GPUs]) when asked for
-// and the nodes are of equal size. Collective over the world when hierarchical.
-Status add_nccl_transport(const SharedComms& comms, const WorldOptions& options, bool equal_nodes,
-                          transport::World* world) {
-  nccl::NcclTransport::CrossAllreduce cross;
-  if (options.hierarchical_allreduce && equal_nodes) {
-    std::unique_ptr<CrossRing> ring;
-    KOLO_RETURN_IF_ERROR(CrossRing::create(comms, &ring));
-    std::shared_ptr<CrossRing> shared = std::move(ring);
-    cross = [shared](void* data, int64_t count, DataType dtype, ReduceOp op) {
-      return shared->run(data, count, dtype, op);
-    };
-  }
-  auto nccl = std::make_unique<nccl::NcclTransport>(*world->control, options.fusion_bytes, std::move(cross));
-  world->device = nccl.get();
-  world->transports.push_back(std::move(nccl));
-  return Status::OK();
-}
-#endif
-
 }  // namespace
 
 Status create_world(const WorldOptions& options, transport::World* world) {
@@ -247,19 +199,13 @@ Status create_world(const WorldOptions& options, transport::World* world) {
 
   std::unique_ptr<MpiControlPlane> control;
   KOLO_RETURN_IF_ERROR(MpiControlPlane::create(comms, topology, &control));
-  std::unique_ptr<MpiTransport> native;
-  KOLO_RETURN_IF_ERROR(MpiTransport::create(comms, &native));
 
   transport::World built;
   built.control = std::move(control);
   built.p2p = std::make_unique<MpiPointToPoint>(comms);
-  built.transports.push_back(std::move(native));
-  built.transports.push_back(algorithms::make_ring_transport(*built.p2p));
-  bool equal_nodes = false;
-  KOLO_RETURN_IF_ERROR(add_shared_memory_transports(comms, topology, &built, &equal_nodes));
-#if KOLO_HAVE_NCCL
-  KOLO_RETURN_IF_ERROR(add_nccl_transport(comms, options, equal_nodes, &built));
-#endif
+  // Which transports this world offers is the registry's decision.
+  MpiFactory factory(comms, *built.control, *built.p2p);
+  KOLO_RETURN_IF_ERROR_AS_IS(transport::build_transports(factory, topology, options.build, &built));
   if (kolo_owns) {
     ++kolo_owned_worlds;
     built.finalize = release_owned_world;

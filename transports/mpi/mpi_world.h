@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "common/status.h"
+#include "transport/registry.h"
 #include "transport/world.h"
 
 namespace kolo::mpi {
@@ -19,10 +20,9 @@ struct WorldOptions {
   // Test-only (KOLO_TEST_NODE_SIZE): split the ranks of one machine into pretend
   // nodes of this many ranks. 0: real nodes (MPI_COMM_TYPE_SHARED).
   int test_node_size = 0;
-  // KOLO_FUSION_THRESHOLD: the size of the device transport's fusion buffer.
-  size_t fusion_bytes = size_t{64} << 20;
-  // KOLO_HIERARCHICAL_ALLREDUCE: the device transport goes hierarchical too.
-  bool hierarchical_allreduce = false;
+  // What the registry is told when it builds the transports (the MPI world passes
+  // it on without reading it).
+  transport::BuildOptions build{size_t{64} << 20, false};
   // KOLO_PEER_TIMEOUT_SECONDS: how long a silent peer is waited for
   // (peer_monitor.h); also bounds each step of create_world after the first.
   std::chrono::milliseconds peer_timeout{10000};
@@ -31,9 +31,8 @@ struct WorldOptions {
 // Initialises MPI if nobody has (asking for MPI_THREAD_MULTIPLE; the world's
 // finalize then calls MPI_Finalize), or checks that the caller's MPI provides at
 // least MPI_THREAD_SERIALIZED. Builds the topology (node = shared-memory
-// communicator) and the transports "mpi" (native MPI_Allreduce) and "ring" (kolo's
-// ring over MPI point-to-point), the shared-memory ones, and — in a build with
-// NCCL — the device transport "nccl" (also the world's DeviceSupport). Collective
+// communicator), the control plane and point-to-point verbs, and has the registry
+// build the transports (transport::build_transports over MpiFactory). Collective
 // over the communicator.
 Status create_world(const WorldOptions& options, transport::World* world);
 

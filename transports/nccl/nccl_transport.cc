@@ -136,7 +136,7 @@ void EventPool::give(int device, cudaEvent_t event) {
 }
 
 NcclTransport::NcclTransport(transport::ControlPlane& control, size_t fusion_bytes,
-                             CrossAllreduce cross)
+                             std::shared_ptr<transport::CrossEngine> cross)
     : control_(control),
       topology_(control.topology()),
       fusion_bytes_(std::max(fusion_bytes, kMinFusionBytes)),
@@ -461,7 +461,7 @@ Status NcclTransport::hierarchical_in_place(DeviceState& state, char* data, int6
       KOLO_CUDA_RETURN_IF_ERROR(
           cudaMemcpyAsync(state.staging, shard, shard_bytes, cudaMemcpyDeviceToHost, state.stream));
       KOLO_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(state.stream));
-      KOLO_RETURN_IF_ERROR(cross_(state.staging, per, dtype, op));
+      KOLO_RETURN_IF_ERROR(cross_->allreduce(state.staging, per, dtype, op));
       KOLO_CUDA_RETURN_IF_ERROR(
           cudaMemcpyAsync(shard, state.staging, shard_bytes, cudaMemcpyHostToDevice, state.stream));
       KOLO_NCCL_RETURN_IF_ERROR(

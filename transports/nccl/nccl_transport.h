@@ -39,6 +39,7 @@
 
 #include "transport/control_plane.h"
 #include "transport/device.h"
+#include "transport/factory.h"
 #include "transport/transport.h"
 
 namespace kolo::nccl {
@@ -100,14 +101,11 @@ struct DeviceState {
 
 class NcclTransport : public transport::Transport, public transport::DeviceSupport {
  public:
-  // In-place allreduce of host memory across nodes, between the ranks that share
-  // this rank's local rank (the cross communicator). AVERAGE never reaches it.
-  using CrossAllreduce = std::function<Status(void* host, int64_t count, DataType dtype, ReduceOp op)>;
-
   // `control` outlives the transport; `fusion_bytes` is KOLO_FUSION_THRESHOLD;
-  // `cross`, when set, makes every allreduce hierarchical (the MPI world sets it
+  // `cross`, when set, makes every allreduce hierarchical (the registry sets it
   // for KOLO_HIERARCHICAL_ALLREDUCE=1 when nodes are of equal size).
-  NcclTransport(transport::ControlPlane& control, size_t fusion_bytes, CrossAllreduce cross = nullptr);
+  NcclTransport(transport::ControlPlane& control, size_t fusion_bytes,
+                std::shared_ptr<transport::CrossEngine> cross = nullptr);
   ~NcclTransport() override;
 
   const char* name() const override { return "nccl"; }
@@ -154,7 +152,7 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   transport::ControlPlane& control_;
   const transport::Topology topology_;
   const size_t fusion_bytes_;
-  const CrossAllreduce cross_;
+  const std::shared_ptr<transport::CrossEngine> cross_;
   std::function<void()> wake_;
   std::mutex mu_;  // guards pinned_ and states_' map (resolve runs on user threads)
   int pinned_ = -1;
