@@ -104,6 +104,7 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   kolo::set_die_at(config.test_die_at);
   kolo::transport::World world;
   kolo::mpi::WorldOptions with_config = options;
+  with_config.test_node_size = config.test_node_size;
   with_config.build.fusion_bytes = static_cast<size_t>(config.fusion_threshold_bytes);
   with_config.build.hierarchical_allreduce = config.hierarchical_allreduce;
   with_config.peer_timeout = std::chrono::milliseconds(
@@ -114,12 +115,6 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
     return report(s);
   g_runtime = std::move(runtime);
   return report(Status::OK());
-}
-
-// KOLO_TEST_NODE_SIZE: test-only; see transports/mpi/mpi_world.h.
-int test_node_size() {
-  const char* v = std::getenv("KOLO_TEST_NODE_SIZE");
-  return v ? std::atoi(v) : 0;
 }
 
 kolo::Device device_of(kolo_device_t d) {
@@ -209,7 +204,6 @@ extern "C" {
 kolo_status_t kolo_init(void) {
   return guarded([] {
     kolo::mpi::WorldOptions options;
-    options.test_node_size = test_node_size();
     return init_with(options);
   });
 }
@@ -224,7 +218,6 @@ kolo_status_t kolo_init_comm(int64_t mpi_comm_fortran_handle) {
                      " is not a Fortran handle (MPI_Comm_c2f gives a 32-bit MPI_Fint)");
     kolo::mpi::WorldOptions options;
     options.comm_fortran_handle = mpi_comm_fortran_handle;
-    options.test_node_size = test_node_size();
     return init_with(options);
   });
 }

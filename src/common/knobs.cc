@@ -155,6 +155,15 @@ const Knob kKnobs[] = {
        c->test_die_at = v;
        return true;
      }},
+    {{"KOLO_TEST_NODE_SIZE", KnobType::kInt, "0", "an integer >= 0",
+      "tests only: split one machine's ranks into pretend nodes of this many consecutive "
+      "ranks (multi-node paths without a cluster); 0: real nodes"},
+     [](const std::string& v, Config* c) {
+       int64_t n = 0;
+       if (!parse_int_at_least(v, 0, std::numeric_limits<int>::max(), &n)) return false;
+       c->test_node_size = static_cast<int>(n);
+       return true;
+     }},
 };
 
 // The value a knob has under `env`: trimmed; unset or blank means the default.

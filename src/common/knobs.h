@@ -34,6 +34,7 @@ struct Config {
   std::string flight_recorder_dir = ".";      // KOLO_FLIGHT_RECORDER_DIR
   double peer_timeout_seconds = 10.0;         // KOLO_PEER_TIMEOUT_SECONDS; > 0
   std::string test_die_at;                    // KOLO_TEST_DIE_AT (tests only)
+  int test_node_size = 0;                     // KOLO_TEST_NODE_SIZE (tests only); 0: real nodes
 };
 
 enum class KnobType { kBytes, kDouble, kInt, kBool, kString, kChoice };

@@ -44,6 +44,7 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
       "KOLO_LOG_LEVEL",                "KOLO_TRANSPORT",
       "KOLO_FLIGHT_RECORDER",          "KOLO_FLIGHT_RECORDER_DIR",
       "KOLO_PEER_TIMEOUT_SECONDS",     "KOLO_TEST_DIE_AT",
+      "KOLO_TEST_NODE_SIZE",
   };
   const auto& specs = knob_specs();
   ASSERT_EQ(specs.size(), std::size(expected));
@@ -72,10 +73,12 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.flight_recorder_dir, ".");
   EXPECT_EQ(c.peer_timeout_seconds, 10.0);
   EXPECT_EQ(c.test_die_at, "");
+  EXPECT_EQ(c.test_node_size, 0);
 
   const std::vector<std::string> values = knob_values(env_of({}));
   const std::vector<std::string> expected = {"64M", "1",       "1024", "",     "60", "0", "0",
-                                             "-1",  "warning", "auto", "1024", ".",  "10", ""};
+                                             "-1",  "warning", "auto", "1024", ".",  "10", "",
+                                             "0"};
   EXPECT_EQ(values, expected);
 }
 
@@ -86,6 +89,18 @@ TEST(KnobsTest, PeerTimeoutIsPositive) {
     Status s = load_config(env_of({{"KOLO_PEER_TIMEOUT_SECONDS", bad}}), &c);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find("KOLO_PEER_TIMEOUT_SECONDS"), std::string::npos) << s.message();
+  }
+}
+
+// KOLO_TEST_NODE_SIZE is read through the registry like every knob (not getenv).
+TEST(KnobsTest, TestNodeSizeIsANonNegativeInteger) {
+  EXPECT_EQ(load_ok({}).test_node_size, 0);
+  EXPECT_EQ(load_ok({{"KOLO_TEST_NODE_SIZE", "2"}}).test_node_size, 2);
+  for (const char* bad : {"-1", "two", "1.5"}) {
+    Config c;
+    Status s = load_config(env_of({{"KOLO_TEST_NODE_SIZE", bad}}), &c);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("KOLO_TEST_NODE_SIZE"), std::string::npos) << s.message();
   }
 }
 
