@@ -9,9 +9,7 @@
 #include "kolo/kolo.h"
 #include "kolo_build_config.h"
 #include "transport/registry.h"
-#if KOLO_HAVE_NCCL
 #include "transports/nccl/nccl_info.h"
-#endif
 
 namespace {
 
@@ -56,11 +54,11 @@ std::string build_info() {
      << "\"type\": " << json_string(KOLO_BUILD_TYPE) << ", \"compiler\": "
      << json_string(KOLO_COMPILER) << ", \"mpi\": " << json_string(KOLO_MPI_VERSION)
      << ", \"nccl\": " << (KOLO_HAVE_NCCL ? "true" : "false");
-#if KOLO_HAVE_NCCL
-  // The headers kolo was compiled with, and the library loaded now (they can differ).
-  os << ", \"nccl_headers\": " << json_string(kolo::nccl::header_version())
-     << ", \"nccl_library\": " << json_string(kolo::nccl::library_version());
-#endif
+  if (KOLO_HAVE_NCCL) {
+    // The headers kolo was compiled with, and the library loaded now (they can differ).
+    os << ", \"nccl_headers\": " << json_string(kolo::nccl::header_version())
+       << ", \"nccl_library\": " << json_string(kolo::nccl::library_version());
+  }
   os << "}, \"transports\": {";
   bool first = true;
   for (const auto& t : kolo::transport::known_transports()) {

@@ -1,5 +1,6 @@
-// What kolo knows about the NCCL library it was linked with. Only built with NCCL
-// (see CMakeLists.txt); kolo-info and the build-info JSON print it.
+// What kolo knows about the NCCL library it was linked with; kolo-info and the
+// build-info JSON print it. Empty strings in a build without NCCL
+// (nccl_unavailable.cc).
 #pragma once
 
 #include <string>

@@ -1,7 +1,9 @@
-// The device transport's maker in a build without CUDA and NCCL (see
-// nccl_factory.h): it says why.
+// The NCCL edge in a build without CUDA and NCCL (see nccl_factory.h): the device
+// transport's maker says why there is none, and the version queries have nothing
+// to report.
 #include "kolo_build_config.h"
 #include "transports/nccl/nccl_factory.h"
+#include "transports/nccl/nccl_info.h"
 
 namespace kolo::nccl {
 
@@ -10,5 +12,8 @@ Status make_nccl_transport(transport::ControlPlane&, size_t, std::shared_ptr<tra
   *support = nullptr;
   return unsupported(std::string("nccl is not in this build: ") + KOLO_NCCL_REASON);
 }
+
+std::string library_version() { return ""; }
+std::string header_version() { return ""; }
 
 }  // namespace kolo::nccl
