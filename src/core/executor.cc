@@ -66,27 +66,31 @@ void Executor::execute(const std::vector<Response>& responses,
     if (flight_) flight_->advance(it->second.flight, FlightRecorder::State::kExecuting, start);
     std::unique_ptr<transport::Work> work;
     Status started = start_collective(it->second, *r, &work);
-    const DeviceKind where = it->second.device.kind;
-    std::vector<TensorEntry> moved;
-    moved.push_back(std::move(it->second));
-    pending->erase(it);
-    launch(std::move(started), std::move(work), std::move(moved), where);
-    record({r->name}, r->params.bytes(), r->params.collective, start);
+    names_.assign(1, &r->name);
+    launch(std::move(started), std::move(work), it->second.device.kind, pending);
+    record(r->params.bytes(), r->params.collective, start);
   }
 }
 
-void Executor::launch(Status started, std::unique_ptr<transport::Work> work,
-                      std::vector<TensorEntry> entries, DeviceKind where) {
-  if (started.ok() && work == nullptr) work = std::make_unique<transport::CompletedWork>(Status::OK());
-  if (!started.ok()) {
-    KOLO_LOG(kError) << "operation " << sequence_ << ": " << started.to_string();
-    complete_all(entries, started);
+void Executor::launch(Status started, std::unique_ptr<transport::Work> work, DeviceKind where,
+                      std::map<std::string, TensorEntry>* pending) {
+  // Host work, or nothing started: settled now, completed in place in `pending`.
+  // See Note [One execution model].
+  if (!started.ok() || work == nullptr || where == DeviceKind::kCpu) {
+    Status status = !started.ok() ? started : work ? work->wait() : Status::OK();
+    if (!status.ok()) KOLO_LOG(kError) << "operation " << sequence_ << ": " << status.to_string();
+    for (const std::string* name : names_) {
+      auto it = pending->find(*name);
+      if (it->second.handle) complete_(it->second, status);  // joined zeros have none
+      pending->erase(it);
+    }
     return;
   }
-  InFlight f{std::move(work), std::move(entries)};
-  if (where == DeviceKind::kCpu) {  // See Note [One execution model].
-    retire(f);
-    return;
+  InFlight f{std::move(work), {}};
+  for (const std::string* name : names_) {
+    auto it = pending->find(*name);
+    f.entries.push_back(std::move(it->second));
+    pending->erase(it);
   }
   if (std::shared_ptr<transport::DeviceEvent> done = f.work->done_event())
     for (TensorEntry& e : f.entries)
@@ -190,30 +194,24 @@ void Executor::run_allreduces(const std::vector<const Response*>& ok,
   }
 
   for (const PlannedBucket& bucket : plan_buckets(items, fusion_.size())) {
-    std::vector<TensorEntry*> entries;
-    std::vector<std::string> names;
+    entries_.clear();
+    names_.clear();
     size_t bytes = 0;  // not bucket.bytes: the planner saw a lone tensor as "over the threshold"
     for (size_t i : bucket.items) {
       auto it = pending->find(ok[i]->name);
       if (it == pending->end()) continue;  // a joined rank's entry that could not be made
-      entries.push_back(&it->second);
-      names.push_back(ok[i]->name);
+      entries_.push_back(&it->second);
+      names_.push_back(&ok[i]->name);
       bytes += ok[i]->params.bytes();
     }
     const TensorParams& params = ok[bucket.items[0]]->params;
     const auto start = Timeline::Clock::now();
-    for (TensorEntry* e : entries)
+    for (TensorEntry* e : entries_)
       if (flight_) flight_->advance(e->flight, FlightRecorder::State::kExecuting, start);
     Status started;
-    std::unique_ptr<transport::Work> work = start_bucket(entries, params, &started);
-    std::vector<TensorEntry> moved;
-    for (const std::string& name : names) {
-      auto it = pending->find(name);
-      moved.push_back(std::move(it->second));
-      pending->erase(it);
-    }
-    launch(std::move(started), std::move(work), std::move(moved), params.device);
-    record(names, bytes, params.collective, start);
+    std::unique_ptr<transport::Work> work = start_bucket(entries_, params, &started);
+    launch(std::move(started), std::move(work), params.device, pending);
+    record(bytes, params.collective, start);
   }
 }
 
@@ -246,20 +244,25 @@ Status Executor::describe_bucket(const std::vector<TensorEntry*>& entries,
 std::unique_ptr<transport::Work> Executor::start_bucket(const std::vector<TensorEntry*>& entries,
                                                         const TensorParams& params,
                                                         Status* status) {
-  transport::Bucket bucket;
-  *status = describe_bucket(entries, params, &bucket);
-  if (!status->ok() || bucket.count == 0) return nullptr;
+  // One Bucket, reused: its tensor list keeps its capacity between buckets.
+  bucket_.tensors.clear();
+  bucket_.count = 0;
+  *status = describe_bucket(entries, params, &bucket_);
+  if (!status->ok() || bucket_.count == 0) return nullptr;
   transport::Transport* transport = nullptr;
-  *status = selector_.select(bucket, &transport);
+  *status = selector_.select(bucket_, &transport);
   if (!status->ok()) return nullptr;
-  return transport->allreduce(bucket);
+  return transport->allreduce(bucket_);
 }
 
-// Records the operation in the timeline and advances the sequence number.
-void Executor::record(const std::vector<std::string>& names, size_t bytes, Collective kind,
-                      Timeline::Clock::time_point start) {
-  if (timeline_ && timeline_->enabled())
+// Records the operation (the entries named in names_) in the timeline and
+// advances the sequence number.
+void Executor::record(size_t bytes, Collective kind, Timeline::Clock::time_point start) {
+  if (timeline_ && timeline_->enabled()) {
+    std::vector<std::string> names;
+    for (const std::string* name : names_) names.push_back(*name);
     timeline_->bucket(names, sequence_, bytes, collective_name(kind), start, Timeline::Clock::now());
+  }
   ++sequence_;
 }
 

@@ -60,11 +60,12 @@ class Executor {
     std::unique_ptr<transport::Work> work;
     std::vector<TensorEntry> entries;
   };
-  // Every transport call ends here (Note [One execution model]): `entries`, moved
-  // out of `pending`, complete with the Work's status — at once for host work,
-  // from poll() for device work — or with `started` if it is an error.
-  void launch(Status started, std::unique_ptr<transport::Work> work,
-              std::vector<TensorEntry> entries, DeviceKind where);
+  // Every transport call ends here (Note [One execution model]): the entries
+  // named in names_ complete with the Work's status — at once, in `pending`, for
+  // host work; from poll() for device work, moved into in_flight_ — or with
+  // `started` if it is an error. Either way they leave `pending`.
+  void launch(Status started, std::unique_ptr<transport::Work> work, DeviceKind where,
+              std::map<std::string, TensorEntry>* pending);
   // Completes every entry that has a handle with `status`.
   void complete_all(std::vector<TensorEntry>& entries, const Status& status);
   void retire(InFlight& done);
@@ -79,8 +80,7 @@ class Executor {
                          transport::Bucket* bucket);
   std::unique_ptr<transport::Work> start_bucket(const std::vector<TensorEntry*>& entries,
                                                 const TensorParams& params, Status* status);
-  void record(const std::vector<std::string>& names, size_t bytes, Collective kind,
-              Timeline::Clock::time_point start);
+  void record(size_t bytes, Collective kind, Timeline::Clock::time_point start);
 
   // executor_collectives.cc: everything but allreduce.
   Status start_collective(TensorEntry& entry, const Response& response,
@@ -111,6 +111,10 @@ class Executor {
   transport::DeviceSupport* device_;
   FlightRecorder* flight_ = nullptr;
   std::deque<InFlight> in_flight_;
+  // Per-bucket scratch, reused so that a bucket allocates nothing once warm.
+  transport::Bucket bucket_;
+  std::vector<TensorEntry*> entries_;
+  std::vector<const std::string*> names_;  // into the cycle's responses
 };
 
 // Note [One execution model]
