@@ -63,7 +63,8 @@ typedef enum kolo_status_t {
   KOLO_ERR_TRANSPORT = 11,       /* the transport (MPI, NCCL, ...) reported an error */
   KOLO_ERR_INTERNAL = 12,
   KOLO_ERR_RANK_FAILED = 13,     /* a peer rank died or went silent; the message names it */
-  KOLO_STATUS_MAX_ENUM_ = 0x7fffffff /* not a status: see Note [Enum ranges] */
+  KOLO_STATUS_MIN_ENUM_ = -0x7fffffff - 1, /* not a status: see Note [Enum ranges] */
+  KOLO_STATUS_MAX_ENUM_ = 0x7fffffff        /* not a status */
 } kolo_status_t;
 
 typedef enum kolo_dtype_t {
@@ -78,7 +79,8 @@ typedef enum kolo_dtype_t {
   KOLO_FLOAT32 = 8,
   KOLO_FLOAT64 = 9,
   KOLO_BOOL = 10,    /* one byte, 0 or 1 */
-  KOLO_DTYPE_MAX_ENUM_ = 0x7fffffff /* not a dtype: see Note [Enum ranges] */
+  KOLO_DTYPE_MIN_ENUM_ = -0x7fffffff - 1, /* not a dtype: see Note [Enum ranges] */
+  KOLO_DTYPE_MAX_ENUM_ = 0x7fffffff        /* not a dtype */
 } kolo_dtype_t;
 
 /* Reduction operators.
@@ -95,18 +97,21 @@ typedef enum kolo_op_t {
   KOLO_OP_MIN = 2,
   KOLO_OP_MAX = 3,
   KOLO_OP_PRODUCT = 4,
-  KOLO_OP_MAX_ENUM_ = 0x7fffffff /* not an op: see Note [Enum ranges] */
+  KOLO_OP_MIN_ENUM_ = -0x7fffffff - 1, /* not an op: see Note [Enum ranges] */
+  KOLO_OP_MAX_ENUM_ = 0x7fffffff        /* not an op */
 } kolo_op_t;
 
 typedef enum kolo_device_kind_t {
   KOLO_DEVICE_CPU = 0,
   KOLO_DEVICE_CUDA = 1,
-  KOLO_DEVICE_MAX_ENUM_ = 0x7fffffff /* not a device kind: see Note [Enum ranges] */
+  KOLO_DEVICE_MIN_ENUM_ = -0x7fffffff - 1, /* not a device kind: see Note [Enum ranges] */
+  KOLO_DEVICE_MAX_ENUM_ = 0x7fffffff        /* not a device kind */
 } kolo_device_kind_t;
 
 /* Note [Enum ranges]: each enum a caller passes in (kolo_status_t too, to
- * kolo_status_string) ends with a *_MAX_ENUM_
- * sentinel so that every int value is a value of the type in C++ as in C. A
+ * kolo_status_string) ends with *_MIN_ENUM_ and *_MAX_ENUM_ sentinels (INT_MIN
+ * and INT_MAX) so that every int value, negative ones too, is a value of the
+ * type in C++ as in C. A
  * caller may pass any number; kolo refuses what is not listed with
  * KOLO_ERR_INVALID_ARGUMENT. Without the sentinel, C++ code (kolo itself)
  * reading an out-of-range value of the enum has undefined behaviour

@@ -30,7 +30,7 @@ def header_enum(name):
     values = {}
     for entry in text.split(","):
         entry = entry.strip()
-        if re.match(r"KOLO_\w+_MAX_ENUM_\b", entry):
+        if re.match(r"KOLO_\w+_M(IN|AX)_ENUM_\b", entry):
             continue  # a sentinel, not a value (kolo.h, Note [Enum ranges])
         if entry:
             m = re.fullmatch(r"(KOLO_\w+)\s*=\s*(-?\d+)", entry)
