@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Test for kolo-info: `--json` must be one valid JSON object (checked with Python's
 own parser, independent of tools/json.cc) carrying what kolo-info promises, with
-knob values that follow the environment; the text form must list every knob.
+knob values that follow the environment and whether ranks must set each alike;
+the text form must list every knob with that column.
 
 usage: check_kolo_info.py PATH/TO/kolo-info
 """
@@ -32,13 +33,21 @@ def main():
     assert knobs["KOLO_FUSION_THRESHOLD"]["value"] == "64M"
     assert knobs["KOLO_CACHE_CAPACITY"]["value"] == "77"
     assert knobs["KOLO_TIMELINE"]["value"] == '/tmp/a "quoted" path'
+    # Whether ranks may differ (kolo_init compares the knobs that must agree).
+    for name, knob in knobs.items():
+        assert knob["agreement"] in ("must agree", "may differ"), (name, knob)
+    assert knobs["KOLO_FUSION_THRESHOLD"]["agreement"] == "must agree"
+    assert knobs["KOLO_TRANSPORT"]["agreement"] == "must agree"
+    assert knobs["KOLO_LOG_LEVEL"]["agreement"] == "may differ"
     topology = info["topology"]
     assert "error" not in topology, topology
     assert topology["pus"] >= topology["cores"] >= 1 and topology["numa_nodes"] >= 1, topology
 
     text = run(exe, env=env)
-    for name in knobs:
-        assert name in text, f"text output lacks {name}"
+    for name, knob in knobs.items():
+        line = next((l for l in text.splitlines() if l.split()[:1] == [name]), None)
+        assert line is not None, f"text output lacks {name}"
+        assert knob["agreement"] in line, f"{name}'s line lacks {knob['agreement']!r}: {line}"
     assert "Topology" in text and "Transports" in text
     print(f"kolo-info: {len(knobs)} knobs, {len(info['transports'])} transports, "
           f"{topology['cores']} cores: OK")

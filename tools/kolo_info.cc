@@ -1,7 +1,8 @@
 // kolo-info: what this kolo build is and how it is configured here.
 //
 // Prints the version, the build configuration, which transports are built (and
-// why not), every KOLO_* knob with its default and current value, and the local
+// why not), every KOLO_* knob with its default, whether every rank must set it
+// alike, and its current value, and the local
 // topology as hwloc sees it. Everything but the topology comes from
 // kolo_build_info_json(), so kolo-info shows exactly what the library reports.
 // Needs neither mpiexec nor kolo_init.
@@ -78,19 +79,22 @@ void print_transports(const JsonValue* transports) {
   }
 }
 
+// "ranks": whether every rank must set the knob alike (kolo_init compares them).
 void print_knobs(const JsonValue* knobs) {
   print_section("Knobs (environment variables, read at kolo_init)");
   if (!knobs || !knobs->is_object()) return;
-  size_t name_width = 6, default_width = 9;
+  size_t name_width = 6, default_width = 9, ranks_width = 7;
   for (const auto& [name, knob] : knobs->members()) {
     name_width = std::max(name_width, name.size() + 2);
     default_width = std::max(default_width, shown(knob.get_string("default")).size() + 2);
+    ranks_width = std::max(ranks_width, knob.get_string("agreement").size() + 2);
   }
-  std::printf("  %s%s%s\n", pad("name", name_width).c_str(),
-              pad("default", default_width).c_str(), "value");
+  std::printf("  %s%s%s%s\n", pad("name", name_width).c_str(),
+              pad("default", default_width).c_str(), pad("ranks", ranks_width).c_str(), "value");
   for (const auto& [name, knob] : knobs->members()) {
-    std::printf("  %s%s%s\n", pad(name, name_width).c_str(),
+    std::printf("  %s%s%s%s\n", pad(name, name_width).c_str(),
                 pad(shown(knob.get_string("default")), default_width).c_str(),
+                pad(knob.get_string("agreement"), ranks_width).c_str(),
                 shown(knob.get_string("value")).c_str());
     const std::string doc = knob.get_string("doc");
     if (!doc.empty()) std::printf("      %s\n", doc.c_str());

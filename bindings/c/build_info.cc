@@ -75,7 +75,8 @@ std::string build_info() {
        << ", \"default\": " << json_string(specs[i].default_value)
        << ", \"value\": " << json_string(i < values.size() ? values[i] : "")
        << ", \"accepted\": " << json_string(specs[i].accepted)
-       << ", \"doc\": " << json_string(specs[i].doc) << "}";
+       << ", \"doc\": " << json_string(specs[i].doc)
+       << ", \"agreement\": " << json_string(kolo::agreement_name(specs[i].agreement)) << "}";
   }
   os << "}}";
   return os.str();

@@ -22,7 +22,10 @@
 #include "common/status.h"
 #include "common/test_hooks.h"
 #include "core/collective_args.h"
+#include "core/init_agreement.h"
 #include "core/runtime.h"
+#include "kolo_build_config.h"
+#include "transport/registry.h"
 #include "transports/mpi/mpi_world.h"
 
 struct kolo_handle {
@@ -80,6 +83,18 @@ kolo_status_t not_initialized() {
   return report(Code::kNotInitialized, "kolo is not initialised (call kolo_init first)");
 }
 
+// What every rank must have alike (see Note [Knobs that must agree]): the knobs that
+// must agree, and what else decides which transports exist and how buckets travel.
+kolo::core::Fingerprint fingerprint_of(const kolo::Config& config) {
+  kolo::core::Fingerprint f = kolo::core::fingerprint_of(config);
+  std::string built;
+  for (const kolo::transport::TransportInfo& t : kolo::transport::known_transports())
+    if (t.built) built += (built.empty() ? "" : ",") + t.name;
+  f.entries.push_back({"kolo version", KOLO_VERSION_STRING});
+  f.entries.push_back({"transports built into kolo", built});
+  return f;
+}
+
 kolo_status_t invalid(const std::string& message) {
   return report(Code::kInvalidArgument, message);
 }
@@ -109,6 +124,11 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   with_config.build.hierarchical_allreduce = config.hierarchical_allreduce;
   with_config.peer_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(config.peer_timeout_seconds * 1000.0));
+  // See Note [One verdict at init].
+  const kolo::core::Fingerprint fingerprint = fingerprint_of(config);
+  with_config.agree = [&fingerprint](kolo::transport::ControlPlane& control) {
+    return kolo::core::agree_at_init(control, Status::OK(), fingerprint);
+  };
   if (Status s = kolo::mpi::create_world(with_config, &world); !s.ok()) return report(s);
   std::unique_ptr<kolo::core::Runtime> runtime;
   if (Status s = kolo::core::Runtime::start(std::move(world), config, &runtime); !s.ok())

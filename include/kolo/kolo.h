@@ -208,7 +208,7 @@ KOLO_API const char* kolo_version(void);
 
 /* A JSON object describing this build and configuration: version, build flags,
  * transports (name -> {"built": bool, "reason": string}), knobs (name ->
- * {"default", "value", "doc"}). Static storage owned by kolo, valid until the
+ * {"default", "value", "doc", "agreement": "must agree" or "may differ"}). Static storage owned by kolo, valid until the
  * next call of this function. Works before kolo_init. */
 KOLO_API const char* kolo_build_info_json(void);
 

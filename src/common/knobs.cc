@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -59,11 +60,19 @@ bool parse_non_negative_double(const std::string& text, double* out) {
   return true;
 }
 
-// One row per knob: its spec and how a (trimmed, non-empty) value lands in Config.
-// Returns false when the value is not accepted.
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+// One row per knob: its spec, how a (trimmed, non-empty) value lands in Config
+// (false when the value is not accepted) and the canonical text of the value it
+// landed as (see KnobValue).
 struct Knob {
   KnobSpec spec;
   bool (*apply)(const std::string& value, Config* config);
+  std::string (*canonical)(const Config& config);
 };
 
 constexpr const char* kDoubleSeconds = "a finite number >= 0 (seconds); 0 disables";
@@ -74,70 +83,96 @@ const Knob kKnobs[] = {
       "KiB, MiB, GiB, KB, MB, GB mean the same), e.g. 1048576, 512K, 64M, 1G",
       "fusion buffer size; tensors are packed into buckets up to this many bytes; 0 "
       "disables fusion"},
-     [](const std::string& v, Config* c) { return parse_bytes(v, &c->fusion_threshold_bytes); }},
+     [](const std::string& v, Config* c) { return parse_bytes(v, &c->fusion_threshold_bytes); },
+     [](const Config& c) { return std::to_string(c.fusion_threshold_bytes); }},
+    // May differ: it only bounds how long this rank's idle coordinator sleeps before it
+    // looks for a peer's doorbell again; cycles start on the doorbell and run in
+    // lockstep whatever each rank's value, so it changes latency, not the plan.
     {{"KOLO_CYCLE_TIME_MS", KnobType::kDouble, "1", "a finite number >= 0 (milliseconds)",
       "longest an idle coordinator sleeps between checks for peers' cycles; it wakes at once "
-      "on a local enqueue"},
-     [](const std::string& v, Config* c) { return parse_non_negative_double(v, &c->cycle_time_ms); }},
+      "on a local enqueue",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       return parse_non_negative_double(v, &c->cycle_time_ms);
+     },
+     [](const Config& c) { return number(c.cycle_time_ms); }},
     {{"KOLO_CACHE_CAPACITY", KnobType::kInt, "1024", "an integer >= 0",
       "response-cache entries; 0 disables the cache"},
      [](const std::string& v, Config* c) {
        return parse_int_at_least(v, 0, std::numeric_limits<int64_t>::max(), &c->cache_capacity);
-     }},
+     },
+     [](const Config& c) { return std::to_string(c.cache_capacity); }},
     {{"KOLO_TIMELINE", KnobType::kString, "", "a file path; empty for none",
-      "write a Chrome-trace timeline of negotiation and execution to this file (rank 0)"},
+      "write a Chrome-trace timeline of negotiation and execution to this file (rank 0)",
+      Agreement::kMayDiffer},  // read on rank 0 only
      [](const std::string& v, Config* c) {
        c->timeline_path = v;
        return true;
-     }},
+     },
+     [](const Config& c) { return c.timeline_path; }},
     {{"KOLO_STALL_CHECK_TIME_SECONDS", KnobType::kDouble, "60", kDoubleSeconds,
-      "warn about names some ranks have not submitted after this long; 0 disables"},
+      "warn about names some ranks have not submitted after this long; 0 disables",
+      Agreement::kMayDiffer},  // rank 0 warns; elsewhere it only hastens the slow path
      [](const std::string& v, Config* c) {
        return parse_non_negative_double(v, &c->stall_check_seconds);
-     }},
+     },
+     [](const Config& c) { return number(c.stall_check_seconds); }},
     {{"KOLO_STALL_SHUTDOWN_TIME_SECONDS", KnobType::kDouble, "0", kDoubleSeconds,
       "fail stalled names with KOLO_ERR_STALLED after this long; 0 disables"},
+     // Must agree: it decides which operations fail on every rank (rank 0 decides;
+     // a value set on other ranks only would be ignored without a word).
      [](const std::string& v, Config* c) {
        return parse_non_negative_double(v, &c->stall_shutdown_seconds);
-     }},
+     },
+     [](const Config& c) { return number(c.stall_shutdown_seconds); }},
     {{"KOLO_HIERARCHICAL_ALLREDUCE", KnobType::kBool, "0", "1/0, true/false, yes/no, on/off",
       "1: the hierarchical path (reduce-scatter within each node, allreduce across nodes "
       "on each shard, allgather within the node) for every bucket on several nodes; 0: "
       "the auto order picks it for large buckets only"},
-     [](const std::string& v, Config* c) { return parse_bool(v, &c->hierarchical_allreduce); }},
+     [](const std::string& v, Config* c) { return parse_bool(v, &c->hierarchical_allreduce); },
+     [](const Config& c) { return std::string(c.hierarchical_allreduce ? "1" : "0"); }},
     {{"KOLO_THREAD_AFFINITY", KnobType::kInt, "-1", "an integer >= -1 (a core number, or -1)",
-      "pin the coordinator thread to this core; -1 leaves it"},
+      "pin the coordinator thread to this core; -1 leaves it", Agreement::kMayDiffer},
      [](const std::string& v, Config* c) {
        int64_t core = 0;
        if (!parse_int_at_least(v, -1, std::numeric_limits<int>::max(), &core)) return false;
        c->thread_affinity = static_cast<int>(core);
        return true;
-     }},
+     },
+     [](const Config& c) { return std::to_string(c.thread_affinity); }},
     {{"KOLO_LOG_LEVEL", KnobType::kChoice, "warning",
       "one of trace, debug, info, warning, error, fatal",
-      "least severe message that kolo writes to stderr"},
-     [](const std::string& v, Config* c) { return parse_log_level(v, &c->log_level); }},
+      "least severe message that kolo writes to stderr", Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) { return parse_log_level(v, &c->log_level); },
+     [](const Config& c) { return std::string(log_level_name(c.log_level)); }},
     {{"KOLO_TRANSPORT", KnobType::kString, "auto", "auto or a transport name",
       "transport preference: auto or a transport name"},
      [](const std::string& v, Config* c) {
        c->transport = lower(v);
        return true;
-     }},
+     },
+     [](const Config& c) { return c.transport; }},
     // The flight recorder may differ between ranks: it shapes no plan and no data path.
     {{"KOLO_FLIGHT_RECORDER", KnobType::kInt, "1024",
       "an integer from 0 to 16777216 (operations); 0 disables",
       "keep this rank's last N operations (name, kind, size, state and times) and dump them on "
-      "a stall, a failed peer or SIGUSR1; may differ between ranks"},
+      "a stall, a failed peer or SIGUSR1; may differ between ranks",
+      Agreement::kMayDiffer},
      [](const std::string& v, Config* c) {
        return parse_int_at_least(v, 0, int64_t{1} << 24, &c->flight_recorder);
-     }},
+     },
+     [](const Config& c) { return std::to_string(c.flight_recorder); }},
     {{"KOLO_FLIGHT_RECORDER_DIR", KnobType::kString, ".", "a directory",
       "where each rank writes its flight recorder dump, kolo-flight-rank<R>.jsonl; may differ "
-      "between ranks"},
+      "between ranks",
+      Agreement::kMayDiffer},
      [](const std::string& v, Config* c) {
        c->flight_recorder_dir = v;
        return true;
-     }},
+     },
+     [](const Config& c) { return c.flight_recorder_dir; }},
+    // Must agree: a rank beats every fifth of its own timeout, so a peer with a
+    // shorter timeout would declare a live rank dead.
     {{"KOLO_PEER_TIMEOUT_SECONDS", KnobType::kDouble, "10",
       "a finite number > 0 (seconds), at least 0.05",
       "a peer rank not heard from for this long has failed: every pending and later "
@@ -147,14 +182,18 @@ const Knob kKnobs[] = {
        if (!parse_double(v, &seconds) || seconds < 0.05 || seconds > 1e6) return false;
        c->peer_timeout_seconds = seconds;
        return true;
-     }},
+     },
+     [](const Config& c) { return number(c.peer_timeout_seconds); }},
     {{"KOLO_TEST_DIE_AT", KnobType::kString, "", "empty, or point[:n][@file] (common/test_hooks.h)",
       "tests only, may differ between ranks: this rank raises SIGKILL on itself the n-th "
-      "time it passes the point (init, negotiate, shm, ring, mpi, teardown)"},
+      "time it passes the point (init, negotiate, shm, ring, mpi, teardown)",
+      Agreement::kMayDiffer},
      [](const std::string& v, Config* c) {
        c->test_die_at = v;
        return true;
-     }},
+     },
+     [](const Config& c) { return c.test_die_at; }},
+    // Must agree: it decides which ranks share a node, hence which transports exist.
     {{"KOLO_TEST_NODE_SIZE", KnobType::kInt, "0", "an integer >= 0",
       "tests only: split one machine's ranks into pretend nodes of this many consecutive "
       "ranks (multi-node paths without a cluster); 0: real nodes"},
@@ -163,7 +202,8 @@ const Knob kKnobs[] = {
        if (!parse_int_at_least(v, 0, std::numeric_limits<int>::max(), &n)) return false;
        c->test_node_size = static_cast<int>(n);
        return true;
-     }},
+     },
+     [](const Config& c) { return std::to_string(c.test_node_size); }},
 };
 
 // The value a knob has under `env`: trimmed; unset or blank means the default.
@@ -204,6 +244,18 @@ Status load_config(const EnvLookup& env, Config* config) {
   }
   *config = next;
   return Status::OK();
+}
+
+std::vector<KnobValue> agreed_knob_values(const Config& config) {
+  std::vector<KnobValue> values;
+  for (const Knob& k : kKnobs)
+    if (k.spec.agreement == Agreement::kMustAgree)
+      values.push_back({k.spec.name, k.canonical(config)});
+  return values;
+}
+
+const char* agreement_name(Agreement agreement) {
+  return agreement == Agreement::kMustAgree ? "must agree" : "may differ";
 }
 
 std::vector<std::string> knob_values(const EnvLookup& env) {

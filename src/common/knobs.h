@@ -1,10 +1,11 @@
 // The knob registry: every KOLO_* environment variable, declared once.
 //
-// Each knob has an env name, a type, a default, the accepted values and a one-line
-// doc. load_config() reads them all once (at kolo_init), validates them, and
-// fails with a message naming the variable and the accepted values. kolo-info and
-// kolo_build_info_json() print the table. Horovod's knobs are the reference for
-// meaning (HOROVOD_FUSION_THRESHOLD, HOROVOD_CYCLE_TIME, ...).
+// Each knob has an env name, a type, a default, the accepted values, a one-line
+// doc and whether every rank must set it alike. load_config() reads them all once
+// (at kolo_init), validates them, and fails with a message naming the variable and
+// the accepted values. kolo-info and kolo_build_info_json() print the table.
+// Horovod's knobs are the reference for meaning (HOROVOD_FUSION_THRESHOLD,
+// HOROVOD_CYCLE_TIME, ...). See Note [Knobs that must agree].
 #pragma once
 
 #include <cstdint>
@@ -39,12 +40,23 @@ struct Config {
 
 enum class KnobType { kBytes, kDouble, kInt, kBool, kString, kChoice };
 
+// Whether ranks may set a knob differently. See Note [Knobs that must agree].
+enum class Agreement { kMustAgree, kMayDiffer };
+
 struct KnobSpec {
   const char* name;           // "KOLO_FUSION_THRESHOLD"
   KnobType type;
   const char* default_value;  // as a user would write it
   const char* accepted;       // human description of accepted values
   const char* doc;            // one line
+  Agreement agreement = Agreement::kMustAgree;
+};
+
+// A knob's effective value in one spelling per value ("64M" and "67108864" both
+// read 67108864), so that ranks compare values, not text.
+struct KnobValue {
+  std::string name;
+  std::string value;
 };
 
 // Every knob, in a stable order.
@@ -62,11 +74,29 @@ Status load_config(const EnvLookup& env, Config* config);
 // knob_specs().
 std::vector<std::string> knob_values(const EnvLookup& env);
 
+// The canonical effective value of every knob that must agree, in knob_specs()
+// order: what kolo_init compares across ranks.
+std::vector<KnobValue> agreed_knob_values(const Config& config);
+
+// "must agree" or "may differ".
+const char* agreement_name(Agreement agreement);
+
 // Parsers shared with the benchmark's flags. Bytes accept a plain integer or a
 // K/M/G suffix (powers of 1024), e.g. "64M". Return false on malformed input.
 bool parse_bytes(const std::string& text, int64_t* out);
 bool parse_bool(const std::string& text, bool* out);  // 1/0, true/false, yes/no, on/off
 bool parse_log_level(const std::string& text, LogLevel* out);
 const char* log_level_name(LogLevel level);
+
+// Note [Knobs that must agree]
+// Every rank plans the same buckets from the same negotiated list and picks the same
+// transport for each (DESIGN.md rule 7), so a knob that shapes the plan or the data
+// path (fusion threshold, cache capacity, transport, hierarchical, stall shutdown)
+// must have one value on every rank: a rank with another fusion threshold cuts other
+// buckets and reduces garbage into its peers' results. kolo_init compares these
+// knobs' canonical values across ranks and fails on every rank if they differ.
+// A knob is "must agree" unless its row says otherwise; the ones that may differ
+// change only this rank's own behaviour (what it logs, where its coordinator runs,
+// how long it sleeps between polls) or are read on rank 0 alone (the timeline).
 
 }  // namespace kolo

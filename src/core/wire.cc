@@ -15,6 +15,9 @@ constexpr uint8_t kVersion = 2;  // 2: send_rows and member_counts apart; three 
 constexpr uint8_t kKindRequests = 1;
 constexpr uint8_t kKindResponses = 2;
 constexpr uint8_t kKindRankReport = 3;
+constexpr uint8_t kKindInitReport = 4;
+// Knob names and values are short; a fingerprint has tens of entries.
+constexpr uint32_t kMaxEntryLength = 4096;
 // Messages may be long (they list ranks), but not unboundedly.
 constexpr uint32_t kMaxMessageLength = 1 << 20;
 
@@ -217,6 +220,41 @@ Status decode_rank_report(const std::string& bytes, RankReport* report) {
     if (!r.get_string(&name, KOLO_MAX_NAME_LENGTH)) return corrupt("bad name");
   if (!r.at_end()) return corrupt("trailing bytes");
   *report = std::move(out);
+  return Status::OK();
+}
+
+std::string encode_init_report(const Status& status, const std::vector<KnobValue>& entries) {
+  Writer w;
+  write_header(&w, kKindInitReport, 0);
+  w.put<int32_t>(static_cast<int32_t>(status.code()));
+  w.put_string(status.message());
+  w.put<uint32_t>(static_cast<uint32_t>(entries.size()));
+  for (const KnobValue& e : entries) {
+    w.put_string(e.name);
+    w.put_string(e.value);
+  }
+  return w.take();
+}
+
+Status decode_init_report(const std::string& bytes, Status* status,
+                          std::vector<KnobValue>* entries) {
+  Reader r(bytes);
+  uint32_t items = 0, count = 0;
+  int32_t code;
+  std::string message;
+  KOLO_RETURN_IF_ERROR(read_header(&r, kKindInitReport, &items));
+  if (items != 0) return corrupt("init report with items");
+  if (!r.get(&code) || !r.get_string(&message, kMaxMessageLength) || !r.get(&count))
+    return corrupt("truncated init report");
+  if (code < 0 || code > static_cast<int32_t>(Code::kLast)) return corrupt("bad code");
+  if (count > r.remaining() / 8) return corrupt("entry count exceeds message");  // two lengths each
+  std::vector<KnobValue> out(count);
+  for (KnobValue& e : out)
+    if (!r.get_string(&e.name, kMaxEntryLength) || !r.get_string(&e.value, kMaxEntryLength))
+      return corrupt("truncated entry");
+  if (!r.at_end()) return corrupt("trailing bytes");
+  *status = Status(static_cast<Code>(code), std::move(message));
+  *entries = std::move(out);
   return Status::OK();
 }
 

@@ -9,6 +9,8 @@
 //   response items add: code (i32) | message (u32 length + bytes)
 //   a rank report (kind 3, stall_report.h; item count = names listed) :
 //            idle seconds (f64) | names in flight (u32) | the names listed
+//   init report (kind 4, no items; see init_agreement.h): code (i32) | message
+//            | entry count (u32) | entries: name, value (u32 length + bytes each)
 // Decoding checks every length against the remaining bytes, every enum against
 // its range and that nothing trails, so truncated or corrupted input is an error,
 // never a crash.
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/knobs.h"
 #include "common/status.h"
 #include "core/request.h"
 #include "core/stall_report.h"
@@ -31,5 +34,10 @@ Status decode_responses(const std::string& bytes, std::vector<Response>* respons
 
 std::string encode_rank_report(const RankReport& report);
 Status decode_rank_report(const std::string& bytes, RankReport* report);
+
+// One rank's report at kolo_init: its status and its configuration fingerprint.
+std::string encode_init_report(const Status& status, const std::vector<KnobValue>& entries);
+Status decode_init_report(const std::string& bytes, Status* status,
+                          std::vector<KnobValue>* entries);
 
 }  // namespace kolo::core

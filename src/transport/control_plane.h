@@ -1,9 +1,11 @@
-// ControlPlane: the small-message seam that negotiation runs on.
+// ControlPlane: the small-message seam that negotiation runs on (and, before the
+// coordinator starts, kolo_init's exchange: core/init_agreement.h).
 //
 // Contract:
-// - Called only by the coordinator thread of each rank (one thread per rank), and
-//   every collective call (allgather, gather, broadcast, bitwise_and, barrier)
-//   happens in the same order on every rank. Nothing here is thread-safe.
+// - Called by one thread per rank: the thread in kolo_init until the coordinator
+//   starts, the coordinator thread from then on; every collective call (allgather,
+//   gather, broadcast, bitwise_and, barrier) happens in the same order on every
+//   rank. Nothing here is thread-safe.
 // - Blobs are small (requests and responses, kilobytes); buffers are owned by the
 //   caller and only used for the duration of the call.
 // - Waiting never spins without bound: an implementation polls briefly and then

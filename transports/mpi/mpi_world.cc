@@ -8,8 +8,8 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -70,6 +70,25 @@ Status require_thread_level(int provided) {
 // back whatever disposition the process had (the default ends the process; a
 // program that wants kolo's KOLO_ERR_RANK_FAILED ignores or handles SIGUSR1).
 
+// Note [MPI_Finalize at exit]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// MPI_Finalize (MPICH 4) waits until every rank has called it, so finalising in
+// kolo_shutdown would make one rank's shutdown wait for the slowest rank's. When
+// kolo initialised MPI it therefore finalises it at process exit (atexit, on the
+// thread that exits, as MPI wants), once the last kolo world is gone; and not at
+// all after a peer failed, since MPI_Finalize would then wait for the dead rank
+// forever. Until exit MPI stays initialised, so kolo_init may run again. It is
+// also registered as soon as kolo initialises MPI, so that a kolo_init that failed
+// (on every rank alike, Note [One verdict at init]) finalises too: a process that
+// exits with MPI unfinalised makes MPICH's launcher kill the other ranks, often
+// before they have reported the error.
+void finalize_at_exit() {
+  if (kolo_owned_worlds.load() > 0 || peer_failed_in_this_process()) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
 // Initialises MPI unless someone has; *kolo_owns says whether finalising is kolo's.
 Status init_mpi(bool* kolo_owns) {
   int initialized = 0;
@@ -88,6 +107,7 @@ Status init_mpi(bool* kolo_owns) {
     KOLO_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
     if (saved) sigaction(SIGUSR1, &usr1, nullptr);
     kolo_initialized_mpi = true;
+    std::atexit(finalize_at_exit);  // See Note [MPI_Finalize at exit].
     // See Note [Errors that reach MPI_COMM_WORLD].
     KOLO_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     KOLO_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
@@ -161,22 +181,9 @@ Status make_comms(const WorldOptions& options, Comms* comms, transport::Topology
   return Status::OK();
 }
 
-// Note [MPI_Finalize at exit]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// MPI_Finalize (MPICH 4) waits until every rank has called it, so finalising in
-// kolo_shutdown would make one rank's shutdown wait for the slowest rank's. When
-// kolo initialised MPI it therefore finalises it at process exit (atexit, on the
-// thread that exits, as MPI wants), once the last kolo world is gone; and not at
-// all after a peer failed, since MPI_Finalize would then wait for the dead rank
-// forever. Until exit MPI stays initialised, so kolo_init may run again.
-void finalize_at_exit() {
-  if (kolo_owned_worlds.load() > 0 || peer_failed_in_this_process()) return;
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
-}
-
-// A kolo-owned world's finalize: see Note [MPI_Finalize at exit].
+// A kolo-owned world's finalize: see Note [MPI_Finalize at exit]. (Registered here
+// too: a world released by a static destructor at exit must still be finalised
+// after it, and a function registered during exit runs after those before it.)
 void release_owned_world() {
   static std::once_flag registered;
   --kolo_owned_worlds;
@@ -199,6 +206,7 @@ Status create_world(const WorldOptions& options, transport::World* world) {
 
   std::unique_ptr<MpiControlPlane> control;
   KOLO_RETURN_IF_ERROR(MpiControlPlane::create(comms, topology, &control));
+  if (options.agree) KOLO_RETURN_IF_ERROR_AS_IS(options.agree(*control));
 
   transport::World built;
   built.control = std::move(control);

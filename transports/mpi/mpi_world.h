@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "common/status.h"
@@ -26,6 +27,10 @@ struct WorldOptions {
   // KOLO_PEER_TIMEOUT_SECONDS: how long a silent peer is waited for
   // (peer_monitor.h); also bounds each step of create_world after the first.
   std::chrono::milliseconds peer_timeout{10000};
+  // Runs on every rank once the control plane exists and before any transport is
+  // built: kolo_init's agreement (core/init_agreement.h). Collective over the
+  // communicator; an error stops create_world there, on every rank alike.
+  std::function<Status(transport::ControlPlane&)> agree;
 };
 
 // Initialises MPI if nobody has (asking for MPI_THREAD_MULTIPLE; the world's

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 
 namespace kolo {
@@ -243,6 +244,47 @@ TEST(KnobsTest, ProcessEnvReadsTheEnvironment) {
   EXPECT_EQ(env("KOLO_KNOBS_TEST_PROBE"), std::optional<std::string>("x y"));
   ASSERT_EQ(unsetenv("KOLO_KNOBS_TEST_PROBE"), 0);
   EXPECT_EQ(env("KOLO_KNOBS_TEST_PROBE"), std::nullopt);
+}
+
+// See Note [Knobs that must agree]: the knobs that may differ are the ones that
+// change only the rank's own behaviour; everything else is compared at init.
+TEST(KnobsTest, OnlyKnobsThatShapeNothingSharedMayDiffer) {
+  std::set<std::string> may_differ;
+  for (const KnobSpec& k : knob_specs())
+    if (k.agreement == Agreement::kMayDiffer) may_differ.insert(k.name);
+  EXPECT_EQ(may_differ, (std::set<std::string>{"KOLO_CYCLE_TIME_MS", "KOLO_TIMELINE",
+                                                "KOLO_STALL_CHECK_TIME_SECONDS",
+                                                "KOLO_THREAD_AFFINITY", "KOLO_LOG_LEVEL",
+                                                "KOLO_FLIGHT_RECORDER",
+                                                "KOLO_FLIGHT_RECORDER_DIR", "KOLO_TEST_DIE_AT"}));
+  std::vector<std::string> agreed;
+  for (const KnobValue& v : agreed_knob_values(Config())) agreed.push_back(v.name);
+  EXPECT_EQ(agreed, (std::vector<std::string>{"KOLO_FUSION_THRESHOLD", "KOLO_CACHE_CAPACITY",
+                                              "KOLO_STALL_SHUTDOWN_TIME_SECONDS",
+                                              "KOLO_HIERARCHICAL_ALLREDUCE", "KOLO_TRANSPORT",
+                                              "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_TEST_NODE_SIZE"}));
+  EXPECT_STREQ(agreement_name(Agreement::kMustAgree), "must agree");
+  EXPECT_STREQ(agreement_name(Agreement::kMayDiffer), "may differ");
+}
+
+TEST(KnobsTest, AgreedValuesAreCanonical) {
+  Config a, b;
+  ASSERT_TRUE(load_config([](const char* n) -> std::optional<std::string> {
+                if (std::string(n) == "KOLO_FUSION_THRESHOLD") return "1K";
+                if (std::string(n) == "KOLO_HIERARCHICAL_ALLREDUCE") return "yes";
+                if (std::string(n) == "KOLO_STALL_SHUTDOWN_TIME_SECONDS") return "2.50";
+                return std::nullopt;
+              }, &a).ok());
+  ASSERT_TRUE(load_config([](const char* n) -> std::optional<std::string> {
+                if (std::string(n) == "KOLO_FUSION_THRESHOLD") return "1024";
+                if (std::string(n) == "KOLO_HIERARCHICAL_ALLREDUCE") return "1";
+                if (std::string(n) == "KOLO_STALL_SHUTDOWN_TIME_SECONDS") return "2.5";
+                return std::nullopt;
+              }, &b).ok());
+  const auto va = agreed_knob_values(a), vb = agreed_knob_values(b);
+  ASSERT_EQ(va.size(), vb.size());
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_EQ(va[i].value, vb[i].value) << va[i].name;
+  EXPECT_EQ(va[0].value, "1024");
 }
 
 }  // namespace
