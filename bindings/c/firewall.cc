@@ -3,6 +3,8 @@
 #include <exception>
 #include <new>
 
+#include "common/logging.h"
+
 namespace kolo::c_api {
 namespace {
 
@@ -10,11 +12,14 @@ thread_local std::string t_last_error;
 
 }  // namespace
 
+// The user reads the message; where in kolo it arose goes to the debug log (Note
+// [Messages and locations]).
 kolo_status_t report(const Status& s) {
   if (s.ok()) {
     t_last_error.clear();
   } else {
     t_last_error = s.message();
+    if (!s.where().empty()) KOLO_LOG(kDebug) << s.debug_string();
   }
   return static_cast<kolo_status_t>(s.code());
 }

@@ -2,7 +2,8 @@
 //
 // Two kinds of failure, kept apart (STYLE.md, Errors):
 // - what a caller or the environment can cause travels up as a Status;
-//   KOLO_RETURN_IF_ERROR adds the file:line of each hop;
+//   KOLO_RETURN_IF_ERROR adds the file:line of each hop to its where(), never to
+//   its message (see Note [Messages and locations] in status.h);
 // - a broken invariant inside kolo is a bug: KOLO_CHECK* print the condition (and
 //   both operands) with file:line and abort.
 #pragma once
@@ -30,12 +31,6 @@ std::string binary_operands(const char* expr, const A& a, const B& b) {
   return os.str();
 }
 
-inline std::string where(const char* file, int line) {
-  std::ostringstream os;
-  os << file << ":" << line;
-  return os.str();
-}
-
 }  // namespace kolo::detail
 
 #define KOLO_CHECK(cond)                                                  \
@@ -59,17 +54,16 @@ inline std::string where(const char* file, int line) {
 #define KOLO_CHECK_LE(a, b) KOLO_CHECK_OP_(a, b, <=)
 #define KOLO_CHECK_GE(a, b) KOLO_CHECK_OP_(a, b, >=)
 
-// Returns the status of `expr` from the enclosing function if it is not OK,
-// prefixed with file:line.
-#define KOLO_RETURN_IF_ERROR(expr)                                                   \
-  do {                                                                               \
-    ::kolo::Status kolo_s_ = (expr);                                                 \
-    if (!kolo_s_.ok())                                                               \
-      return kolo_s_.with_context(::kolo::detail::where(__FILE__, __LINE__));        \
+// Returns the status of `expr` from the enclosing function if it is not OK, with
+// this file:line added to its where().
+#define KOLO_RETURN_IF_ERROR(expr)                                    \
+  do {                                                                \
+    ::kolo::Status kolo_s_ = (expr);                                  \
+    if (!kolo_s_.ok()) return kolo_s_.with_location(__FILE__, __LINE__); \
   } while (0)
 
 // As KOLO_RETURN_IF_ERROR, but passes the status up unchanged: for errors whose
-// message is meant for the caller (argument checks), where file:line is noise.
+// whole story is in the message (argument checks).
 #define KOLO_RETURN_IF_ERROR_AS_IS(expr)    \
   do {                                      \
     ::kolo::Status kolo_s_ = (expr);        \

@@ -27,9 +27,22 @@ std::string Status::to_string() const {
   return std::string(code_name(code_)) + ": " + message_;
 }
 
+std::string Status::debug_string() const {
+  return where_.empty() ? to_string() : to_string() + " [at " + where_ + "]";
+}
+
 Status Status::with_context(const std::string& context) const {
   if (ok()) return *this;
-  return Status(code_, context + ": " + message_);
+  Status s(code_, context + ": " + message_);
+  s.where_ = where_;
+  return s;
+}
+
+Status Status::with_location(const char* file, int line) const {
+  if (ok()) return *this;
+  Status s = *this;
+  s.where_ += (where_.empty() ? "" : " < ") + std::string(file) + ":" + std::to_string(line);
+  return s;
 }
 
 }  // namespace kolo

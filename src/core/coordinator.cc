@@ -57,6 +57,8 @@ Status Coordinator::init() {
 }
 
 void Coordinator::complete(TensorEntry& entry, Status status) {
+  if (!status.where().empty())
+    KOLO_LOG(kDebug) << entry.request.name << ": " << status.debug_string();
   // Forget the name first: a caller who waits and resubmits it at once must not
   // be refused as a duplicate.
   queue_.finish(entry.request.name);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/logging.h"
 #include "core/wire.h"
 
 namespace kolo::core {
@@ -115,6 +116,8 @@ Status init_verdict(const std::vector<Status>& statuses,
 
 Status agree_at_init(transport::ControlPlane& control, const Status& mine,
                      const Fingerprint& fingerprint) {
+  // Only the message travels; where it arose stays in this rank's debug log.
+  if (!mine.where().empty()) KOLO_LOG(kDebug) << "kolo_init on this rank: " << mine.debug_string();
   std::vector<transport::Bytes> reports;
   if (Status s = control.allgather(encode_init_report(mine, fingerprint.entries), &reports);
       !s.ok())

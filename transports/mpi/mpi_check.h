@@ -1,15 +1,14 @@
 // KOLO_MPI_CHECK: the boundary where an MPI error code becomes a kolo Status.
 //
 // Every MPI call kolo makes goes through it, so an error travels up as
-// KOLO_ERR_TRANSPORT with MPI's own words (MPI_Error_string), the call's text and
-// file:line — as NCCL's NCCLCHECK does. It only sees errors if the communicator
+// KOLO_ERR_TRANSPORT with MPI's own words (MPI_Error_string) and the call's text,
+// and file:line in its where() — as NCCL's NCCLCHECK does. It only sees errors if the communicator
 // returns them: kolo's communicators get MPI_ERRORS_RETURN (mpi_world.cc); on a
 // communicator with MPI_ERRORS_ARE_FATAL, MPI aborts before the macro sees a code.
 #pragma once
 
 #include <mpi.h>
 
-#include <sstream>
 #include <string>
 
 #include "common/check.h"
@@ -29,9 +28,8 @@ inline std::string mpi_error_string(int code) {
 
 // A KOLO_ERR_TRANSPORT Status for a failed MPI call.
 inline Status mpi_error(int code, const char* call, const char* file, int line) {
-  std::ostringstream os;
-  os << call << " failed at " << file << ":" << line << ": " << mpi_error_string(code);
-  return transport_error(os.str());
+  return transport_error(std::string(call) + " failed: " + mpi_error_string(code))
+      .with_location(file, line);
 }
 
 }  // namespace kolo::mpi

@@ -45,18 +45,18 @@ Status cuda_status(cudaError_t result, const char* what);
 
 }  // namespace kolo::nccl
 
-// Return from the enclosing function with the mapped Status (prefixed with
-// file:line) if `call` fails; `call`'s text is the message's `what`.
+// Return from the enclosing function with the mapped Status (file:line in its
+// where()) if `call` fails; `call`'s text is the message's `what`.
 #define KOLO_NCCL_RETURN_IF_ERROR(call)                                              \
   do {                                                                               \
     ::kolo::Status kolo_nccl_s_ = ::kolo::nccl::nccl_status((call), #call);          \
     if (!kolo_nccl_s_.ok())                                                          \
-      return kolo_nccl_s_.with_context(::kolo::detail::where(__FILE__, __LINE__));   \
+      return kolo_nccl_s_.with_location(__FILE__, __LINE__);                         \
   } while (0)
 
 #define KOLO_CUDA_RETURN_IF_ERROR(call)                                              \
   do {                                                                               \
     ::kolo::Status kolo_cuda_s_ = ::kolo::nccl::cuda_status((call), #call);          \
     if (!kolo_cuda_s_.ok())                                                          \
-      return kolo_cuda_s_.with_context(::kolo::detail::where(__FILE__, __LINE__));   \
+      return kolo_cuda_s_.with_location(__FILE__, __LINE__);                         \
   } while (0)

@@ -138,11 +138,12 @@ TEST(NcclTypesTest, MacrosNameTheCallAndTheLine) {
   EXPECT_TRUE(through_cuda_macro(cudaSuccess).ok());
   Status s = through_nccl_macro(ncclInvalidUsage);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(contains(s.message(), "nccl_types_test.cc:")) << s.message();
+  EXPECT_TRUE(contains(s.where(), "nccl_types_test.cc:")) << s.where();
+  EXPECT_FALSE(contains(s.message(), "nccl_types_test.cc")) << s.message();
   EXPECT_TRUE(contains(s.message(), "fake_nccl_call(result): ")) << s.message();
   s = through_cuda_macro(cudaErrorInvalidValue);
   EXPECT_EQ(s.code(), Code::kTransport);
-  EXPECT_TRUE(contains(s.message(), "nccl_types_test.cc:")) << s.message();
+  EXPECT_TRUE(contains(s.where(), "nccl_types_test.cc:")) << s.where();
   EXPECT_TRUE(contains(s.message(), "fake_cuda_call(result): cudaErrorInvalidValue"))
       << s.message();
 }
