@@ -19,6 +19,7 @@
 #include "bindings/c/firewall.h"
 #include "common/dtype.h"
 #include "common/knobs.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "common/test_hooks.h"
 #include "core/collective_args.h"
@@ -114,8 +115,12 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
                   "kolo was shut down by another rank (or stopped by a failure) and is not "
                   "running here; call kolo_shutdown on this rank before kolo_init");
   }
+  // What this rank can check alone, it checks before anything is built; a failure
+  // here is reported to every rank at the first exchange (Note [One verdict at init]).
   kolo::Config config;
-  if (Status s = kolo::load_config(kolo::process_env(), &config); !s.ok()) return report(s);
+  Status local = kolo::load_config(kolo::process_env(), &config);
+  if (local.ok()) local = kolo::transport::validate_preference(config.transport);
+  if (local.ok()) kolo::log::set_level(config.log_level);
   kolo::set_die_at(config.test_die_at);
   kolo::transport::World world;
   kolo::mpi::WorldOptions with_config = options;
@@ -124,10 +129,9 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   with_config.build.hierarchical_allreduce = config.hierarchical_allreduce;
   with_config.peer_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(config.peer_timeout_seconds * 1000.0));
-  // See Note [One verdict at init].
   const kolo::core::Fingerprint fingerprint = fingerprint_of(config);
-  with_config.agree = [&fingerprint](kolo::transport::ControlPlane& control) {
-    return kolo::core::agree_at_init(control, Status::OK(), fingerprint);
+  with_config.agree = [&local, &fingerprint](kolo::transport::ControlPlane& control) {
+    return kolo::core::agree_at_init(control, local, fingerprint);
   };
   if (Status s = kolo::mpi::create_world(with_config, &world); !s.ok()) return report(s);
   std::unique_ptr<kolo::core::Runtime> runtime;

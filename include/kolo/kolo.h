@@ -162,7 +162,10 @@ typedef struct kolo_handle* kolo_handle_t;
  * kolo is running), and leaves finalising it to the caller.
  * Reads and validates every KOLO_* environment knob: a bad value fails with
  * KOLO_ERR_INVALID_ARGUMENT and a message naming the variable. Collective: every
- * rank of the communicator must call it.
+ * rank of the communicator must call it, and it succeeds on all ranks or fails on
+ * all: if it fails on any rank, or a knob that must agree (kolo-info lists them)
+ * differs between ranks, every rank gets the same status and message, naming the
+ * ranks (and for a knob, each value and the ranks that hold it).
  * Called again in a process where kolo has started:
  * - KOLO_ERR_ALREADY_INITIALIZED while kolo runs here (nothing changes; a binding
  *   may treat it as success, as kolo.init() in Python does);

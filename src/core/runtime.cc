@@ -4,6 +4,7 @@
 #include "common/logging.h"
 #include "common/test_hooks.h"
 #include "core/collective_args.h"
+#include "core/init_agreement.h"
 #include "transport/registry.h"
 
 namespace kolo::core {
@@ -17,7 +18,10 @@ Status Runtime::start(transport::World world, const Config& config, std::unique_
   std::unique_ptr<Runtime> rt(new Runtime(std::move(world), config));
   rt->coordinator_ = std::make_unique<Coordinator>(rt->world_, rt->config_, rt->queue_,
                                                    rt->shutdown_requested_);
-  KOLO_RETURN_IF_ERROR_AS_IS(rt->coordinator_->init());
+  // Every rank's status, before any coordinator runs: all start or none (Note [One
+  // verdict at init]); those that fail release the world together.
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      agree_at_init(*rt->world_.control, rt->coordinator_->init(), Fingerprint{}));
   rt->running_.store(true, std::memory_order_release);
   Runtime* raw = rt.get();
   rt->thread_ = std::thread([raw] {

@@ -54,7 +54,9 @@ class Runtime {
  public:
   // Validates the configuration against the world (e.g. KOLO_TRANSPORT names a
   // transport the world offers), allocates the fusion buffer and starts the
-  // coordinator. On error nothing runs and the world is released.
+  // coordinator. Collective: every rank of the world calls it (on its own thread),
+  // and if it fails on any rank it fails on all, with one message naming the ranks
+  // (core/init_agreement.h). On error nothing runs and the world is released.
   static Status start(transport::World world, const Config& config, std::unique_ptr<Runtime>* out);
 
   // Stops like shutdown() if still running.

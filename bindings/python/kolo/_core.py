@@ -82,10 +82,12 @@ _atexit_registered = False
 
 def init(comm=None):
     """Starts kolo on MPI_COMM_WORLD, or on ``comm`` (an mpi4py communicator or a
-    Fortran communicator handle, as ``MPI_Comm_c2f`` gives). Collective. Calling it
-    again while kolo runs in this process does nothing, as in Horovod. After another
-    rank's shutdown (or a failure) stopped kolo here it raises ShutdownError: call
-    shutdown() on this rank first, then init() again on every rank."""
+    Fortran communicator handle, as ``MPI_Comm_c2f`` gives). Collective: if it fails
+    on any rank (a bad knob, knobs that must agree set differently), it raises on
+    every rank with the same message, naming the ranks. Calling it again while kolo
+    runs in this process does nothing, as in Horovod. After another rank's shutdown
+    (or a failure) stopped kolo here it raises ShutdownError: call shutdown() on
+    this rank first, then init() again on every rank."""
     global _atexit_registered
     if comm is None:
         status = lib().kolo_init()

@@ -16,14 +16,17 @@ namespace kolo::core::testing {
 
 class LoopbackJob {
  public:
+  // Starts every rank's runtime on its own thread (Runtime::start is collective).
   LoopbackJob(int size, Config config = Config(), int node_size = 0) {
     auto worlds = loopback::create_worlds(size, node_size);
-    for (auto& w : worlds) {
-      std::unique_ptr<Runtime> rt;
-      Status s = Runtime::start(std::move(w), config, &rt);
-      EXPECT_TRUE(s.ok()) << s.to_string();
-      runtimes_.push_back(std::move(rt));
-    }
+    runtimes_.resize(worlds.size());
+    std::vector<Status> started(worlds.size());
+    std::vector<std::thread> threads;
+    for (size_t r = 0; r < worlds.size(); ++r)
+      threads.emplace_back(
+          [&, r] { started[r] = Runtime::start(std::move(worlds[r]), config, &runtimes_[r]); });
+    for (auto& t : threads) t.join();
+    for (const Status& s : started) EXPECT_TRUE(s.ok()) << s.to_string();
   }
   ~LoopbackJob() { shutdown(); }
 

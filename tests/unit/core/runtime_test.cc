@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "kolo/kolo.h"
 #include "loopback_job.h"
@@ -315,6 +316,28 @@ TEST(Runtime, UnwritableTimelineFailsStart) {
   Status s = Runtime::start(std::move(worlds[0]), config, &rt);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("KOLO_TIMELINE"), std::string::npos) << s.message();
+}
+
+// Only rank 0 opens the timeline, so only rank 0's start fails on its own; the others
+// must fail with it (before, they started and then waited for rank 0 for ever).
+TEST(Runtime, OneRanksFailedStartFailsEveryRank) {
+  Config config;
+  config.timeline_path = "/nonexistent-dir/timeline.json";
+  auto worlds = loopback::create_worlds(3);
+  std::vector<Status> started(3);
+  std::vector<std::unique_ptr<Runtime>> runtimes(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back(
+        [&, r] { started[r] = Runtime::start(std::move(worlds[r]), config, &runtimes[r]); });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(started[r].code(), Code::kInvalidArgument) << r;
+    EXPECT_EQ(started[r].message().rfind("kolo_init failed on rank 0: ", 0), 0u)
+        << started[r].message();
+    EXPECT_NE(started[r].message().find("/nonexistent-dir/timeline.json"), std::string::npos);
+    EXPECT_EQ(runtimes[r], nullptr);
+  }
 }
 
 }  // namespace
