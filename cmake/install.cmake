@@ -1,4 +1,4 @@
-# Installation: libkolo (exported as kolo::kolo), the public headers, kolo-info,
+# Installation: libkolo (exported as kolo::kolo), the public headers, kolo-info, kolorun,
 # a CMake package (find_package(kolo) -> kolo::kolo) and kolo.pc for pkg-config.
 # Included at the end of the top-level CMakeLists.txt, after every target exists.
 #
@@ -22,6 +22,8 @@ install(FILES
 if(TARGET kolo-info)
   install(TARGETS kolo-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/kolorun.py DESTINATION ${CMAKE_INSTALL_BINDIR}
+        RENAME kolorun)
 
 # The CMake package.
 install(EXPORT koloTargets NAMESPACE kolo:: FILE koloTargets.cmake

@@ -5,7 +5,8 @@
 # 2. checks the installed files, and that the installed kolo-info runs;
 # 3. configures and builds the consumer with find_package(kolo) (CMAKE_PREFIX_PATH);
 # 4. compiles the C consumer once more with `pkg-config --cflags --libs kolo`;
-# 5. runs every consumer under MPIEXEC -n 2: each checks exact results itself.
+# 5. runs every consumer under MPIEXEC -n 2: each checks exact results itself;
+# 6. runs the C consumer again through the installed kolorun.
 set -euo pipefail
 build=$1 consumer=$2 mpiexec=$3 cmake=$4 cc=$5
 
@@ -19,7 +20,7 @@ step "install into $prefix"
 "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log" || {
   cat "$work/install.log"; fail "cmake --install"; }
 
-for f in include/kolo/kolo.h include/kolo/kolo.hpp bin/kolo-info; do
+for f in include/kolo/kolo.h include/kolo/kolo.hpp bin/kolo-info bin/kolorun; do
   [[ -f $prefix/$f ]] || fail "$f is not installed"
 done
 libdir=$(dirname "$(find "$prefix" -name 'libkolo.so' -print -quit)")
@@ -52,4 +53,9 @@ for exe in "$work/consumer-build/kolo_consumer_c" "$work/consumer-build/kolo_con
   step "mpiexec -n 2 $(basename "$exe")"
   "$mpiexec" -n 2 "$exe" || fail "$(basename "$exe") under mpiexec -n 2"
 done
+
+step "installed kolorun -np 2 kolo_consumer_c"
+[[ -x $prefix/bin/kolorun ]] || fail "bin/kolorun is not executable"
+"$prefix/bin/kolorun" --mpiexec "$mpiexec" -np 2 "$work/consumer-build/kolo_consumer_c" ||
+  fail "kolo_consumer_c through the installed kolorun"
 echo "install test: PASS"
