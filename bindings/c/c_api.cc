@@ -17,6 +17,7 @@
 #include <string>
 
 #include "bindings/c/firewall.h"
+#include "bindings/c/options.h"
 #include "common/dtype.h"
 #include "common/knobs.h"
 #include "common/logging.h"
@@ -38,6 +39,7 @@ namespace {
 using kolo::Code;
 using kolo::Status;
 using kolo::c_api::guarded;
+using kolo::c_api::read_options;
 using kolo::c_api::report;
 
 // The C API casts between kolo.h's enums and these; a value that drifts fails the
@@ -169,8 +171,8 @@ kolo_status_t submit(kolo::core::CollectiveArgs args, kolo_handle_t* handle) {
 // collective has, lets `fill` set the rest, and submits.
 template <typename Fill>
 kolo_status_t submit_named(kolo::core::Collective collective, const char* name,
-                           kolo_dtype_t dtype, kolo_device_t device, kolo_handle_t* handle,
-                           Fill fill) {
+                           kolo_dtype_t dtype, kolo_device_t device,
+                           const kolo_options_t* options, kolo_handle_t* handle, Fill fill) {
   if (!take_handle_pointer(handle)) return KOLO_ERR_INVALID_ARGUMENT;
   if (name == nullptr) return invalid("name is NULL");
   kolo::core::CollectiveArgs a;
@@ -179,6 +181,8 @@ kolo_status_t submit_named(kolo::core::Collective collective, const char* name,
   a.dtype = static_cast<kolo::DataType>(dtype);
   a.device = device_of(device);
   fill(a);
+  if (kolo_status_t s = read_options(options, 1, "tensor '" + a.name + "'", &a); s != KOLO_OK)
+    return s;
   return submit(std::move(a), handle);
 }
 
@@ -284,8 +288,16 @@ kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* ou
                                    int64_t count, kolo_dtype_t dtype, kolo_op_t op,
                                    double prescale, double postscale, kolo_device_t device,
                                    kolo_handle_t* handle) {
+  return kolo_allreduce_async_ex(name, input, output, count, dtype, op, prescale, postscale,
+                                 device, nullptr, handle);
+}
+
+kolo_status_t kolo_allreduce_async_ex(const char* name, const void* input, void* output,
+                                      int64_t count, kolo_dtype_t dtype, kolo_op_t op,
+                                      double prescale, double postscale, kolo_device_t device,
+                                      const kolo_options_t* options, kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kAllreduce, name, dtype, device, handle,
+    return submit_named(kolo::core::Collective::kAllreduce, name, dtype, device, options, handle,
                         [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.output = output;
@@ -300,8 +312,14 @@ kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* ou
 kolo_status_t kolo_allgather_async(const char* name, const void* input, int64_t rows,
                                    int64_t row_count, kolo_dtype_t dtype, kolo_device_t device,
                                    kolo_handle_t* handle) {
+  return kolo_allgather_async_ex(name, input, rows, row_count, dtype, device, nullptr, handle);
+}
+
+kolo_status_t kolo_allgather_async_ex(const char* name, const void* input, int64_t rows,
+                                      int64_t row_count, kolo_dtype_t dtype, kolo_device_t device,
+                                      const kolo_options_t* options, kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kAllgather, name, dtype, device, handle,
+    return submit_named(kolo::core::Collective::kAllgather, name, dtype, device, options, handle,
                         [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.rows = rows;
@@ -313,8 +331,15 @@ kolo_status_t kolo_allgather_async(const char* name, const void* input, int64_t 
 kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* output, int64_t count,
                                    kolo_dtype_t dtype, int root, kolo_device_t device,
                                    kolo_handle_t* handle) {
+  return kolo_broadcast_async_ex(name, input, output, count, dtype, root, device, nullptr, handle);
+}
+
+kolo_status_t kolo_broadcast_async_ex(const char* name, const void* input, void* output,
+                                      int64_t count, kolo_dtype_t dtype, int root,
+                                      kolo_device_t device, const kolo_options_t* options,
+                                      kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kBroadcast, name, dtype, device, handle,
+    return submit_named(kolo::core::Collective::kBroadcast, name, dtype, device, options, handle,
                         [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.output = output;
@@ -327,8 +352,16 @@ kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* ou
 kolo_status_t kolo_alltoall_async(const char* name, const void* input, int64_t rows,
                                   int64_t row_count, const int64_t* send_splits, kolo_dtype_t dtype,
                                   kolo_device_t device, kolo_handle_t* handle) {
+  return kolo_alltoall_async_ex(name, input, rows, row_count, send_splits, dtype, device, nullptr,
+                                handle);
+}
+
+kolo_status_t kolo_alltoall_async_ex(const char* name, const void* input, int64_t rows,
+                                     int64_t row_count, const int64_t* send_splits,
+                                     kolo_dtype_t dtype, kolo_device_t device,
+                                     const kolo_options_t* options, kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kAlltoall, name, dtype, device, handle,
+    return submit_named(kolo::core::Collective::kAlltoall, name, dtype, device, options, handle,
                         [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.rows = rows;
@@ -342,9 +375,18 @@ kolo_status_t kolo_reducescatter_async(const char* name, const void* input, void
                                        int64_t rows, int64_t row_count, kolo_dtype_t dtype,
                                        kolo_op_t op, double prescale, double postscale,
                                        kolo_device_t device, kolo_handle_t* handle) {
+  return kolo_reducescatter_async_ex(name, input, output, rows, row_count, dtype, op, prescale,
+                                     postscale, device, nullptr, handle);
+}
+
+kolo_status_t kolo_reducescatter_async_ex(const char* name, const void* input, void* output,
+                                          int64_t rows, int64_t row_count, kolo_dtype_t dtype,
+                                          kolo_op_t op, double prescale, double postscale,
+                                          kolo_device_t device, const kolo_options_t* options,
+                                          kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kReducescatter, name, dtype, device, handle,
-                        [&](kolo::core::CollectiveArgs& a) {
+    return submit_named(kolo::core::Collective::kReducescatter, name, dtype, device, options,
+                        handle, [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.output = output;
                           a.rows = rows;
@@ -368,6 +410,16 @@ kolo_status_t kolo_grouped_allreduce_async(int n, const char* const* names,
                                            const int64_t* counts, kolo_dtype_t dtype, kolo_op_t op,
                                            double prescale, double postscale, kolo_device_t device,
                                            kolo_handle_t* handle) {
+  return kolo_grouped_allreduce_async_ex(n, names, inputs, outputs, counts, dtype, op, prescale,
+                                         postscale, device, nullptr, handle);
+}
+
+kolo_status_t kolo_grouped_allreduce_async_ex(int n, const char* const* names,
+                                              const void* const* inputs, void* const* outputs,
+                                              const int64_t* counts, kolo_dtype_t dtype,
+                                              kolo_op_t op, double prescale, double postscale,
+                                              kolo_device_t device, const kolo_options_t* options,
+                                              kolo_handle_t* handle) {
   return guarded([&] {
     if (!take_handle_pointer(handle)) return KOLO_ERR_INVALID_ARGUMENT;
     if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the group size");
@@ -382,6 +434,8 @@ kolo_status_t kolo_grouped_allreduce_async(int n, const char* const* names,
       a.member_names.emplace_back(names[i]);
       a.members.push_back({inputs[i], outputs[i], counts[i]});
     }
+    if (kolo_status_t s = read_options(options, n, "grouped allreduce", &a); s != KOLO_OK)
+      return s;
     a.dtype = static_cast<kolo::DataType>(dtype);
     a.op = static_cast<kolo::ReduceOp>(op);
     a.prescale = prescale;
@@ -391,11 +445,14 @@ kolo_status_t kolo_grouped_allreduce_async(int n, const char* const* names,
   });
 }
 
-kolo_status_t kolo_barrier(void) {
+kolo_status_t kolo_barrier(void) { return kolo_barrier_ex(nullptr); }
+
+kolo_status_t kolo_barrier_ex(const kolo_options_t* options) {
   return guarded([&] {
     if (!g_runtime) return not_initialized();
     kolo::core::CollectiveArgs a;
     a.collective = kolo::core::Collective::kBarrier;
+    if (kolo_status_t s = read_options(options, 0, "barrier", &a); s != KOLO_OK) return s;
     a.name = g_runtime->next_barrier_name();
     kolo_handle_t h = nullptr;
     kolo_status_t s = submit_and_wait(std::move(a), &h);
@@ -404,11 +461,14 @@ kolo_status_t kolo_barrier(void) {
   });
 }
 
-kolo_status_t kolo_join(int* last_rank) {
+kolo_status_t kolo_join(int* last_rank) { return kolo_join_ex(nullptr, last_rank); }
+
+kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank) {
   return guarded([&] {
     if (!g_runtime) return not_initialized();
     kolo::core::CollectiveArgs a;
     a.collective = kolo::core::Collective::kJoin;
+    if (kolo_status_t s = read_options(options, 0, "join", &a); s != KOLO_OK) return s;
     a.name = "kolo.join";
     kolo_handle_t h = nullptr;
     kolo_status_t s = submit_and_wait(std::move(a), &h);

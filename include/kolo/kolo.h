@@ -152,6 +152,38 @@ typedef struct kolo_device_t {
  * returned until kolo_handle_release. */
 typedef struct kolo_handle* kolo_handle_t;
 
+/* A tensor's shape: ndim dimensions (0..KOLO_MAX_DIMS; 0 is a scalar of one
+ * element). */
+#define KOLO_MAX_DIMS 16
+typedef struct kolo_shape_t {
+  int32_t ndim;
+  const int64_t* dims; /* ndim sizes, each >= 0; may be NULL when ndim == 0 */
+} kolo_shape_t;
+
+/* Optional arguments of the *_ex calls. Zero-initialise ({0}) or use
+ * KOLO_OPTIONS_INIT for the defaults; a NULL pointer means the defaults.
+ *
+ * Shapes (Note [Negotiated shapes]): a shape given must match the count arguments
+ * — allreduce and broadcast: the product of dims == count; allgather, alltoall and
+ * reducescatter: dims[0] == rows and the product of dims[1..] == row_count, so
+ * these need ndim >= 1 — else KOLO_ERR_INVALID_ARGUMENT naming both. Ranks then
+ * agree on the whole shape, not only on the counts: [2, 3] on one rank and [3, 2]
+ * on another fail on every rank with KOLO_ERR_MISMATCH naming each rank's shape
+ * (allgather and alltoall compare ndim and dims[1..]; their first dimension may
+ * differ between ranks). A submission without a shape (options NULL, shapes NULL,
+ * or a plain call) is compared on counts only, and only with others without one:
+ * a name submitted with a shape on one rank and without on another is a
+ * mismatch ("(no shape)"), as every rank is expected to run the same code.
+ * barrier and join take no shapes (shapes must be NULL). */
+typedef struct kolo_options_t {
+  int32_t process_set;        /* 0: the global set; otherwise an id from kolo_process_set_add */
+  int32_t reserved_;          /* must be 0 */
+  const kolo_shape_t* shapes; /* NULL: no shape given (ranks agree on counts only, as the
+                                 plain calls); otherwise one shape per tensor (n of them
+                                 for the grouped calls), negotiated in full */
+} kolo_options_t;
+#define KOLO_OPTIONS_INIT {0, 0, NULL}
+
 /* ---- lifecycle ---------------------------------------------------------- */
 
 /* Initialises kolo on MPI_COMM_WORLD. If MPI is not initialised yet, kolo
@@ -250,6 +282,14 @@ KOLO_API kolo_status_t kolo_allreduce_async(const char* name, const void* input,
                                             double prescale, double postscale,
                                             kolo_device_t device,
                                             kolo_handle_t* handle);
+/* As kolo_allreduce_async, with options (kolo_options_t; NULL: the defaults). */
+KOLO_API kolo_status_t kolo_allreduce_async_ex(const char* name, const void* input,
+                                               void* output, int64_t count,
+                                               kolo_dtype_t dtype, kolo_op_t op,
+                                               double prescale, double postscale,
+                                               kolo_device_t device,
+                                               const kolo_options_t* options,
+                                               kolo_handle_t* handle);
 
 /* ---- the other collectives ---------------------------------------------------
  *
@@ -272,12 +312,23 @@ KOLO_API kolo_status_t kolo_allreduce_async(const char* name, const void* input,
 KOLO_API kolo_status_t kolo_allgather_async(const char* name, const void* input, int64_t rows,
                                             int64_t row_count, kolo_dtype_t dtype,
                                             kolo_device_t device, kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_allgather_async_ex(const char* name, const void* input,
+                                               int64_t rows, int64_t row_count,
+                                               kolo_dtype_t dtype, kolo_device_t device,
+                                               const kolo_options_t* options,
+                                               kolo_handle_t* handle);
 
 /* Broadcast `count` elements from rank `root` into `output` on every rank (in place
  * when input == output; on non-root ranks input is ignored and may be NULL). */
 KOLO_API kolo_status_t kolo_broadcast_async(const char* name, const void* input, void* output,
                                             int64_t count, kolo_dtype_t dtype, int root,
                                             kolo_device_t device, kolo_handle_t* handle);
+/* root is a global rank (as in Horovod), also within a process set. */
+KOLO_API kolo_status_t kolo_broadcast_async_ex(const char* name, const void* input,
+                                               void* output, int64_t count, kolo_dtype_t dtype,
+                                               int root, kolo_device_t device,
+                                               const kolo_options_t* options,
+                                               kolo_handle_t* handle);
 
 /* Alltoall: rank r sends send_splits[d] rows of its input (consecutive, in
  * destination order) to each rank d; send_splits may be NULL for an even split
@@ -288,6 +339,12 @@ KOLO_API kolo_status_t kolo_alltoall_async(const char* name, const void* input, 
                                            int64_t row_count, const int64_t* send_splits,
                                            kolo_dtype_t dtype, kolo_device_t device,
                                            kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_alltoall_async_ex(const char* name, const void* input,
+                                              int64_t rows, int64_t row_count,
+                                              const int64_t* send_splits, kolo_dtype_t dtype,
+                                              kolo_device_t device,
+                                              const kolo_options_t* options,
+                                              kolo_handle_t* handle);
 
 /* Reducescatter (op SUM or AVERAGE): the rows are reduced across ranks and rank r
  * receives shard r. Shards follow Horovod: with q = rows / size and m = rows % size,
@@ -298,6 +355,13 @@ KOLO_API kolo_status_t kolo_reducescatter_async(const char* name, const void* in
                                                 kolo_dtype_t dtype, kolo_op_t op, double prescale,
                                                 double postscale, kolo_device_t device,
                                                 kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_reducescatter_async_ex(const char* name, const void* input,
+                                                   void* output, int64_t rows,
+                                                   int64_t row_count, kolo_dtype_t dtype,
+                                                   kolo_op_t op, double prescale,
+                                                   double postscale, kolo_device_t device,
+                                                   const kolo_options_t* options,
+                                                   kolo_handle_t* handle);
 KOLO_API int64_t kolo_reducescatter_shard_rows(int64_t rows, int rank, int size);
 
 /* Grouped allreduce: n tensors negotiated as one unit and reduced in one bucket —
@@ -312,9 +376,16 @@ KOLO_API kolo_status_t kolo_grouped_allreduce_async(int n, const char* const* na
                                                     kolo_dtype_t dtype, kolo_op_t op,
                                                     double prescale, double postscale,
                                                     kolo_device_t device, kolo_handle_t* handle);
+/* options->shapes, when given, holds n shapes (one per tensor). */
+KOLO_API kolo_status_t kolo_grouped_allreduce_async_ex(
+    int n, const char* const* names, const void* const* inputs, void* const* outputs,
+    const int64_t* counts, kolo_dtype_t dtype, kolo_op_t op, double prescale,
+    double postscale, kolo_device_t device, const kolo_options_t* options,
+    kolo_handle_t* handle);
 
 /* Blocks until every rank has entered the barrier. */
 KOLO_API kolo_status_t kolo_barrier(void);
+KOLO_API kolo_status_t kolo_barrier_ex(const kolo_options_t* options);
 
 /* Join: this rank has run out of data. Until every rank has joined, allreduces
  * submitted by the other ranks complete as if this rank contributed zeros (AVERAGE
@@ -322,6 +393,7 @@ KOLO_API kolo_status_t kolo_barrier(void);
  * KOLO_ERR_INVALID_ARGUMENT while any rank is joined. Blocks until every rank has
  * joined; *last_rank (may be NULL) receives the last rank to join. */
 KOLO_API kolo_status_t kolo_join(int* last_rank);
+KOLO_API kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank);
 
 /* ---- handles -------------------------------------------------------------- */
 

@@ -1,5 +1,6 @@
 #include "core/collective_args.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -76,6 +77,48 @@ Status check_reduction(const std::string& prefix, const CollectiveArgs& a) {
   return check_scale(prefix, "postscale", a.postscale, a.dtype);
 }
 
+// The product of dims[from..], or -1 when it overflows int64.
+int64_t product(const std::vector<int64_t>& dims, size_t from) {
+  if (std::find(dims.begin() + static_cast<std::ptrdiff_t>(from), dims.end(), 0) != dims.end())
+    return 0;
+  int64_t n = 1;
+  for (size_t i = from; i < dims.size(); ++i) {
+    if (n > std::numeric_limits<int64_t>::max() / dims[i]) return -1;
+    n *= dims[i];
+  }
+  return n;
+}
+
+std::string shown(int64_t n) { return n < 0 ? std::string("more than 2^63") : std::to_string(n); }
+
+// A shape the caller gave agrees with the counts it gave: flat collectives hold
+// product(dims) == rows elements; row collectives have dims[0] rows of
+// product(dims[1..]) elements. Dimensions are non-negative (kolo.h checks them).
+Status check_given_shape(const std::string& prefix, const CollectiveArgs& a,
+                         const std::vector<int64_t>& dims) {
+  const std::string shape = "shape " + format_shape(dims);
+  if (a.collective == Collective::kAllreduce || a.collective == Collective::kBroadcast) {
+    const int64_t n = product(dims, 0);
+    if (n != a.rows)
+      return invalid_argument(prefix + shape + " has " + shown(n) + " elements, but count is " +
+                              std::to_string(a.rows));
+    return Status::OK();
+  }
+  if (dims.empty())
+    return invalid_argument(prefix + std::string(collective_name(a.collective)) +
+                            " needs a tensor of at least one dimension, got a 0-dimensional "
+                            "shape []");
+  if (dims[0] != a.rows)
+    return invalid_argument(prefix + shape + " has " + std::to_string(dims[0]) +
+                            " rows (its first dimension), but rows is " + std::to_string(a.rows));
+  const int64_t row = product(dims, 1);
+  if (row != a.row_count)
+    return invalid_argument(prefix + shape + " has rows of " + shown(row) +
+                            " elements (the product of its other dimensions), but row_count is " +
+                            std::to_string(a.row_count));
+  return Status::OK();
+}
+
 uint64_t hash_names(const std::vector<std::string>& names) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (const std::string& n : names) {
@@ -89,6 +132,8 @@ Status make_grouped(const CollectiveArgs& a, TensorEntry* e) {
   if (a.members.empty()) return invalid_argument("grouped allreduce of no tensors");
   if (a.member_names.size() != a.members.size())
     return invalid_argument("grouped allreduce: names and tensors differ in number");
+  if (!a.member_shapes.empty() && a.member_shapes.size() != a.members.size())
+    return invalid_argument("grouped allreduce: shapes and tensors differ in number");
   std::set<std::string> seen;
   int64_t total = 0;
   for (size_t i = 0; i < a.members.size(); ++i) {
@@ -102,6 +147,8 @@ Status make_grouped(const CollectiveArgs& a, TensorEntry* e) {
     m.row_count = 1;
     int64_t n = 0;
     KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, m, &n));
+    if (!a.member_shapes.empty())
+      KOLO_RETURN_IF_ERROR_AS_IS(check_given_shape(prefix, m, a.member_shapes[i]));
     KOLO_RETURN_IF_ERROR_AS_IS(check_buffers(prefix, a.members[i].input, a.members[i].output, n, a.dtype, true, true));
     e->request.params.member_counts.push_back(n);
     if (total > std::numeric_limits<int64_t>::max() / 16 - n)
@@ -143,6 +190,7 @@ Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
   if (a.collective == Collective::kBarrier || a.collective == Collective::kJoin) return Status::OK();
   int64_t n = 0;
   KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, a, &n));
+  if (a.shape) KOLO_RETURN_IF_ERROR_AS_IS(check_given_shape(prefix, a, *a.shape));
   p.count = n;
   p.row_count = a.row_count;
   switch (a.collective) {

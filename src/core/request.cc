@@ -20,6 +20,12 @@ const char* collective_name(Collective c) {
   return "invalid";
 }
 
+std::string format_shape(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + "]";
+}
+
 namespace {
 
 std::string format_double(double v) {

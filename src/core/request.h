@@ -45,6 +45,9 @@ inline bool is_cacheable(Collective c) {
 
 const char* collective_name(Collective c);
 
+// "[2, 3]"; "[]" for a scalar.
+std::string format_shape(const std::vector<int64_t>& dims);
+
 // Everything ranks must agree on for a name. See Note [What ranks must agree on].
 struct TensorParams {
   Collective collective = Collective::kAllreduce;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -48,6 +49,12 @@ struct CollectiveArgs {
   const int64_t* send_rows = nullptr;      // alltoall: rows per destination, or null (even)
   std::vector<std::string> member_names;   // grouped allreduce
   std::vector<TensorEntry::Member> members;
+  int32_t process_set = 0;                 // 0: the global set
+  // The caller's shape (dimensions), when given: checked against rows and
+  // row_count, and negotiated in full (Note [Negotiated shapes]). Grouped calls
+  // give one per member in member_shapes, or none.
+  std::optional<std::vector<int64_t>> shape;
+  std::vector<std::vector<int64_t>> member_shapes;
 };
 
 class Runtime {

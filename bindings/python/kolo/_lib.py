@@ -67,6 +67,38 @@ class Device(ctypes.Structure):
 
 CPU_DEVICE = Device(DEVICE_CPU, 0, None)
 
+MAX_DIMS = 16  # KOLO_MAX_DIMS
+
+
+class Shape(ctypes.Structure):
+    """kolo_shape_t."""
+
+    _fields_ = [("ndim", ctypes.c_int32), ("dims", ctypes.POINTER(ctypes.c_int64))]
+
+
+class Options(ctypes.Structure):
+    """kolo_options_t (a NULL pointer means the defaults)."""
+
+    _fields_ = [("process_set", ctypes.c_int32), ("reserved_", ctypes.c_int32),
+                ("shapes", ctypes.POINTER(Shape))]
+
+
+def options(shapes=None, process_set=0):
+    """A kolo_options_t for the *_ex calls: `shapes` is a list of shapes (tuples of
+    ints; one per tensor) or None. The returned object keeps its arrays alive."""
+    opts = Options(process_set, 0, None)
+    if shapes is not None:
+        shape_array = (Shape * len(shapes))()
+        keep = []
+        for i, shape in enumerate(shapes):
+            dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+            keep.append(dims)
+            shape_array[i].ndim = len(shape)
+            shape_array[i].dims = dims
+        opts.shapes = shape_array
+        opts._keep = (shape_array, keep)
+    return opts
+
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _c_int64_p = ctypes.POINTER(ctypes.c_int64)
 _handle = ctypes.c_void_p
@@ -76,6 +108,7 @@ _cstr = ctypes.c_char_p
 _ptr = ctypes.c_void_p
 _i64 = ctypes.c_int64
 _dbl = ctypes.c_double
+_opts_p = ctypes.POINTER(Options)
 
 # name -> (restype, argtypes). Every function of kolo.h.
 _SIGNATURES = {
@@ -113,6 +146,26 @@ _SIGNATURES = {
                   _c_int64_p, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device, _handle_p]),
     "kolo_barrier": (_status, []),
     "kolo_join": (_status, [_c_int_p]),
+    "kolo_allreduce_async_ex": (
+        _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device,
+                  _opts_p, _handle_p]),
+    "kolo_allgather_async_ex": (
+        _status, [_cstr, _ptr, _i64, _i64, ctypes.c_int, Device, _opts_p, _handle_p]),
+    "kolo_broadcast_async_ex": (
+        _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, Device, _opts_p,
+                  _handle_p]),
+    "kolo_alltoall_async_ex": (
+        _status, [_cstr, _ptr, _i64, _i64, _c_int64_p, ctypes.c_int, Device, _opts_p,
+                  _handle_p]),
+    "kolo_reducescatter_async_ex": (
+        _status, [_cstr, _ptr, _ptr, _i64, _i64, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device,
+                  _opts_p, _handle_p]),
+    "kolo_grouped_allreduce_async_ex": (
+        _status, [ctypes.c_int, ctypes.POINTER(_cstr), ctypes.POINTER(_ptr), ctypes.POINTER(_ptr),
+                  _c_int64_p, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device, _opts_p,
+                  _handle_p]),
+    "kolo_barrier_ex": (_status, [_opts_p]),
+    "kolo_join_ex": (_status, [_opts_p, _c_int_p]),
     "kolo_poll": (_status, [_handle, _c_int_p]),
     "kolo_wait": (_status, [_handle, _dbl]),
     "kolo_handle_status": (_status, [_handle]),
