@@ -22,7 +22,8 @@ from ._numpy_ops import (allgather, allgather_async, allreduce, allreduce_async,
                          alltoall_async, broadcast, broadcast_async, grouped_allreduce,
                          grouped_allreduce_async, poll, reducescatter, reducescatter_async,
                          synchronize)
-from .exceptions import (DuplicateNameError, HorovodInternalError, KoloError, KoloTimeoutError,
+from .exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInternalError,
+                         HostsUpdatedInterrupt, KoloError, KoloTimeoutError, KoloTypeError,
                          KoloValueError, LibraryNotFoundError, MismatchError,
                          NotInitializedError, RankFailedError, ShutdownError, StalledError,
                          TransportError, UnsupportedError)
@@ -48,7 +49,7 @@ __all__ = [
     "cross_size", "grouped_allreduce", "grouped_allreduce_async", "init", "is_initialized",
     "join", "library_path", "local_rank", "local_size", "poll", "rank", "reducescatter",
     "reducescatter_async", "shutdown", "size", "synchronize", "transport_built", "version",
-    "DuplicateNameError", "HorovodInternalError", "KoloError", "KoloTimeoutError",
-    "KoloValueError", "LibraryNotFoundError", "MismatchError", "NotInitializedError",
+    "CollectiveRefusedError", "DuplicateNameError", "HorovodInternalError",
+    "HostsUpdatedInterrupt", "KoloError", "KoloTimeoutError", "KoloTypeError", "KoloValueError", "LibraryNotFoundError", "MismatchError", "NotInitializedError",
     "RankFailedError", "ShutdownError", "StalledError", "TransportError", "UnsupportedError",
 ]

@@ -18,9 +18,10 @@ import itertools
 import threading
 
 from . import _lib
-from .exceptions import (DuplicateNameError, KoloError, KoloTimeoutError, KoloValueError,
-                         MismatchError, NotInitializedError, RankFailedError, ShutdownError,
-                         StalledError, TransportError, UnsupportedError)
+from .exceptions import (CollectiveRefusedError, DuplicateNameError, KoloError, KoloTimeoutError,
+                         KoloTypeError, KoloValueError, MismatchError, NotInitializedError,
+                         RankFailedError, ShutdownError, StalledError, TransportError,
+                         UnsupportedError)
 
 # Reduction operators, as kolo numbers them (the names are Horovod's).
 Sum = _lib.OP_SUM
@@ -32,6 +33,7 @@ Adasum = 100  # Horovod's; kolo does not implement it (rejected with a ValueErro
 
 _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
 
+# The class of an error returned by a call (nothing started): see kolo.exceptions.
 _EXCEPTIONS = {
     _lib.ERR_INVALID_ARGUMENT: KoloValueError,
     _lib.ERR_NOT_INITIALIZED: NotInitializedError,
@@ -47,6 +49,15 @@ _EXCEPTIONS = {
     _lib.ERR_RANK_FAILED: RankFailedError,
 }
 
+# The class of an error that completes a handle (or a join or barrier): it came out
+# of the collective, so it is a HorovodInternalError (KoloError) whatever the status.
+_COMPLETION_EXCEPTIONS = dict(_EXCEPTIONS)
+_COMPLETION_EXCEPTIONS.update({
+    _lib.ERR_INVALID_ARGUMENT: CollectiveRefusedError,
+    _lib.ERR_NOT_INITIALIZED: KoloError,
+    _lib.ERR_ALREADY_INITIALIZED: KoloError,
+})
+
 # How long one kolo_wait call blocks before Python gets a chance to handle signals
 # (Ctrl-C). kolo_wait itself polls briefly, then sleeps.
 _WAIT_SLICE_SECONDS = 0.2
@@ -60,19 +71,21 @@ def status_name(status):
     return lib().kolo_status_string(status).decode()
 
 
-def error(status, message, what=None):
-    """The exception for a kolo status (never called with KOLO_OK)."""
-    cls = _EXCEPTIONS.get(status, KoloError)
+def error(status, message, what=None, completed=False):
+    """The exception for a kolo status (never called with KOLO_OK): returned by a
+    call that started nothing, or (completed=True) the outcome of a collective."""
+    cls = (_COMPLETION_EXCEPTIONS if completed else _EXCEPTIONS).get(status, KoloError)
     text = "%s: %s" % (status_name(status), message or "(no message)")
     if what:
         text = "%s: %s" % (what, text)
     return cls(text, status_name(status))
 
 
-def check(status, what=None):
-    """Raises the exception for a non-OK status returned by a kolo call."""
+def check(status, what=None, completed=False):
+    """Raises the exception for a non-OK status returned by a kolo call (completed:
+    the call ran a collective, as kolo_join and kolo_barrier do)."""
     if status != _lib.OK:
-        raise error(status, lib().kolo_last_error().decode(errors="replace"), what)
+        raise error(status, lib().kolo_last_error().decode(errors="replace"), what, completed)
 
 
 # ---- lifecycle and topology ------------------------------------------------------
@@ -177,7 +190,7 @@ def op_name(kind, name):
     if name is None:
         return "%s.noname.%d" % (kind, next(_name_counter))
     if not isinstance(name, str):
-        raise KoloValueError("name must be a str, got %s" % type(name).__name__)
+        raise KoloTypeError("name must be a str, got %s" % type(name).__name__)
     return name
 
 
@@ -217,7 +230,7 @@ class _State:
         try:
             if status != _lib.OK:
                 message = lib().kolo_handle_message(self.ptr).decode(errors="replace")
-                self.exc = error(status, message, self.what)
+                self.exc = error(status, message, self.what, completed=True)
             elif self.finish is not None:
                 self.result = self.finish(self.ptr)
         except BaseException as e:  # a failing finish still releases the handle
@@ -334,7 +347,7 @@ def handle_splits(ptr, n):
 def barrier():
     """Blocks until every rank has entered the barrier."""
     require_initialized("barrier")
-    check(lib().fn("kolo_barrier")(), "kolo.barrier")
+    check(lib().fn("kolo_barrier")(), "kolo.barrier", completed=True)
 
 
 def join():
@@ -343,7 +356,7 @@ def join():
     the last rank to join."""
     require_initialized("join")
     last = ctypes.c_int(-1)
-    check(lib().fn("kolo_join")(ctypes.byref(last)), "kolo.join")
+    check(lib().fn("kolo_join")(ctypes.byref(last)), "kolo.join", completed=True)
     return last.value
 
 

@@ -1,13 +1,30 @@
 """The exceptions kolo raises, chosen so that a Horovod user's ``except`` clauses work.
 
-- A caller's mistake (bad dtype, non-contiguous array, bad root, ...) is a
-  ``ValueError`` (:class:`KoloValueError`); nothing was started.
-- What goes wrong in a collective (ranks disagree on a tensor, shutdown, transport
-  failure) is a ``RuntimeError``: :class:`KoloError`, also exported as
-  ``HorovodInternalError``. A mismatch is raised on every rank.
-- A tensor name already in flight on this rank is both (:class:`DuplicateNameError`):
-  Horovod raised it as a ValueError before the operation started, and a
-  RuntimeError-catching training loop sees it too.
+Horovod's rule, which kolo follows: what the caller got wrong locally is raised
+before anything starts, as a ``ValueError`` (or ``TypeError``); what comes out of a
+collective - from other ranks or from the negotiation that every rank takes part in -
+is a ``RuntimeError``, ``HorovodInternalError``, which elastic training loops catch
+to reset. So the class depends on the status *and* on where it arose:
+
+- INVALID_ARGUMENT returned by the call: :class:`KoloValueError` (a ValueError;
+  :class:`KoloTypeError`, also a TypeError, for an argument of the wrong type).
+  Completing a handle: :class:`CollectiveRefusedError` (the negotiation refused it on
+  every rank, e.g. an allgather while a rank has joined).
+- NOT_INITIALIZED returned by the call: :class:`NotInitializedError` (a ValueError,
+  as in Horovod). ALREADY_INITIALIZED: :class:`KoloValueError` (kolo.init() swallows
+  it). Neither completes a handle (if one did, it would be a :class:`KoloError`).
+- DUPLICATE_NAME: :class:`DuplicateNameError`, both a ValueError (Horovod's class
+  for it) and a KoloError.
+- MISMATCH, SHUTDOWN, TIMEOUT, STALLED, UNSUPPORTED, TRANSPORT, INTERNAL, RANK_FAILED:
+  :class:`MismatchError`, :class:`ShutdownError`, :class:`KoloTimeoutError` (also a
+  TimeoutError), :class:`StalledError`, :class:`UnsupportedError`,
+  :class:`TransportError`, :class:`KoloError`, :class:`RankFailedError`.
+
+Every class from a completing handle is a :class:`KoloError`, which *is*
+``HorovodInternalError`` (a ``RuntimeError``). A negotiated error (mismatch,
+refusal, stall) is raised on every rank with the same message.
+:class:`HostsUpdatedInterrupt` exists so that Horovod elastic code imports and its
+``except`` clauses compile; kolo has no elastic mode and never raises it.
 """
 
 
@@ -50,12 +67,32 @@ class KoloTimeoutError(KoloError, TimeoutError):
     """A wait with a timeout expired; the operation is still in flight."""
 
 
+class CollectiveRefusedError(KoloError):
+    """The negotiation refused the collective on every rank, e.g. an allgather,
+    broadcast, alltoall or reducescatter while some rank has joined (Horovod raises
+    HorovodInternalError there too)."""
+
+
+class HostsUpdatedInterrupt(RuntimeError):
+    """Horovod elastic's signal that the hosts changed. kolo has no elastic mode and
+    never raises it; it exists so Horovod programs that catch it run unchanged."""
+
+    def __init__(self, skip_sync=False):
+        super().__init__("hosts updated")
+        self.skip_sync = skip_sync
+
+
 class KoloValueError(ValueError):
     """A caller-side mistake; nothing was started."""
 
     def __init__(self, message, status=None):
         super().__init__(message)
         self.status = status
+
+
+class KoloTypeError(KoloValueError, TypeError):
+    """An argument of the wrong type (e.g. a list where a tensor is expected); both a
+    TypeError and, as kolo raised it before, a ValueError."""
 
 
 class NotInitializedError(KoloValueError):

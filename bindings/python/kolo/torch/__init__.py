@@ -17,8 +17,9 @@ raises ValueError.
 from .. import _core
 from .._core import (Adasum, Average, Max, Min, Product, Sum, cross_rank, cross_size,
                      is_initialized, local_rank, local_size, rank, shutdown, size)
-from ..exceptions import (DuplicateNameError, HorovodInternalError, KoloError, MismatchError,
-                          NotInitializedError, UnsupportedError)
+from ..exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInternalError,
+                          HostsUpdatedInterrupt, KoloError, MismatchError, NotInitializedError,
+                          RankFailedError, ShutdownError, StalledError, UnsupportedError)
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                         broadcast_parameters)
@@ -39,10 +40,13 @@ def init(comm=None, process_sets=None):
     _core.init(comm)
 
 
-# ---- capability queries (Horovod's names) --------------------------------------------
+# ---- capability queries (Horovod's names and return types) -----------------------
+# All return bools, except nccl_built(): the NCCL version kolo was compiled with as
+# an int (NCCL_VERSION_CODE, e.g. 22809 for 2.28.9), 0 without NCCL - Horovod
+# programs compare it with numbers (`if hvd.nccl_built() >= 2700`).
 
 def mpi_built():
-    return _core.transport_built("mpi")[0]
+    return bool(_core.transport_built("mpi")[0])
 
 
 def mpi_enabled():
@@ -51,16 +55,34 @@ def mpi_enabled():
 
 
 def mpi_threads_supported():
-    """kolo asks MPI for MPI_THREAD_MULTIPLE when it initialises MPI."""
+    """kolo asks MPI for MPI_THREAD_MULTIPLE when it initialises MPI. Like Horovod,
+    raises ValueError before init()."""
+    _core.require_initialized("mpi_threads_supported")
     return True
 
 
 def nccl_built():
-    return _core.transport_built("nccl")[0]
+    """NCCL_VERSION_CODE of the NCCL headers kolo was built with, or 0."""
+    if not _core.transport_built("nccl")[0]:
+        return 0
+    from .. import build_info
+    return _nccl_version_code(build_info()["build"].get("nccl_headers", ""))
+
+
+def _nccl_version_code(text):
+    """"2.28.9" -> 22809 (NCCL's encoding: major*10000 + minor*100 + patch since 2.9,
+    major*1000 + minor*100 + patch before)."""
+    try:
+        major, minor, patch = (int(p) for p in text.split(".")[:3])
+    except ValueError:
+        return 1  # built, version unreadable: still true in a boolean test
+    scale = 10000 if (major, minor) >= (2, 9) else 1000
+    return major * scale + minor * 100 + patch
 
 
 def cuda_built():
-    return nccl_built()
+    """kolo's CUDA support comes with its NCCL transport."""
+    return nccl_built() != 0
 
 
 def gloo_built():

@@ -20,7 +20,7 @@ import torch
 
 from .. import _core, _lib
 from .._core import Average, Sum
-from ..exceptions import KoloValueError, UnsupportedError
+from ..exceptions import KoloTypeError, KoloValueError, UnsupportedError
 
 _DTYPES = {
     torch.uint8: _lib.UINT8,
@@ -103,7 +103,7 @@ def _device(tensor, what):
 
 def _check_tensor(tensor, what):
     if not isinstance(tensor, torch.Tensor):
-        raise KoloValueError("%s: expected a torch.Tensor, got %s" % (what, type(tensor).__name__))
+        raise KoloTypeError("%s: expected a torch.Tensor, got %s" % (what, type(tensor).__name__))
     if tensor.is_sparse:
         raise KoloValueError("%s: sparse tensors are not supported" % what)
     return _kolo_dtype(tensor, what), _device(tensor, what)
