@@ -31,6 +31,7 @@ from .mpi_ops import (HorovodAllgather, HorovodAllreduce, HorovodAlltoall, Horov
                       grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
                       join, poll, reducescatter, reducescatter_async, synchronize)
 from .optimizer import DistributedOptimizer
+from .sparse import sparse_allreduce_async
 
 
 def init(comm=None, process_sets=None):

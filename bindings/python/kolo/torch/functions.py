@@ -36,13 +36,43 @@ def broadcast_parameters(params, root_rank):
 def broadcast_optimizer_state(optimizer, root_rank):
     """Leaves every rank's optimizer with root_rank's state and options (learning
     rate, momentum buffers, step counts, ...): root_rank's state_dict is broadcast
-    as an object and loaded on the other ranks."""
+    as an object and loaded on the other ranks.
+
+    As in Horovod, an optimizer without state yet (none of its parameters stepped) is
+    first given its initial state: each parameter that requires a gradient and has no
+    state gets a zero gradient (left in p.grad afterwards) and the wrapped
+    optimizer's own step() runs once, locally. Parameters with requires_grad=False
+    keep p.grad None and get no state. Unlike Horovod, that step does not move the
+    parameters (with weight decay it would): they are restored after it."""
     if isinstance(optimizer, torch.optim.LBFGS):
         raise KoloValueError("cannot broadcast torch.optim.LBFGS state")
+    if not optimizer.state_dict()["state"]:
+        _initialize_state(optimizer)
     state = optimizer.state_dict() if _core.rank() == root_rank else None
     state = broadcast_object(state, root_rank, name="broadcast_optimizer_state")
     if _core.rank() != root_rank:
         optimizer.load_state_dict(state)
+
+
+def _initialize_state(optimizer):
+    params = [p for group in optimizer.param_groups for p in group["params"]
+              if p.requires_grad and p not in optimizer.state]
+    if not params:
+        return
+    saved = [p.detach().clone() for p in params]
+    for p in params:
+        p.grad = torch.zeros_like(p)
+        if isinstance(optimizer, torch.optim.SparseAdam):
+            p.grad = p.grad.to_sparse()
+    # A DistributedOptimizer's step() would allreduce every gradient, which needs
+    # every rank; the wrapped optimizer's step is local.
+    if getattr(optimizer, "_kolo_distributed", False):
+        super(type(optimizer), optimizer).step()
+    else:
+        optimizer.step()
+    with torch.no_grad():
+        for p, value in zip(params, saved):
+            p.copy_(value)
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=None):

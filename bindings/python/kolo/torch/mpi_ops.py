@@ -21,6 +21,7 @@ import torch
 from .. import _core, _lib
 from .._core import Average, Sum
 from ..exceptions import KoloTypeError, KoloValueError, UnsupportedError
+from .sparse import sparse_allreduce_async
 
 _DTYPES = {
     torch.uint8: _lib.UINT8,
@@ -104,9 +105,14 @@ def _device(tensor, what):
 def _check_tensor(tensor, what):
     if not isinstance(tensor, torch.Tensor):
         raise KoloTypeError("%s: expected a torch.Tensor, got %s" % (what, type(tensor).__name__))
-    if tensor.is_sparse:
-        raise KoloValueError("%s: sparse tensors are not supported" % what)
+    if tensor.layout != torch.strided:
+        raise KoloValueError("%s: sparse tensors are not supported here (allreduce and "
+                             "allreduce_async take them; the result is a new tensor)" % what)
     return _kolo_dtype(tensor, what), _device(tensor, what)
+
+
+def _is_sparse(tensor):
+    return isinstance(tensor, torch.Tensor) and tensor.layout != torch.strided
 
 
 def _empty_like(tensor):
@@ -166,9 +172,13 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=global_process_set):
-    """Starts an allreduce of `tensor` into a new tensor; synchronize() returns it."""
+    """Starts an allreduce of `tensor` into a new tensor; synchronize() returns it.
+    A sparse COO tensor is allgathered (indices and values) as in Horovod: see
+    kolo.torch.sparse."""
     _check_process_set(process_set)
     op = _op(average, op, "allreduce_async")
+    if _is_sparse(tensor):
+        return sparse_allreduce_async(tensor, name, op, prescale_factor, postscale_factor)
     output = _empty_like(tensor)
     return _allreduce_async(tensor, output, _name("allreduce", name), op, prescale_factor,
                             postscale_factor)
@@ -203,9 +213,14 @@ class HorovodAllreduce(torch.autograd.Function):
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
               postscale_factor=1.0, process_set=global_process_set):
     """Allreduce of `tensor` into a new tensor (differentiable). `compression` (e.g.
-    Compression.fp16) compresses for the wire and decompresses the result."""
+    Compression.fp16) compresses for the wire and decompresses the result. A sparse
+    COO tensor gives a sparse result (not differentiable, not compressed), as
+    allreduce_async does."""
     _check_process_set(process_set)
     op = _op(average, op, "allreduce")
+    if _is_sparse(tensor):
+        return sparse_allreduce_async(tensor, name, op, prescale_factor,
+                                      postscale_factor).wait()
     if compression is not None:
         compressed, ctx = compression.compress(tensor)
         summed = HorovodAllreduce.apply(compressed, name, op, prescale_factor, postscale_factor)

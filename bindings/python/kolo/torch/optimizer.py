@@ -14,6 +14,12 @@ runs the wrapped optimizer's step.
   and by f/size after it; ``compression`` compresses each gradient for the wire.
 - A parameter whose gradient never appeared (unused in this step's graph) is
   still reduced, with zeros, at step(): other ranks may have used it.
+- A sparse gradient (nn.Embedding(sparse=True)) is reduced as Horovod does: its
+  indices and values are allgathered (kolo.torch.sparse) and p.grad becomes the
+  sparse result, uncompressed. With ``sparse_as_dense=True`` it is made dense first
+  and reduced like any other gradient. As in Horovod, a rank on which such a
+  parameter got no gradient contributes dense zeros, which cannot meet the other
+  ranks' allgathers: use sparse_as_dense=True when a sparse parameter may go unused.
 """
 
 import contextlib
@@ -26,9 +32,12 @@ from .._core import Average
 from ..exceptions import KoloValueError
 from .compression import Compression
 from .mpi_ops import allreduce_async_, global_process_set, synchronize
+from .sparse import sparse_allreduce_async
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
+    _kolo_distributed = True  # broadcast_optimizer_state steps the wrapped optimizer
+
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
                  op=Average, gradient_predivide_factor=1.0, groups=None, sparse_as_dense=False,
                  process_set=global_process_set):
@@ -40,6 +49,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  for group in self.param_groups for p in group["params"]}
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
+        self.sparse_as_dense = sparse_as_dense
         self._handles = {}
         self._grad_accs = []
         self._requires_update = set()
@@ -111,8 +121,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             prescale, postscale = 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
         else:
             prescale, postscale = 1.0, 1.0
-        compressed, ctx = self._compression.compress(p.grad)
-        handle = allreduce_async_(compressed, name=self._parameter_names.get(p), op=self.op,
+        name = self._parameter_names.get(p)
+        grad = p.grad
+        if grad.is_sparse:
+            if not self.sparse_as_dense:
+                return sparse_allreduce_async(grad, name, self.op, prescale, postscale), None
+            grad = grad.to_dense()  # reduced in place; synchronize() makes it p.grad
+        compressed, ctx = self._compression.compress(grad)
+        handle = allreduce_async_(compressed, name=name, op=self.op,
                                   prescale_factor=prescale, postscale_factor=postscale)
         return handle, ctx
 
@@ -129,7 +145,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             for p, (handle, ctx) in self._handles.items():
                 output = synchronize(handle)
                 self._allreduce_delay[p] = self.backward_passes_per_step
-                p.grad.set_(self._compression.decompress(output, ctx))
+                if not output.is_sparse:
+                    output = self._compression.decompress(output, ctx)
+                if p.grad.is_sparse:  # a sparse result, or the dense one of sparse_as_dense
+                    p.grad = output
+                else:
+                    p.grad.set_(output)
         finally:
             self._handles.clear()
         self._synchronized = True

@@ -1,0 +1,92 @@
+"""Allreduce of sparse (COO) tensors, as Horovod does it: every rank's indices and
+values are allgathered, and the result is the sparse tensor of all of them together.
+
+A COO tensor is (indices, values): ``indices`` is [sparse_dim, nnz], ``values`` is
+[nnz, *dense_dims]. Allgather concatenates along the first dimension, so the indices
+travel transposed ([nnz, sparse_dim]) and come back transposed. Ranks may hold
+different numbers of entries (zero too). The sum of sparse tensors is the tensor of
+the concatenated entries, since a COO tensor sums its duplicate indices; the result
+is left uncoalesced, as Horovod leaves it (``.coalesce()`` merges the duplicates).
+Average divides the values by the number of ranks (an integer tensor is coalesced
+first and floor-divided, as a dense integer average is).
+
+Only Sum and Average have this form; other ops are refused. The result is a new
+tensor (no in-place variant) and is not differentiable, as in Horovod.
+"""
+
+import torch
+
+from .. import _core
+from .._core import Average, Sum
+from ..exceptions import KoloValueError
+
+
+class SparseHandle:
+    """The two allgathers (indices, values) of one sparse allreduce, as one handle:
+    poll() and wait() as kolo's Handle; wait() returns the reduced sparse tensor."""
+
+    def __init__(self, indices_handle, values_handle, finish):
+        self._handles = (indices_handle, values_handle)
+        self._finish = finish
+        self._done = False
+        self._result = None
+
+    def poll(self):
+        return all(h.poll() for h in self._handles)
+
+    def wait(self, timeout=None):
+        if not self._done:
+            indices, values = (h.wait(timeout) for h in self._handles)
+            self._result = self._finish(indices, values)
+            self._done = True
+        return self._result
+
+    def done(self):
+        return self._done
+
+
+def check_sparse(tensor, op, what):
+    if tensor.layout != torch.sparse_coo:
+        raise KoloValueError("%s: sparse layout %s is not supported (COO only: "
+                             "tensor.to_sparse())" % (what, tensor.layout))
+    if op not in (Sum, Average):
+        raise KoloValueError("%s: a sparse tensor is reduced by Sum or Average only, not %s" % (
+            what, _core._OP_NAMES.get(op, op)))
+
+
+def sparse_allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0,
+                           postscale_factor=1.0):
+    """Starts the allreduce of a sparse COO `tensor` (horovod.torch's
+    sparse_allreduce_async); synchronize() returns the reduced sparse tensor. The
+    allgathers are named "allgather.<name>.indices" and "allgather.<name>.values"."""
+    from .mpi_ops import allgather_async  # mpi_ops dispatches sparse tensors here
+
+    base = _core.op_name("sparse_allreduce", name)
+    what = "sparse allreduce %r" % base
+    _core.require_initialized("allreduce")
+    check_sparse(tensor, op, what)
+    values = tensor._values()
+    if (prescale_factor != 1.0 or postscale_factor != 1.0) and not values.is_floating_point():
+        raise KoloValueError("%s: scale factors on a sparse %s tensor are not supported" % (
+            what, values.dtype))
+    if prescale_factor != 1.0:
+        values = values * prescale_factor
+    indices_handle = allgather_async(tensor._indices().t().contiguous(), name=base + ".indices")
+    values_handle = allgather_async(values.contiguous(), name=base + ".values")
+    shape, size = tensor.shape, _core.size()
+
+    def finish(indices, gathered):
+        result = torch.sparse_coo_tensor(indices.t(), gathered, shape)
+        if op == Average:
+            if result.dtype.is_floating_point:
+                result = torch.sparse_coo_tensor(indices.t(), gathered / size, shape)
+            else:
+                result = result.coalesce()
+                result = torch.sparse_coo_tensor(
+                    result.indices(), torch.div(result.values(), size, rounding_mode="floor"),
+                    shape)
+        if postscale_factor != 1.0:
+            result = result * postscale_factor
+        return result
+
+    return SparseHandle(indices_handle, values_handle, finish)
