@@ -35,8 +35,13 @@ def test_sparse_allreduce_sum_and_average(world, dtype):
     avg = hvd.allreduce(x, op=hvd.Average, name="sp.avg.%s" % dtype).to_dense()
     if dtype.is_floating_point:
         assert torch.allclose(avg, dense_sum(n, dtype) / n, rtol=0, atol=1e-6)
-    else:
-        assert torch.equal(avg, torch.div(dense_sum(n, dtype), n, rounding_mode="floor"))
+    else:  # rounded toward zero, as the dense integer average (and Horovod's) is
+        assert torch.equal(avg, torch.div(dense_sum(n, dtype), n, rounding_mode="trunc"))
+        neg = rank_sparse(r, dtype, scale=-1)
+        got = hvd.allreduce(neg, op=hvd.Average, name="sp.neg.%s" % dtype).to_dense()
+        dense = hvd.allreduce(neg.to_dense(), op=hvd.Average, name="sp.dense.%s" % dtype)
+        assert torch.equal(got, dense)
+        assert torch.equal(got, torch.div(-dense_sum(n, dtype), n, rounding_mode="trunc"))
     # the unnamed default op is Average, as Horovod's
     if dtype == torch.float64:
         assert torch.equal(hvd.allreduce(x).to_dense(), dense_sum(n) / n)

@@ -50,6 +50,7 @@ __all__ = [
     "join", "library_path", "local_rank", "local_size", "poll", "rank", "reducescatter",
     "reducescatter_async", "shutdown", "size", "synchronize", "transport_built", "version",
     "CollectiveRefusedError", "DuplicateNameError", "HorovodInternalError",
-    "HostsUpdatedInterrupt", "KoloError", "KoloTimeoutError", "KoloTypeError", "KoloValueError", "LibraryNotFoundError", "MismatchError", "NotInitializedError",
+    "HostsUpdatedInterrupt", "KoloError", "KoloTimeoutError", "KoloTypeError", "KoloValueError",
+    "LibraryNotFoundError", "MismatchError", "NotInitializedError",
     "RankFailedError", "ShutdownError", "StalledError", "TransportError", "UnsupportedError",
 ]

@@ -8,7 +8,7 @@ different numbers of entries (zero too). The sum of sparse tensors is the tensor
 the concatenated entries, since a COO tensor sums its duplicate indices; the result
 is left uncoalesced, as Horovod leaves it (``.coalesce()`` merges the duplicates).
 Average divides the values by the number of ranks (an integer tensor is coalesced
-first and floor-divided, as a dense integer average is).
+first and divided rounding toward zero, as a dense integer average is).
 
 Only Sum and Average have this form; other ops are refused. The result is a new
 tensor (no in-place variant) and is not differentiable, as in Horovod.
@@ -83,7 +83,7 @@ def sparse_allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0,
             else:
                 result = result.coalesce()
                 result = torch.sparse_coo_tensor(
-                    result.indices(), torch.div(result.values(), size, rounding_mode="floor"),
+                    result.indices(), torch.div(result.values(), size, rounding_mode="trunc"),
                     shape)
         if postscale_factor != 1.0:
             result = result * postscale_factor
