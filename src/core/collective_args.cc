@@ -12,6 +12,8 @@
 namespace kolo::core {
 namespace {
 
+static_assert(kMaxDims == KOLO_MAX_DIMS, "core/request.h's kMaxDims is kolo.h's KOLO_MAX_DIMS");
+
 bool ranges_overlap(const void* a, const void* b, size_t bytes) {
   auto x = reinterpret_cast<uintptr_t>(a);
   auto y = reinterpret_cast<uintptr_t>(b);
@@ -119,6 +121,12 @@ Status check_given_shape(const std::string& prefix, const CollectiveArgs& a,
   return Status::OK();
 }
 
+// TensorParams::shapes' encoding of one shape, appended.
+void append_shape(const std::vector<int64_t>& dims, std::vector<int64_t>* shapes) {
+  shapes->push_back(static_cast<int64_t>(dims.size()));
+  shapes->insert(shapes->end(), dims.begin(), dims.end());
+}
+
 uint64_t hash_names(const std::vector<std::string>& names) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (const std::string& n : names) {
@@ -147,8 +155,10 @@ Status make_grouped(const CollectiveArgs& a, TensorEntry* e) {
     m.row_count = 1;
     int64_t n = 0;
     KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, m, &n));
-    if (!a.member_shapes.empty())
+    if (!a.member_shapes.empty()) {
       KOLO_RETURN_IF_ERROR_AS_IS(check_given_shape(prefix, m, a.member_shapes[i]));
+      append_shape(a.member_shapes[i], &e->request.params.shapes);
+    }
     KOLO_RETURN_IF_ERROR_AS_IS(check_buffers(prefix, a.members[i].input, a.members[i].output, n, a.dtype, true, true));
     e->request.params.member_counts.push_back(n);
     if (total > std::numeric_limits<int64_t>::max() / 16 - n)
@@ -190,7 +200,10 @@ Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
   if (a.collective == Collective::kBarrier || a.collective == Collective::kJoin) return Status::OK();
   int64_t n = 0;
   KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, a, &n));
-  if (a.shape) KOLO_RETURN_IF_ERROR_AS_IS(check_given_shape(prefix, a, *a.shape));
+  if (a.shape) {
+    KOLO_RETURN_IF_ERROR_AS_IS(check_given_shape(prefix, a, *a.shape));
+    append_shape(*a.shape, &p.shapes);
+  }
   p.count = n;
   p.row_count = a.row_count;
   switch (a.collective) {

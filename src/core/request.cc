@@ -26,6 +26,18 @@ std::string format_shape(const std::vector<int64_t>& dims) {
   return out + "]";
 }
 
+bool split_shapes(const std::vector<int64_t>& shapes, std::vector<std::vector<int64_t>>* out) {
+  out->clear();
+  for (size_t i = 0; i < shapes.size();) {
+    const int64_t ndim = shapes[i++];
+    if (ndim < 0 || ndim > kMaxDims || shapes.size() - i < static_cast<size_t>(ndim)) return false;
+    out->emplace_back(shapes.begin() + static_cast<std::ptrdiff_t>(i),
+                      shapes.begin() + static_cast<std::ptrdiff_t>(i + static_cast<size_t>(ndim)));
+    i += static_cast<size_t>(ndim);
+  }
+  return true;
+}
+
 namespace {
 
 std::string format_double(double v) {
@@ -64,7 +76,27 @@ struct Field {
   const char* name;
   bool (*applies)(Collective);
   std::function<std::string(const TensorParams&)> show;
+  // What ranks must agree on, when not all of what is shown (null: show).
+  std::function<std::string(const TensorParams&)> key = nullptr;
 };
+
+// The shapes given, for messages: "[2, 3]", "(no shape)"; a group's as a list.
+std::string show_shapes(const TensorParams& p) {
+  if (p.shapes.empty()) return "(no shape)";
+  std::vector<std::vector<int64_t>> each;
+  if (!split_shapes(p.shapes, &each)) return "(bad shape)";
+  if (p.collective != Collective::kGroupedAllreduce) return format_shape(each.front());
+  std::string out = "[";
+  for (size_t i = 0; i < each.size(); ++i) out += (i ? ", " : "") + format_shape(each[i]);
+  return out + "]";
+}
+
+// Allgather and alltoall: ranks agree on ndim and dims[1..] only.
+std::string shape_past_rows(const TensorParams& p) {
+  if (p.shapes.size() < 2) return show_shapes(p);
+  std::vector<int64_t> rest(p.shapes.begin() + 2, p.shapes.end());
+  return std::to_string(p.shapes[0]) + ":" + format_shape(rest);
+}
 
 bool always(Collective) { return true; }
 bool has_dtype(Collective c) { return c != Collective::kBarrier && c != Collective::kJoin; }
@@ -81,6 +113,10 @@ const std::vector<Field>& fields() {
       {"collective", always, [](const TensorParams& p) { return std::string(collective_name(p.collective)); }},
       {"device", always, [](const TensorParams& p) { return std::string(p.device == DeviceKind::kCuda ? "cuda" : "cpu"); }},
       {"dtype", has_dtype, [](const TensorParams& p) { return dtype_name(p.dtype); }},
+      {"shape", has_dtype, show_shapes,
+       [](const TensorParams& p) {
+         return has_per_rank_sizes(p.collective) ? shape_past_rows(p) : show_shapes(p);
+       }},
       {"count", has_count, [](const TensorParams& p) { return std::to_string(p.count); }},
       {"row size (trailing dimensions)", has_rows, [](const TensorParams& p) { return std::to_string(p.row_count); }},
       {"op", has_op, [](const TensorParams& p) { return op_name(p.op); }},
@@ -105,11 +141,12 @@ Response validate(const std::vector<std::optional<Request>>& per_rank) {
   for (const Field& field : fields()) {
     // The collective is compared first, so later fields may trust it.
     if (!field.applies(response.params.collective)) continue;
+    const auto& key = field.key ? field.key : field.show;
     std::vector<std::string> values;
     bool differs = false;
     for (const auto& r : per_rank) {
       values.push_back(r ? field.show(r->params) : std::string("(joined)"));
-      if (r) differs |= values.back() != field.show(first->params);
+      if (r) differs |= key(r->params) != key(first->params);
     }
     if (differs) {
       response.code = Code::kMismatch;

@@ -65,13 +65,17 @@ struct TensorParams {
   std::vector<int64_t> member_counts;  // grouped allreduce: each member's element count
   // Grouped allreduce: a hash of the member names, so ranks agree on membership.
   uint64_t names_hash = 0;
+  // The shapes the caller gave, each as ndim then the dims ([2, 3] is {2, 2, 3});
+  // a grouped call's members one after the other. Empty: none given. See Note
+  // [Negotiated shapes].
+  std::vector<int64_t> shapes;
 
   bool operator==(const TensorParams& o) const {
     return collective == o.collective && dtype == o.dtype && op == o.op &&
            device == o.device && count == o.count && prescale == o.prescale &&
            postscale == o.postscale && root == o.root && row_count == o.row_count &&
            send_rows == o.send_rows && member_counts == o.member_counts &&
-           names_hash == o.names_hash;
+           names_hash == o.names_hash && shapes == o.shapes;
   }
   bool operator!=(const TensorParams& o) const { return !(*this == o); }
 
@@ -99,6 +103,24 @@ struct Response {
 // difference fails the name on every rank with KOLO_ERR_MISMATCH and a message
 // that names the field and the value on each rank. The device *index* is not
 // compared (rank 0 may use GPU 0 while rank 1 uses GPU 1); the device kind is.
+
+// Note [Negotiated shapes]
+// Horovod refuses [2, 3] on one rank and [3, 2] on another although the counts
+// agree, so a shape given (kolo.h's kolo_options_t; the Python package always
+// gives one) is part of TensorParams and compared in full: ndim and every
+// dimension, except that allgather and alltoall compare only ndim and dims[1..]
+// (ranks contribute different numbers of rows). A submission without a shape is
+// compared on counts as before, and "no shape" is a value of its own: a shaped and
+// an unshaped submission of one name mismatch. Matching an unshaped rank to any
+// shape of equal count would make the agreed parameters depend on which rank
+// rank 0 saw first, and the response cache (which compares parameters whole)
+// would see every later submission as stale; every rank runs the same code in
+// practice, so the strict rule costs nothing and says what differs.
+
+// The dims of each shape in `shapes` (TensorParams::shapes); false when the
+// encoding is not well formed (ndim outside 0..kMaxDims, or values missing).
+constexpr int kMaxDims = 16;  // KOLO_MAX_DIMS
+bool split_shapes(const std::vector<int64_t>& shapes, std::vector<std::vector<int64_t>>* out);
 
 // Compares the requests for one name, one per rank in rank order (a rank that has
 // joined is absent: nullopt). Returns the OK response — with the first present

@@ -11,7 +11,7 @@ namespace kolo::core {
 namespace {
 
 constexpr uint32_t kMagic = 0x4f4c4f4b;  // "KOLO" read as little-endian u32
-constexpr uint8_t kVersion = 2;  // 2: send_rows and member_counts apart; three response fields
+constexpr uint8_t kVersion = 3;  // 2: send_rows and member_counts apart; 3: shapes
 constexpr uint8_t kKindRequests = 1;
 constexpr uint8_t kKindResponses = 2;
 constexpr uint8_t kKindRankReport = 3;
@@ -98,6 +98,7 @@ void write_request(Writer* w, const std::string& name, const TensorParams& p) {
   w->put_values(p.send_rows);
   w->put_values(p.member_counts);
   w->put<uint64_t>(p.names_hash);
+  w->put_values(p.shapes);
 }
 
 Status corrupt(const char* what) {
@@ -122,8 +123,8 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
   if (!r->get(&collective) || !r->get(&dtype) || !r->get(&op) || !r->get(&device) ||
       !r->get(&p->count) || !r->get(&p->prescale) || !r->get(&p->postscale) ||
       !r->get(&p->root) || !r->get(&p->row_count) || !r->get_values(&p->send_rows) ||
-      !r->get_values(&p->member_counts) ||
-      !r->get(&p->names_hash))
+      !r->get_values(&p->member_counts) || !r->get(&p->names_hash) ||
+      !r->get_values(&p->shapes))
     return corrupt("truncated item");
   if (collective >= kNumCollectives) return corrupt("bad collective");
   p->collective = static_cast<Collective>(collective);
@@ -135,11 +136,16 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
   if (!is_valid(p->device)) return corrupt("bad device");
   if (p->count < 0) return corrupt("negative count");
   if (p->row_count < 1) return corrupt("row size below 1");
+  std::vector<std::vector<int64_t>> dims;
+  if (!split_shapes(p->shapes, &dims)) return corrupt("bad shape");
+  for (const auto& shape : dims)
+    for (int64_t d : shape)
+      if (d < 0) return corrupt("negative dimension");
   return Status::OK();
 }
 
 // Each item needs at least this many bytes, which bounds a claimed item count.
-constexpr size_t kMinItemBytes = 4 + 1 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 4 + 8;
+constexpr size_t kMinItemBytes = 4 + 1 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 4 + 8 + 4;
 
 }  // namespace
 

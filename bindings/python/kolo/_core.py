@@ -315,13 +315,18 @@ def _reap_orphans():
                 _orphans.discard(st)
 
 
-def submit(fn_name, args, keep, finish, what):
+def submit(fn_name, args, keep, finish, what, shapes=None):
     """Calls an async kolo function whose last argument is the handle out-pointer.
 
     keep: objects whose memory the operation uses (held until completion).
     finish: called with the completed C handle; its return value is the result.
+    shapes: the tensors' shapes (a list of tuples, one per tensor), which ranks then
+    agree on in full (kolo.h, kolo_options_t): the call's *_ex form takes them.
     """
     _reap_orphans()
+    if shapes is not None:
+        opts = _lib.options(shapes)
+        fn_name, args, keep = fn_name + "_ex", tuple(args) + (ctypes.byref(opts),), (keep, opts)
     fn = lib().fn(fn_name)
     ptr = ctypes.c_void_p()
     status = fn(*args, ctypes.byref(ptr))
@@ -371,7 +376,7 @@ def reducescatter_shard_rows(rows, rank_, size_):
 
 
 def submit_grouped(base, inputs, outputs, counts, dtype, op, prescale, postscale, device, keep,
-                   finish):
+                   finish, shapes=None):
     """kolo_grouped_allreduce_async over raw addresses; tensor i is named "<base>.<i>"."""
     n = len(inputs)
     names = [("%s.%d" % (base, i)).encode() for i in range(n)]
@@ -383,7 +388,13 @@ def submit_grouped(base, inputs, outputs, counts, dtype, op, prescale, postscale
             float(postscale), device)
     return submit("kolo_grouped_allreduce_async", args,
                   (keep, names, c_names, c_in, c_out, c_counts), finish,
-                  "grouped_allreduce %r" % base)
+                  "grouped_allreduce %r" % base, shapes)
+
+
+def rows_shape(shape):
+    """The shape that allgather and alltoall give kolo: a 0-dimensional tensor goes as
+    one row of one element, as its rows and row count do."""
+    return tuple(shape) if len(shape) else (1,)
 
 
 def int64_splits(splits, nranks, rows, what):

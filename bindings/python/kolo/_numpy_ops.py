@@ -83,7 +83,7 @@ def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale
             _core.check_op(op), float(prescale_factor), float(postscale_factor),
             _lib.CPU_DEVICE)
     return _core.submit("kolo_allreduce_async", args, (arr, out), _result(out),
-                        "allreduce %r" % name)
+                        "allreduce %r" % name, [arr.shape])
 
 
 def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
@@ -115,7 +115,8 @@ def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
     return _core.submit_grouped(base, [a.ctypes.data for a in arrs],
                                 [o.ctypes.data for o in outs], [a.size for a in arrs],
                                 dtypes.pop(), op, prescale_factor, postscale_factor,
-                                _lib.CPU_DEVICE, (arrs, outs), _result(outs))
+                                _lib.CPU_DEVICE, (arrs, outs), _result(outs),
+                                [a.shape for a in arrs])
 
 
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
@@ -152,7 +153,7 @@ def allgather_async(array, name=None):
     gathered = _gathered(arr.dtype, arr.shape[1:], _core.size())
     args = (name.encode(), arr.ctypes.data, rows, row_count, dtype, _lib.CPU_DEVICE)
     return _core.submit("kolo_allgather_async", args, (arr,), lambda p: gathered(p)[0],
-                        "allgather %r" % name)
+                        "allgather %r" % name, [_core.rows_shape(arr.shape)])
 
 
 def allgather(array, name=None):
@@ -169,7 +170,7 @@ def broadcast_async(array, root_rank, name=None, out=None):
     args = (name.encode(), arr.ctypes.data, out.ctypes.data, arr.size, dtype, int(root_rank),
             _lib.CPU_DEVICE)
     return _core.submit("kolo_broadcast_async", args, (arr, out), _result(out),
-                        "broadcast %r" % name)
+                        "broadcast %r" % name, [arr.shape])
 
 
 def broadcast(array, root_rank, name=None, out=None):
@@ -190,7 +191,8 @@ def alltoall_async(array, splits=None, name=None):
     gathered = _gathered(arr.dtype, arr.shape[1:], nranks)
     finish = (lambda p: gathered(p)[0]) if splits is None else gathered
     args = (name.encode(), arr.ctypes.data, rows, row_count, send, dtype, _lib.CPU_DEVICE)
-    return _core.submit("kolo_alltoall_async", args, (arr, send), finish, "alltoall %r" % name)
+    return _core.submit("kolo_alltoall_async", args, (arr, send), finish, "alltoall %r" % name,
+                        [_core.rows_shape(arr.shape)])
 
 
 def alltoall(array, splits=None, name=None):
@@ -211,7 +213,7 @@ def reducescatter_async(array, op=Average, name=None, prescale_factor=1.0, posts
             _core.check_op(op, (Sum, Average)), float(prescale_factor), float(postscale_factor),
             _lib.CPU_DEVICE)
     return _core.submit("kolo_reducescatter_async", args, (arr, out), _result(out),
-                        "reducescatter %r" % name)
+                        "reducescatter %r" % name, [arr.shape])
 
 
 def reducescatter(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):

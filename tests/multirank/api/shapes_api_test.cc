@@ -197,5 +197,131 @@ TEST_F(Shapes, AGroupedShapeIsCheckedPerMember) {
       << kolo_last_error();
 }
 
+// Rank 0 gives `mine`, every other rank `theirs`; both hold the same count.
+struct Split {
+  std::vector<int64_t> mine, theirs;
+  const std::vector<int64_t>& of(int rank) const { return rank == 0 ? mine : theirs; }
+};
+
+// What every rank must read in a shape mismatch's message, at any world size.
+std::string named_shapes(const std::string& name, const std::string& rank0,
+                         const std::string& others, int size) {
+  return "tensor '" + name + "': ranks disagree on shape: " + rank0 + " on rank 0; " + others +
+         (size > 2 ? " on ranks 1,2" + std::string(size > 3 ? ",3" : "") : " on rank 1");
+}
+
+// `h` by address: it is read after the submitting call (an argument beside it) ran.
+kolo_status_t wait_for(kolo_status_t submitted, const kolo_handle_t* h, std::string* message) {
+  if (submitted != KOLO_OK) {
+    *message = kolo_last_error();
+    return submitted;
+  }
+  const kolo_status_t s = kolo_wait(*h, 120.0);
+  *message = kolo_handle_message(*h);
+  kolo_handle_release(*h);
+  return s;
+}
+
+// Equal counts, different shapes: fails on every rank, naming each rank's shape —
+// also after the name was cached with agreeing shapes (the cache compares shapes).
+TEST_F(Shapes, DifferentShapesOfEqualCountsFailOnEveryRankNamingEach) {
+  const Split split{{2, 3}, {3, 2}};
+  std::vector<float> in(6, 1.0f), out(6, 0.0f);
+  for (bool cached_first : {false, true}) {
+    for (int kind = 0; kind < 3; ++kind) {
+      const std::string name = std::string(kind == 0 ? "ar" : kind == 1 ? "bc" : "rs") +
+                               (cached_first ? "_cached" : "");
+      auto submit = [&](const std::vector<int64_t>& dims, std::string* message) {
+        const kolo_shape_t shape = {static_cast<int32_t>(dims.size()), dims.data()};
+        const kolo_options_t o = with_shape(&shape);
+        kolo_handle_t h = nullptr;
+        kolo_status_t s;
+        if (kind == 0)
+          s = kolo_allreduce_async_ex(name.c_str(), in.data(), out.data(), 6, KOLO_FLOAT32,
+                                      KOLO_OP_SUM, 1.0, 1.0, cpu(), &o, &h);
+        else if (kind == 1)
+          s = kolo_broadcast_async_ex(name.c_str(), in.data(), out.data(), 6, KOLO_FLOAT32, 0,
+                                      cpu(), &o, &h);
+        else
+          s = kolo_reducescatter_async_ex(name.c_str(), in.data(), out.data(), dims[0],
+                                          6 / dims[0], KOLO_FLOAT32, KOLO_OP_SUM, 1.0, 1.0, cpu(),
+                                          &o, &h);
+        return wait_for(s, &h, message);
+      };
+      std::string message;
+      if (cached_first) {
+        ASSERT_EQ(submit(split.mine, &message), KOLO_OK) << message;
+        ASSERT_EQ(submit(split.mine, &message), KOLO_OK) << message;
+      }
+      EXPECT_EQ(submit(split.of(rank_), &message), KOLO_ERR_MISMATCH) << name << ": " << message;
+      EXPECT_NE(message.find(named_shapes(name, "[2, 3]", "[3, 2]", size_)), std::string::npos)
+          << message;
+    }
+  }
+}
+
+TEST_F(Shapes, AllgatherShapesMayDifferInRowsButNotInTheRest) {
+  std::vector<int32_t> in(12, rank_);
+  // Rows differ by rank (fine); then the trailing dimensions differ (not fine).
+  const std::vector<int64_t> ok = {rank_ + 1, 2}, bad = rank_ == 0 ? std::vector<int64_t>{1, 2, 3}
+                                                                    : std::vector<int64_t>{1, 3, 2};
+  for (const auto* dims : {&ok, &bad}) {
+    int64_t row = 1;
+    for (size_t i = 1; i < dims->size(); ++i) row *= (*dims)[i];
+    const kolo_shape_t shape = {static_cast<int32_t>(dims->size()), dims->data()};
+    const kolo_options_t o = with_shape(&shape);
+    kolo_handle_t h = nullptr;
+    std::string message;
+    const kolo_status_t s = wait_for(
+        kolo_allgather_async_ex("g", in.data(), (*dims)[0], row, KOLO_INT32, cpu(), &o, &h), &h,
+        &message);
+    if (dims == &ok) {
+      EXPECT_EQ(s, KOLO_OK) << message;
+    } else {
+      EXPECT_EQ(s, KOLO_ERR_MISMATCH) << message;
+      EXPECT_NE(message.find(named_shapes("g", "[1, 2, 3]", "[1, 3, 2]", size_)), std::string::npos)
+          << message;
+    }
+  }
+}
+
+// Note [Negotiated shapes]: "no shape" is a value of its own.
+TEST_F(Shapes, AShapedAndAnUnshapedSubmissionMismatch) {
+  std::vector<double> x(6, 1.0);
+  const int64_t d[] = {6};
+  const kolo_shape_t shape = {1, d};
+  const kolo_options_t o = with_shape(&shape);
+  kolo_handle_t h = nullptr;
+  std::string message;
+  const kolo_status_t s =
+      wait_for(kolo_allreduce_async_ex("mixed", x.data(), x.data(), 6, KOLO_FLOAT64, KOLO_OP_SUM,
+                                       1.0, 1.0, cpu(), rank_ == 0 ? nullptr : &o, &h),
+               &h, &message);
+  EXPECT_EQ(s, KOLO_ERR_MISMATCH) << message;
+  EXPECT_NE(message.find(named_shapes("mixed", "(no shape)", "[6]", size_)), std::string::npos)
+      << message;
+}
+
+TEST_F(Shapes, GroupedMemberShapesMustAgree) {
+  std::vector<float> x(6, 1.0f), y(2, 1.0f);
+  const char* names[] = {"gx", "gy"};
+  const void* ins[] = {x.data(), y.data()};
+  void* outs[] = {x.data(), y.data()};
+  const int64_t counts[] = {6, 2};
+  const int64_t d23[] = {2, 3}, d32[] = {3, 2}, d2[] = {2};
+  const kolo_shape_t shapes[] = {{2, rank_ == 0 ? d23 : d32}, {1, d2}};
+  kolo_options_t og = KOLO_OPTIONS_INIT;
+  og.shapes = shapes;
+  kolo_handle_t h = nullptr;
+  std::string message;
+  const kolo_status_t s = wait_for(
+      kolo_grouped_allreduce_async_ex(2, names, ins, outs, counts, KOLO_FLOAT32, KOLO_OP_SUM, 1.0,
+                                      1.0, cpu(), &og, &h),
+      &h, &message);
+  EXPECT_EQ(s, KOLO_ERR_MISMATCH) << message;
+  EXPECT_NE(message.find("[[2, 3], [2]] on rank 0; [[3, 2], [2]] on rank"), std::string::npos)
+      << message;
+}
+
 }  // namespace
 }  // namespace kolo_test

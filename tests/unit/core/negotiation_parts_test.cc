@@ -65,6 +65,52 @@ TEST(Validate, BroadcastRootMismatchAndIgnoredFields) {
   EXPECT_EQ(validate({a, b}).code, Code::kOk);
 }
 
+// Note [Negotiated shapes]: equal counts, different shapes, fail by name.
+TEST(Validate, ShapesAreComparedInFullAndNamedPerRank) {
+  Request a = req("x", 6), b = req("x", 6);
+  a.params.shapes = {2, 2, 3};
+  b.params.shapes = {2, 3, 2};
+  Response r = validate({a, b});
+  EXPECT_EQ(r.code, Code::kMismatch);
+  EXPECT_NE(r.message.find("tensor 'x': ranks disagree on shape: [2, 3] on rank 0; [3, 2] on rank 1"),
+            std::string::npos)
+      << r.message;
+  b.params.shapes = {1, 6};  // another ndim
+  EXPECT_EQ(validate({a, b}).code, Code::kMismatch);
+  b.params.shapes = {};  // a shaped and an unshaped submission mismatch
+  r = validate({a, b});
+  EXPECT_EQ(r.code, Code::kMismatch);
+  EXPECT_NE(r.message.find("(no shape) on rank 1"), std::string::npos) << r.message;
+  b.params.shapes = a.params.shapes;
+  EXPECT_EQ(validate({a, b, std::nullopt}).code, Code::kOk);  // a joined rank has none
+}
+
+TEST(Validate, AllgatherShapesMayDifferInTheirFirstDimensionOnly) {
+  auto gather = [](std::vector<int64_t> shapes, int64_t rows, int64_t row_count) {
+    Request r = req("g", rows * row_count);
+    r.params.collective = Collective::kAllgather;
+    r.params.row_count = row_count;
+    r.params.shapes = shapes;
+    return std::optional<Request>(r);
+  };
+  EXPECT_EQ(validate({gather({2, 1, 6}, 1, 6), gather({2, 4, 6}, 4, 6)}).code, Code::kOk);
+  Response r = validate({gather({3, 1, 2, 3}, 1, 6), gather({3, 1, 3, 2}, 1, 6)});
+  EXPECT_EQ(r.code, Code::kMismatch);
+  EXPECT_NE(r.message.find("shape: [1, 2, 3] on rank 0; [1, 3, 2] on rank 1"), std::string::npos)
+      << r.message;
+}
+
+TEST(Validate, GroupMemberShapesAreCompared) {
+  Request a = req("g", 7), b = req("g", 7);
+  a.params.collective = b.params.collective = Collective::kGroupedAllreduce;
+  a.params.shapes = {1, 4, 0};  // [4], []
+  b.params.shapes = {1, 4, 1, 1};
+  Response r = validate({a, b});
+  EXPECT_EQ(r.code, Code::kMismatch);
+  EXPECT_NE(r.message.find("[[4], []] on rank 0; [[4], [1]] on rank 1"), std::string::npos)
+      << r.message;
+}
+
 TEST(ResponseCache, HitMissStale) {
   ResponseCache cache(4);
   uint32_t bit = 99;

@@ -23,6 +23,8 @@ std::vector<Request> sample_requests() {
     r.params.send_rows.assign(i, 7 * i);
     r.params.member_counts.assign(i % 3, 5 * i);
     r.params.names_hash = 0x9e3779b97f4a7c15ull * i;
+    if (i % 2) r.params.shapes = {2, i, 3};  // [i, 3]
+    if (i == 4) r.params.shapes = {0, 1, 7, 3, 2, 0, 5};  // a group: [], [7], [2, 0, 5]
     out.push_back(r);
   }
   out.push_back(Request{std::string(1024, 'x'), TensorParams{}});
@@ -117,6 +119,20 @@ TEST(Wire, CorruptedBytesNeverCrashAndBadEnumsAreRejected) {
   bad[10 + 4 + 1 + 1] = 99;
   std::vector<Request> out;
   EXPECT_FALSE(decode_requests(bad, &out).ok());
+}
+
+TEST(Wire, ShapesThatAreNotWellFormedAreRejected) {
+  for (const std::vector<int64_t>& shapes : std::vector<std::vector<int64_t>>{
+           {2, 3}, {-1}, {17, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {1, -4}}) {
+    Request r{"n", TensorParams{}};
+    r.params.shapes = shapes;
+    std::vector<Request> out;
+    EXPECT_FALSE(decode_requests(encode_requests({r}), &out).ok()) << shapes.size();
+  }
+  Request ok{"n", TensorParams{}};
+  ok.params.shapes = {16, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  std::vector<Request> out;
+  EXPECT_TRUE(decode_requests(encode_requests({ok}), &out).ok());
 }
 
 }  // namespace

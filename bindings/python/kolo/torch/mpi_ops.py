@@ -167,7 +167,7 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
     args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, op,
             float(prescale_factor), float(postscale_factor), device)
     return _core.submit("kolo_allreduce_async", args, (tensor, src, buffer, output),
-                        _finish_into(output, buffer, copy_back), what)
+                        _finish_into(output, buffer, copy_back), what, [tuple(src.shape)])
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -264,7 +264,8 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postsc
     return _core.submit_grouped(name, [s.data_ptr() for s in srcs],
                                 [b.data_ptr() for b in buffers], [s.numel() for s in srcs],
                                 checked[0][0], op, prescale_factor, postscale_factor,
-                                checked[0][1], (tensors, srcs, buffers, outputs), finish)
+                                checked[0][1], (tensors, srcs, buffers, outputs), finish,
+                                [tuple(s.shape) for s in srcs])
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -368,7 +369,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     gathered = _copy_out(tensor, src.shape[1:], _core.size(), what)
     args = (name.encode(), src.data_ptr(), rows, row_count, dtype, device)
     return _core.submit("kolo_allgather_async", args, (tensor, src),
-                        lambda ptr: gathered(ptr)[0], what)
+                        lambda ptr: gathered(ptr)[0], what, [_core.rows_shape(src.shape)])
 
 
 class HorovodAllgather(torch.autograd.Function):
@@ -408,7 +409,8 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     send = _core.int64_splits(splits, nranks, rows, what)
     args = (name.encode(), src.data_ptr(), rows, row_count, send, dtype, device)
     return _core.submit("kolo_alltoall_async", args, (tensor, src, send),
-                        _copy_out(tensor, src.shape[1:], nranks, what), what)
+                        _copy_out(tensor, src.shape[1:], nranks, what), what,
+                        [_core.rows_shape(src.shape)])
 
 
 class HorovodAlltoall(torch.autograd.Function):
@@ -447,7 +449,7 @@ def _broadcast_async(tensor, output, root_rank, name):
     args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, int(root_rank),
             device)
     return _core.submit("kolo_broadcast_async", args, (tensor, src, buffer, output),
-                        _finish_into(output, buffer, copy_back), what)
+                        _finish_into(output, buffer, copy_back), what, [tuple(src.shape)])
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
@@ -506,7 +508,8 @@ def reducescatter_async(tensor, op=Average, name=None, prescale_factor=1.0,
     out = torch.empty((shard,) + tuple(src.shape[1:]), dtype=tensor.dtype, device=tensor.device)
     args = (name.encode(), src.data_ptr(), out.data_ptr(), rows, row_count, dtype, op,
             float(prescale_factor), float(postscale_factor), device)
-    return _core.submit("kolo_reducescatter_async", args, (tensor, src, out), lambda p: out, what)
+    return _core.submit("kolo_reducescatter_async", args, (tensor, src, out), lambda p: out, what,
+                        [tuple(src.shape)])
 
 
 class HorovodReducescatter(torch.autograd.Function):
