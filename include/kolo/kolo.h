@@ -269,7 +269,14 @@ KOLO_API size_t kolo_dtype_size(kolo_dtype_t dtype);
  * - input == output reduces in place; otherwise input is only read.
  * - prescale multiplies every input element before the reduction, postscale
  *   every output element after it (AVERAGE applies 1/size on top of postscale).
- *   Factors other than 1.0 need a floating-point dtype.
+ *   float32 and float64 are scaled in their own precision, float16 and bfloat16
+ *   in float32 (rounded once). Integer dtypes take factors too, as in Horovod:
+ *   each element is multiplied in float64 and converted back truncating toward
+ *   zero (7 * 0.5 == 3, -7 * 0.5 == -3), saturating at the dtype's limits; an
+ *   integer AVERAGE then divides the postscaled sum by the world size, truncating.
+ *   int64 values beyond 2^53 round to float64 first. bool takes no factor (only
+ *   1.0); integer factors on CUDA tensors are KOLO_ERR_UNSUPPORTED (the device
+ *   kernels scale floating dtypes only). reducescatter follows the same rules.
  * - The buffers must stay valid and unmodified (input) / untouched (output) until
  *   the handle completes.
  * - count may be 0 (the handle still completes through negotiation).

@@ -28,14 +28,22 @@ Status check_name(const std::string& name) {
   return Status::OK();
 }
 
-Status check_scale(const std::string& prefix, const char* which, double factor, DataType dtype) {
+// Factors apply to every numeric dtype (integers: Note [Integer scale factors] in
+// reduce_cpu.cc), not to bool; the CUDA kernels scale floating dtypes only.
+Status check_scale(const std::string& prefix, const char* which, double factor,
+                   const CollectiveArgs& a) {
   if (!std::isfinite(factor))
     return invalid_argument(prefix + which + " must be finite, got " + std::to_string(factor));
-  if (factor != 1.0 && !is_floating(dtype))
+  if (factor == 1.0 || !is_valid(a.dtype) || is_floating(a.dtype)) return Status::OK();
+  if (a.dtype == DataType::kBool)
     return invalid_argument(prefix + which + " " + std::to_string(factor) +
-                            " needs a floating-point dtype, not " + dtype_name(dtype) +
-                            " (scale factors other than 1.0 apply to float16, bfloat16, "
-                            "float32 and float64 only)");
+                            " needs a numeric dtype, not bool");
+  if (a.device.kind == DeviceKind::kCuda)
+    return Status(Code::kUnsupported,
+                  prefix + which + " " + std::to_string(factor) + " on a CUDA " +
+                      dtype_name(a.dtype) +
+                      " tensor: kolo's CUDA kernels scale floating-point dtypes only (scale "
+                      "integer tensors in host memory, or pass factor 1.0)");
   return Status::OK();
 }
 
@@ -75,8 +83,8 @@ Status check_reduction(const std::string& prefix, const CollectiveArgs& a) {
   if (!is_valid(a.op)) return invalid_argument(prefix + "unknown op " + std::to_string(static_cast<int>(a.op)));
   if (a.op == ReduceOp::kAverage && a.dtype == DataType::kBool)
     return invalid_argument(prefix + "average is not defined for bool");
-  KOLO_RETURN_IF_ERROR_AS_IS(check_scale(prefix, "prescale", a.prescale, a.dtype));
-  return check_scale(prefix, "postscale", a.postscale, a.dtype);
+  KOLO_RETURN_IF_ERROR_AS_IS(check_scale(prefix, "prescale", a.prescale, a));
+  return check_scale(prefix, "postscale", a.postscale, a);
 }
 
 // The product of dims[from..], or -1 when it overflows int64.

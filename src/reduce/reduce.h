@@ -25,8 +25,10 @@ inline void reduce_inplace(void* dst, const void* src, int64_t count, DataType d
   reduce(dst, dst, src, count, dtype, op);
 }
 
-// dst[i] = src[i] * factor, for floating dtypes (computed in double for float64,
-// float otherwise). dst may equal src.
+// dst[i] = src[i] * factor, for numeric dtypes: computed in float for float32,
+// float16 and bfloat16 (rounded once), in double for float64 and the integers
+// (truncated toward zero and saturated; Note [Integer scale factors]). Not bool.
+// dst may equal src.
 void scale(void* dst, const void* src, int64_t count, DataType dtype, double factor);
 
 // data[i] /= divisor, for integer dtypes, truncating toward zero.

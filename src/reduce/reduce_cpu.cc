@@ -29,7 +29,9 @@
 #include "reduce/reduce.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "common/check.h"
@@ -199,6 +201,24 @@ void scale_half(uint16_t* dst, const uint16_t* src, int64_t count, float factor)
   }
 }
 
+// Note [Integer scale factors]
+// An integer is scaled as Horovod's CPU path scales it (output = factor * input,
+// in double, converted back): the product is computed in float64 and truncated
+// toward zero. Where C++ leaves the conversion undefined (out of range) kolo
+// saturates at the type's limits. One rule for every transport: only this helper
+// (via copy_scaled / finish_output) scales integers.
+template <typename T>
+void scale_integer(T* dst, const T* src, int64_t count, double factor) {
+  const double lowest = static_cast<double>(std::numeric_limits<T>::min());
+  const double beyond = std::ldexp(1.0, std::numeric_limits<T>::digits);  // max + 1, exact
+  for (int64_t i = 0; i < count; ++i) {
+    const double v = static_cast<double>(src[i]) * factor;
+    dst[i] = v <= lowest   ? std::numeric_limits<T>::min()
+             : v >= beyond ? std::numeric_limits<T>::max()
+                           : static_cast<T>(v);
+  }
+}
+
 // Truncates toward zero, as C++ division does; computed in 64 bits, where every
 // quotient of a narrower type fits (|x / d| <= |x|).
 template <typename T>
@@ -240,9 +260,25 @@ void scale(void* dst, const void* src, int64_t count, DataType dtype, double fac
     case DataType::kFloat64:
       return scale_loop(static_cast<double*>(dst), static_cast<const double*>(src), count,
                         factor);
+    case DataType::kUint8:
+      return scale_integer(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, factor);
+    case DataType::kInt8:
+      return scale_integer(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, factor);
+    case DataType::kUint16:
+      return scale_integer(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+                           factor);
+    case DataType::kInt16:
+      return scale_integer(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), count,
+                           factor);
+    case DataType::kInt32:
+      return scale_integer(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count,
+                           factor);
+    case DataType::kInt64:
+      return scale_integer(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count,
+                           factor);
     default:
       ::kolo::detail::check_failed(__FILE__, __LINE__,
-                                   "scale() needs a floating dtype, got " + dtype_name(dtype));
+                                   "scale() needs a numeric dtype, got " + dtype_name(dtype));
   }
 }
 

@@ -23,7 +23,7 @@ Reduction decide_reduction(ReduceOp op, DataType dtype, double prescale, double 
 
 void finish_output(const Reduction& r, void* data, int64_t count, DataType dtype) {
   if (count == 0) return;
-  if (r.postscale != 1.0 && is_floating(dtype)) reduce::scale(data, data, count, dtype, r.postscale);
+  if (r.postscale != 1.0) reduce::scale(data, data, count, dtype, r.postscale);
   if (r.divide != 1) reduce::divide_integer(data, count, dtype, r.divide);
 }
 
@@ -54,7 +54,7 @@ Status reduce_packed(const Bucket& b, size_t first, size_t last, const Contiguou
   }
   if (total == 0) return Status::OK();
   KOLO_RETURN_IF_ERROR_AS_IS(reduce(b.staging, b.staging, total)->wait());
-  const double factor = is_floating(b.dtype) ? b.reduction.postscale : 1.0;
+  const double factor = b.reduction.postscale;
   int64_t offset = 0;
   for (size_t k = first; k < last; ++k) {
     const BucketTensor& t = b.tensors[k];

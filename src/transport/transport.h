@@ -28,9 +28,10 @@ namespace kolo::transport {
 // order:
 //   x = input * prescale              (skipped when prescale == 1)
 //   r = op over the ranks' x          (op is SUM, MIN, MAX or PRODUCT, never AVERAGE)
-//   output = r * postscale            (floating dtypes only; AVERAGE's 1/size is in it)
-//   output = r / divide               (integer AVERAGE only; truncates toward zero)
-// float16 and bfloat16 are scaled in float32 (reduce/reduce.h).
+//   y = r * postscale                 (skipped when 1; a floating AVERAGE's 1/size is in it)
+//   output = y / divide               (integer AVERAGE only; truncates toward zero)
+// float16 and bfloat16 are scaled in float32, integers in float64 and truncated
+// toward zero (reduce/reduce.h, Note [Integer scale factors]).
 struct Reduction {
   ReduceOp op = ReduceOp::kSum;
   double prescale = 1.0;

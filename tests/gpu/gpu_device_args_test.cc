@@ -92,8 +92,9 @@ TEST_F(GpuDeviceArgs, IndexMinusOneIsLocalRankModuloDevices) {
     ASSERT_EQ(host[i], static_cast<int32_t>(size_ * (i - 500) + rank_sum)) << "element " << i;
 }
 
-// The dtype and scale rules are the CPU path's: checked at submission.
-TEST_F(GpuDeviceArgs, BoolAverageAndIntegerScalesAreInvalid) {
+// The dtype rules are the CPU path's, checked at submission; integer scale
+// factors, which host memory takes, are refused on the device as unsupported.
+TEST_F(GpuDeviceArgs, BoolAverageIsInvalidAndIntegerScalesUnsupported) {
   DeviceBuffer buf(64);
   buf.fill_bytes(0);
   std::string message;
@@ -103,7 +104,7 @@ TEST_F(GpuDeviceArgs, BoolAverageAndIntegerScalesAreInvalid) {
   EXPECT_NE(message.find("bool"), std::string::npos) << "message: " << message;
   EXPECT_EQ(submit_and_wait(name("int"), buf.get(), 8, KOLO_INT32, KOLO_OP_SUM, cuda(), &message,
                             2.0),
-            KOLO_ERR_INVALID_ARGUMENT);
+            KOLO_ERR_UNSUPPORTED);
   EXPECT_NE(message.find("int32"), std::string::npos) << "message: " << message;
 }
 

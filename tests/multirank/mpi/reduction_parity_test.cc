@@ -3,7 +3,8 @@
 // decided once (transport::decide_reduction) and every transport applies what it
 // receives — shm in cache per shard, mpi and ring through reduce_contiguous().
 // Inputs are small integers, so sums and products are exact and only the factors
-// round: the same single rounding everywhere, or the bytes differ.
+// round: the same single rounding everywhere, or the bytes differ. Integer dtypes
+// take factors too (float64, truncated toward zero).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -69,7 +70,10 @@ TYPED_TEST(ReductionParityTest, EveryTransportGivesTheSameBytes) {
     double pre, post;
   };
   std::vector<Factors> factors = {{1.0, 1.0}};
-  if (is_floating(dtype)) factors.push_back({0.5, 3.0});
+  if (dtype != DataType::kBool) {  // integers too: scaled in float64, truncated
+    factors.push_back({0.5, 3.0});
+    factors.push_back({-1.5, 0.7});
+  }
   std::vector<ReduceOp> ops = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct};
   if (dtype != DataType::kBool) ops.push_back(ReduceOp::kAverage);
   // One tensor alone; a fused bucket (several fit the staging buffer, one does not).
@@ -103,6 +107,12 @@ TEST(DecideReduction, AverageBecomesSumAndAFactorOrADivision) {
   EXPECT_EQ(i.op, ReduceOp::kSum);
   EXPECT_EQ(i.postscale, 1.0);
   EXPECT_EQ(i.divide, 3);
+  // Integer factors stay factors (applied in float64); AVERAGE still divides after.
+  const transport::Reduction s = transport::decide_reduction(ReduceOp::kAverage, DataType::kInt32,
+                                                             0.5, 3.0, 3);
+  EXPECT_EQ(s.prescale, 0.5);
+  EXPECT_EQ(s.postscale, 3.0);
+  EXPECT_EQ(s.divide, 3);
   const transport::Reduction m = transport::decide_reduction(ReduceOp::kMax, DataType::kInt32,
                                                              1.0, 1.0, 3);
   EXPECT_EQ(m.op, ReduceOp::kMax);

@@ -302,5 +302,36 @@ TEST(ReduceTest, ScaleAndCopyScaled) {
   copy_scaled(nullptr, nullptr, 0, DataType::kFloat32, 2.0);  // count 0 touches nothing
 }
 
+// Note [Integer scale factors]: float64, truncated toward zero, saturated.
+TEST(ReduceTest, IntegersScaleInDoubleTruncatingTowardZeroAndSaturating) {
+  std::vector<int32_t> i = {7, -7, 3, -3, 0, 2147483647};
+  scale(i.data(), i.data(), 6, DataType::kInt32, 0.5);
+  EXPECT_EQ(i, (std::vector<int32_t>{3, -3, 1, -1, 0, 1073741823}));
+  std::vector<int32_t> big = {2000000000, -2000000000, 5};
+  scale(big.data(), big.data(), 3, DataType::kInt32, 1.5);
+  EXPECT_EQ(big, (std::vector<int32_t>{2147483647, -2147483647 - 1, 7}));
+  std::vector<uint8_t> u = {200, 10, 1};
+  std::vector<uint8_t> us(3);
+  scale(us.data(), u.data(), 3, DataType::kUint8, -1.0);  // negative saturates at 0
+  EXPECT_EQ(us, (std::vector<uint8_t>{0, 0, 0}));
+  scale(us.data(), u.data(), 3, DataType::kUint8, 1.3);
+  EXPECT_EQ(us, (std::vector<uint8_t>{255, 13, 1}));
+  std::vector<int64_t> l = {int64_t{1} << 62, -(int64_t{1} << 62), 9};
+  scale(l.data(), l.data(), 3, DataType::kInt64, 4.0);  // beyond int64: saturates, no UB
+  EXPECT_EQ(l, (std::vector<int64_t>{INT64_MAX, INT64_MIN, 36}));
+  std::vector<int64_t> exact = {(int64_t{1} << 53) + 1};  // float64 rounds it first
+  scale(exact.data(), exact.data(), 1, DataType::kInt64, 1.0 / 2);
+  EXPECT_EQ(exact[0], int64_t{1} << 52);
+  std::vector<int8_t> s8 = {-128, 127, 33};
+  copy_scaled(s8.data(), s8.data(), 3, DataType::kInt8, -0.1);
+  EXPECT_EQ(s8, (std::vector<int8_t>{12, -12, -3}));
+  std::vector<int16_t> s16 = {1000, -1000};
+  std::vector<uint16_t> u16 = {1000, 65535};
+  scale(s16.data(), s16.data(), 2, DataType::kInt16, 0.999);
+  scale(u16.data(), u16.data(), 2, DataType::kUint16, 0.999);
+  EXPECT_EQ(s16, (std::vector<int16_t>{999, -999}));
+  EXPECT_EQ(u16, (std::vector<uint16_t>{999, 65469}));
+}
+
 }  // namespace
 }  // namespace kolo::reduce
