@@ -246,8 +246,10 @@ def place_ranks(hosts, np, source):
 
 # --- kolo's knobs as flags ----------------------------------------------------------
 # One row per knob in src/common/knobs.cc (kolorun_test.py checks the list against
-# kolo-info --json): flag, variable, metavar, check(text) -> value, help. Test-only
-# knobs (KOLO_TEST_*) get no flag; -x passes them.
+# kolo-info --json and prints a row to paste for a knob that lacks one): flag,
+# variable, metavar, check(text) -> value, help. The checks only catch a typo before
+# launch; kolo_init validates every value on every rank anyway, so non_empty() is
+# enough for a new knob. Test-only knobs (KOLO_TEST_*) get no flag; -x passes them.
 
 def number_check(low, what, integer=False, high=None):
     def check(text):

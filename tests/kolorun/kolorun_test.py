@@ -195,11 +195,22 @@ class Knobs(unittest.TestCase):
     @unittest.skipUnless(KOLO_INFO, "kolo-info not given")
     def test_every_knob_of_kolo_is_a_flag(self):
         out = subprocess.run([KOLO_INFO, "--json"], check=True, capture_output=True, text=True)
-        knobs = set(json.loads(out.stdout)["knobs"]) - set(kr.TEST_ONLY_KNOBS)
-        self.assertEqual(knobs - kr.knob_variables(), set(),
-                         "kolo-info lists knobs kolorun has no flag for: add a row to "
-                         "KNOB_FLAGS in tools/kolorun.py (or to TEST_ONLY_KNOBS)")
+        info = json.loads(out.stdout)["knobs"]
+        knobs = set(info) - set(kr.TEST_ONLY_KNOBS)
+        missing = sorted(knobs - kr.knob_variables())
+        rows = "".join(f"\n    {suggested_row(name, info[name])}" for name in missing)
+        self.assertEqual(missing, [], "kolo-info lists knobs kolorun has no flag for: add rows "
+                         "to KNOB_FLAGS in tools/kolorun.py (or the names to TEST_ONLY_KNOBS), "
+                         "e.g." + rows)
         self.assertEqual(kr.knob_variables() - knobs, set(), "kolorun has flags for no knob")
+
+
+def suggested_row(name, knob):
+    """A KNOB_FLAGS row for a knob kolorun lacks, to paste and edit."""
+    flag = "--" + name[len("KOLO_"):].lower().replace("_", "-")
+    metavar = {"int": "N", "double": "X", "bytes": "BYTES"}.get(knob["type"], "VALUE")
+    return (f'("{flag}", "{name}", "{metavar}", non_empty({knob["accepted"]!r}), '
+            f'{knob["doc"]!r}),')
 
 
 def run_kolorun(args, env=None):
