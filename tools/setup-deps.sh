@@ -10,6 +10,8 @@ packages=(
   mpich libmpich-dev
   libhwloc-dev libgtest-dev libbenchmark-dev
   python3-numpy python3-matplotlib python3-torch python3-pytest
+  iproute2  # ip and tc, for the pretend cluster (tools/pretend_cluster.sh); its
+            # unshare, mount and hostname are in Debian's essential set
 )
 # `setup-deps.sh --fuzz`: also clang and its runtime libraries (libFuzzer), for
 # tools/fuzz.sh. CI does not need them: it replays the corpus with g++.

@@ -9,6 +9,9 @@
 #                                  then only the main suite runs (unless KOLO_TEST_JOBS)
 # Every job runs even when an earlier one fails; the exit code is 0 only if all pass.
 # Multi-rank tests declare PROCESSORS 2, so -j2 never runs two of them at once.
+# The main job includes the multihost tests (hosts of a pretend cluster of network
+# namespaces, tools/pretend_cluster.sh; they skip without root and say why);
+# `KOLO_TEST_JOBS=multihost` runs them alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,8 +28,9 @@ for job in $jobs; do
   start=$SECONDS
   case "$job" in
     main) cmd=(bash -c 'tools/build.sh && ctest --test-dir build --output-on-failure -j2 "$@"' _ "$@") ;;
+    multihost) cmd=(bash -c 'tools/build.sh && ctest --test-dir build --output-on-failure -j2 -L multihost "$@"' _ "$@") ;;
     asan|tsan) cmd=(tools/sanitize.sh "$job") ;;
-    *) echo "test.sh: unknown job '$job' (main, asan, tsan)" >&2; exit 2 ;;
+    *) echo "test.sh: unknown job '$job' (main, multihost, asan, tsan)" >&2; exit 2 ;;
   esac
   if "${cmd[@]}"; then
     passed+=("$job")

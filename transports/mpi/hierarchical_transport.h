@@ -15,10 +15,12 @@
 // through shared memory; across nodes each rank moves 2(c-1)/c of its 1/l shard,
 // so every rank of a node drives the network with a distinct part of the bucket.
 //
-// Testing on one machine: KOLO_TEST_NODE_SIZE (mpi::WorldOptions::test_node_size)
-// splits the ranks into pretend nodes of that many consecutive ranks. It is for
-// tests only: the "nodes" then share memory bandwidth and the cross ring is MPI
-// shared memory too, so its timings say nothing about real networks.
+// Tested across real nodes: the hosts of a pretend cluster (tools/pretend_cluster.sh,
+// tests/multihost). KOLO_TEST_NODE_SIZE (mpi::WorldOptions::test_node_size), which
+// splits one machine's ranks into pretend nodes of consecutive ranks, is left only
+// where that cluster cannot go: the GPU tests (tests/gpu, run by the GPU kit with
+// a plain mpiexec), the test of the knob's own agreement at init, and
+// mpi_world_test's check of the option.
 #pragma once
 
 #include <memory>
