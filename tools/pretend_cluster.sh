@@ -3,8 +3,9 @@
 # address and (for every process started in it) its own UTS namespace carrying the
 # host's name, joined by a bridge over veth pairs whose links tc shapes to a stated
 # bandwidth and latency. To MPI and to kolo these are N real nodes: Hydra launches
-# one proxy per host through the ssh launcher, MPICH's node detection follows
-# Hydra's hosts, UCX sees a different hostname and MAC per host and goes over TCP.
+# one proxy per host through the ssh launcher, and MPICH's node detection (and so
+# kolo's) follows Hydra's hosts. Which path MPI's data takes between hosts: see
+# Note [What makes a pretend host a host].
 #
 #   tools/pretend_cluster.sh [options] [--] MPIEXEC-ARGS...
 #       runs  mpiexec.mpich -launcher ssh -launcher-exec ENTER -localhost ADDR
@@ -13,8 +14,9 @@
 #       runs PROGRAM in the launcher's namespace with, in its environment,
 #       KOLO_CLUSTER_ENTER (the launcher-exec script), KOLO_CLUSTER_LOCALHOST (the
 #       launcher's address) and KOLO_CLUSTER_HOSTS (h1,...,hN); e.g. kolorun:
-#         tools/pretend_cluster.sh --command -- sh -c 'bin/kolorun -H h1:2,h2:2 -np 4
-#           --launcher-exec "$KOLO_CLUSTER_ENTER" -- prog'
+#         tools/pretend_cluster.sh --command -- sh -c 'build/bin/kolorun -np 4
+#           -H h1:2,h2:2 --launcher ssh --launcher-exec "$KOLO_CLUSTER_ENTER"
+#           --mpi-args "-localhost $KOLO_CLUSTER_LOCALHOST" prog'
 #   tools/pretend_cluster.sh --check   exit 0 if this machine can run it, else print
 #                                       why and exit 77 (CTest's skip code)
 # Options:
@@ -36,8 +38,8 @@
 #   namespace <id>-sw:  bridge br0 (10.77.0.254/24, where mpiexec runs and listens),
 #                       veth h<i> of each host, enslaved to br0
 #   namespace <id>-h<i>: veth eth0 (10.77.0.<i>/24) and lo
-#   Shaping: eth0 (host -> bridge) htb at R, then netem delay D; h<i> in the switch
-#   namespace (bridge -> host) htb at R. So a message between two hosts crosses one
+#   Shaping: eth0 (host -> bridge) tbf at R, then netem delay D; h<i> in the switch
+#   namespace (bridge -> host) tbf at R. So a message between two hosts crosses one
 #   delay D and is limited to R at the sender and at the receiver, as a full-duplex
 #   link of rate R per host would.
 # Everything is removed on exit (normal, error, or a signal): every process still in
@@ -58,10 +60,13 @@
 # host its own boot id (bound over the proc file), IPC namespace and /dev/shm as
 # well: then UCX goes over TCP through the links, and tc's rate holds. It is not the
 # default because with Debian 12's MPICH 4.0.2 and UCX 1.13 over TCP, MPI_Finalize
-# then hangs in about half the runs, after every rank has finished (ranks wait in
-# ucp_disconnect_nb for a peer that already sits in the PMI barrier; a plain MPI
-# program without kolo does the same, 3 runs in 8; UCX's open issue 8738, "TCP
-# transport hangs during cleanup"); without --isolate, 12 runs in 12 finished.
+# then hangs in about half the runs, at 2 hosts x 1 rank as at x 2, after every
+# rank has finished (ranks wait in ucp_disconnect_nb for a peer that already sits
+# in the PMI barrier). A plain MPI program without kolo (Isend/Irecv, a barrier,
+# MPI_Finalize, 2 + 1 ranks) does the same whenever UCX uses TCP: 2 runs in 8 with
+# --isolate, 3 in 8 without it but with UCX_TLS=tcp,self; UCX's open issue 8738,
+# "TCP transport hangs during cleanup". Without --isolate and UCX's defaults, 12
+# runs in 12 finished.
 # Shared in both modes: the PID namespace, the rest of the file system, the CPUs
 # and the memory.
 set -euo pipefail
