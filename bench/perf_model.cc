@@ -163,10 +163,22 @@ void kolo_step(const ModelRun& m, std::vector<kolo_handle_t>* handles) {
   }
 }
 
+// With --timeline, the fused variant's last timed step is recorded (kolo's timeline
+// started and stopped around it, at run time).
 VariantResult run_kolo_variant(ModelRun* m, const std::string& name, const std::string& threshold) {
   start_kolo(m->comm, m->options.transport, threshold);
   std::vector<kolo_handle_t> handles(m->profile.tensors.size());
-  VariantResult r = time_steps(m, name, [&] { kolo_step(*m, &handles); });
+  const std::string& timeline = m->options.timeline_path;
+  const bool record = !timeline.empty() && name == "kolo_fused";
+  int steps_left = m->options.warmup_iters + m->options.iters;
+  VariantResult r = time_steps(m, name, [&] {
+    const bool last = --steps_left == 0;
+    if (record && last && kolo_timeline_start(timeline.c_str(), 1) != KOLO_OK)
+      abort_job(m->comm, "kolo_timeline_start", kolo_last_error());
+    kolo_step(*m, &handles);
+    if (record && last && kolo_timeline_stop() != KOLO_OK)
+      abort_job(m->comm, "kolo_timeline_stop", kolo_last_error());
+  });
   stop_kolo(m->comm);
   return r;
 }

@@ -121,6 +121,12 @@ const std::vector<Flag>& flags() {
          return !v.empty();
        },
        "a file name"},
+      {nullptr, "--timeline",
+       [](const std::string& v, PerfOptions* o) {
+         o->timeline_path = v;
+         return !v.empty();
+       },
+       "a timeline path (with %r, or a directory, for every rank's file)"},
   };
   return kFlags;
 }
@@ -255,6 +261,8 @@ const char* perf_usage() {
          "                           kolo fused, kolo unfused, MPI per tensor, MPI concatenated\n"
          "                           (-t nccl: on the GPU, NCCL per tensor, NCCL concatenated)\n"
          "      --csv FILE           also write the rows as CSV\n"
+         "      --timeline PATH      with -m: record the last timed kolo_fused step with\n"
+         "                           kolo_timeline_start(PATH, 1) / kolo_timeline_stop()\n"
          "Every operation goes through kolo_<collective>_async + kolo_wait. time = median\n"
          "over iterations of the maximum over ranks; GB = 1e9 bytes. size, count, algbw and\n"
          "busbw follow nccl-tests: size is the larger of a rank's input and output, algbw =\n"

@@ -5,6 +5,7 @@
 //   -d/--datatype NAME (float32)   -o/--op sum|avg|min|max|prod (sum)
 //   -t/--transport NAME (auto)     -r/--reference mpi|nccl|none
 //   -m/--model PROFILE             --csv FILE      -h/--help
+//   --timeline PATH (with -m: the last kolo_fused step's timeline)
 //   --collective allreduce|allgather|broadcast|alltoall|reducescatter (allreduce)
 // SIZE takes K, M, G suffixes (powers of 1024), as kolo's byte knobs do.
 // -t nccl also moves the data to the GPU: device buffers (see perf_cuda.h), compared
@@ -40,6 +41,7 @@ struct PerfOptions {
   Reference reference = Reference::kNone;
   std::string model;     // empty: the size sweep
   std::string csv_path;  // empty: no CSV
+  std::string timeline_path;  // empty: no timeline of a model step
   bool help = false;
 };
 

@@ -294,7 +294,7 @@ KNOB_FLAGS = [
     ("--cache-capacity", "KOLO_CACHE_CAPACITY", "N", number_check(0, "an integer >= 0", True),
      "response-cache entries (0 disables the cache)"),
     ("--timeline-filename", "KOLO_TIMELINE", "FILE", non_empty("a file name"),
-     "rank 0 writes a Chrome-trace timeline here"),
+     "a Chrome-trace timeline: rank 0's file, or every rank's with %r or a directory"),
     ("--stall-check-warning-time-seconds", "KOLO_STALL_CHECK_TIME_SECONDS", "S",
      number_check(0, "a number >= 0"), "warn about names some ranks lack after S seconds"),
     ("--stall-check-shutdown-time-seconds", "KOLO_STALL_SHUTDOWN_TIME_SECONDS", "S",
@@ -319,6 +319,8 @@ KNOB_SWITCHES = [
     ("--no-hierarchical-allreduce", "KOLO_HIERARCHICAL_ALLREDUCE", "0",
      "the auto order decides (large buckets only)"),
     ("--no-stall-check", "KOLO_STALL_CHECK_TIME_SECONDS", "0", "no stall warnings"),
+    ("--timeline-mark-cycles", "KOLO_TIMELINE_MARK_CYCLES", "1",
+     "mark each negotiation cycle in the timeline"),
 ]
 TEST_ONLY_KNOBS = ("KOLO_TEST_DIE_AT", "KOLO_TEST_NODE_SIZE")
 

@@ -478,6 +478,25 @@ kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank) {
   });
 }
 
+kolo_status_t kolo_timeline_start(const char* path, int mark_cycles) {
+  return guarded([&] {
+    if (!g_runtime) return not_initialized();
+    if (path == nullptr) return invalid("kolo_timeline_start: path is NULL");
+    Status s = g_runtime->start_timeline(path, mark_cycles != 0);
+    if (!s.ok()) return report(s.code(), "kolo_timeline_start: " + s.message());
+    return report(Status::OK());
+  });
+}
+
+kolo_status_t kolo_timeline_stop(void) {
+  return guarded([&] {
+    if (!g_runtime) return not_initialized();
+    Status s = g_runtime->stop_timeline();
+    if (!s.ok()) return report(s.code(), "kolo_timeline_stop: " + s.message());
+    return report(Status::OK());
+  });
+}
+
 kolo_status_t kolo_poll(kolo_handle_t handle, int* done) {
   return guarded([&] {
     if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;

@@ -402,6 +402,27 @@ KOLO_API kolo_status_t kolo_barrier_ex(const kolo_options_t* options);
 KOLO_API kolo_status_t kolo_join(int* last_rank);
 KOLO_API kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank);
 
+/* ---- timeline ------------------------------------------------------------- */
+
+/* Starts this rank's Chrome-trace timeline (chrome://tracing, Perfetto; the README's
+ * "Timeline" section shows what it records). Per rank, not collective: a rank
+ * records from its own start to its own stop, and may start while others do not.
+ * Which file: a `path` with "%r" in it is every rank's, %r replaced by the rank; a
+ * path ending in '/' or naming a directory gets kolo-timeline-rank<r>.json there,
+ * every rank; any other path is written by rank 0 alone (as Horovod's), and the
+ * other ranks' calls succeed without recording. mark_cycles != 0 adds an event per
+ * negotiation cycle. KOLO_TIMELINE starts it at kolo_init the same way.
+ * Errors: KOLO_ERR_INVALID_ARGUMENT for a NULL or empty path, a timeline already
+ * started on this rank, or a file this rank cannot open (the message names it);
+ * KOLO_ERR_NOT_INITIALIZED before kolo_init; KOLO_ERR_SHUTDOWN once kolo stopped. */
+KOLO_API kolo_status_t kolo_timeline_start(const char* path, int mark_cycles);
+
+/* Ends this rank's timeline: when it returns, the file is complete, valid JSON.
+ * KOLO_ERR_INVALID_ARGUMENT when the timeline is not started (kolo's own stop, at
+ * shutdown or a failure, has already completed the file);
+ * KOLO_ERR_NOT_INITIALIZED before kolo_init. */
+KOLO_API kolo_status_t kolo_timeline_stop(void);
+
 /* ---- handles -------------------------------------------------------------- */
 
 /* *done = 1 when the handle has completed (successfully or not), else 0. Never

@@ -102,14 +102,20 @@ const Knob kKnobs[] = {
        return parse_int_at_least(v, 0, std::numeric_limits<int64_t>::max(), &c->cache_capacity);
      },
      [](const Config& c) { return std::to_string(c.cache_capacity); }},
-    {{"KOLO_TIMELINE", KnobType::kString, "", "a file path; empty for none",
-      "write a Chrome-trace timeline of negotiation and execution to this file (rank 0)",
-      Agreement::kMayDiffer},  // read on rank 0 only
+    {{"KOLO_TIMELINE", KnobType::kString, "",
+      "a file path (rank 0 writes it), a path with %r (the rank), or a directory",
+      "write a Chrome-trace timeline of negotiation and execution: one file per rank with "
+      "%r or a directory, else rank 0's alone",
+      Agreement::kMayDiffer},  // each rank records for itself
      [](const std::string& v, Config* c) {
        c->timeline_path = v;
        return true;
      },
      [](const Config& c) { return c.timeline_path; }},
+    {{"KOLO_TIMELINE_MARK_CYCLES", KnobType::kBool, "0", "1/0, true/false, yes/no, on/off",
+      "mark each negotiation cycle in the timeline", Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) { return parse_bool(v, &c->timeline_mark_cycles); },
+     [](const Config& c) { return std::string(c.timeline_mark_cycles ? "1" : "0"); }},
     {{"KOLO_STALL_CHECK_TIME_SECONDS", KnobType::kDouble, "60", kDoubleSeconds,
       "warn about names some ranks have not submitted after this long; 0 disables",
       Agreement::kMayDiffer},  // rank 0 warns; elsewhere it only hastens the slow path

@@ -25,6 +25,7 @@ struct Config {
   double cycle_time_ms = 1.0;                 // KOLO_CYCLE_TIME_MS
   int64_t cache_capacity = 1024;              // KOLO_CACHE_CAPACITY; 0 disables the cache
   std::string timeline_path;                  // KOLO_TIMELINE; empty: no timeline
+  bool timeline_mark_cycles = false;          // KOLO_TIMELINE_MARK_CYCLES
   double stall_check_seconds = 60.0;          // KOLO_STALL_CHECK_TIME_SECONDS; 0 disables
   double stall_shutdown_seconds = 0.0;        // KOLO_STALL_SHUTDOWN_TIME_SECONDS; 0 disables
   bool hierarchical_allreduce = false;        // KOLO_HIERARCHICAL_ALLREDUCE

@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/logging.h"
 #include "core/peer_failure.h"
+#include "core/straggler.h"
 
 namespace kolo::core {
 namespace {
@@ -32,7 +33,7 @@ constexpr auto kDeviceRecheck = std::chrono::milliseconds(1);
 }  // namespace
 
 Coordinator::Coordinator(transport::World& world, const Config& config, TensorQueue& queue,
-                         const std::atomic<bool>& shutdown_requested)
+                         const std::atomic<bool>& shutdown_requested, Timeline& timeline)
     : world_(world),
       config_(config),
       queue_(queue),
@@ -40,6 +41,7 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       selector_(offered(world), config.transport, world.control->topology(),
                 config.hierarchical_allreduce),
       fusion_(static_cast<size_t>(config.fusion_threshold_bytes)),
+      timeline_(timeline),
       negotiator_(*world.control, config),
       executor_(selector_, fusion_, world.control->topology().rank, world.control->topology().size,
                 [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_,
@@ -52,7 +54,10 @@ Status Coordinator::init() {
   for (auto& t : world_.transports) t->set_completion_waker([control] { control->wake(); });
   KOLO_RETURN_IF_ERROR(selector_.validate());
   init_flight_recorder();
-  if (world_.control->topology().rank == 0) KOLO_RETURN_IF_ERROR(timeline_.open(config_.timeline_path));
+  if (!config_.timeline_path.empty()) {
+    Status s = timeline_.start(config_.timeline_path, config_.timeline_mark_cycles);
+    if (!s.ok()) return Status(s.code(), "KOLO_TIMELINE: " + s.message());
+  }
   return Status::OK();
 }
 
@@ -78,7 +83,6 @@ void Coordinator::run() {
   while (true) {
     if (Status s = wait_for_news(); !s.ok()) return stop_for(s);
     for (TensorEntry& e : queue_.drain()) {
-      timeline_.negotiate_start(e.request.name);
       negotiator_.add(e.request, e.enqueued);
       e.flight = flight_.submitted(e.request, e.enqueued);
       last_submission_ = std::max(last_submission_, e.enqueued);
@@ -87,9 +91,17 @@ void Coordinator::run() {
     }
     const bool asked = shutdown_requested_.load(std::memory_order_acquire);
     bool stop = false;
+    const bool recording = timeline_.recording();
+    const Clock::time_point cycle_start = recording ? Clock::now() : Clock::time_point{};
+    negotiator_.set_recording(recording);
     Status status = negotiator_.cycle(asked, &ready, &stop);
     if (!status.ok()) return stop_for(status);
-    for (const Response& r : ready) timeline_.negotiate_end(r.name);
+    // Before the work completes the names: a caller who then stops the timeline
+    // finds them in it. (This delays results by one allgather while recording.)
+    if (negotiator_.someone_recording()) {
+      note_submits(ready);
+      if (Status s = record_cycle(ready, cycle_start); !s.ok()) return stop_for(s);
+    }
     record_negotiated(ready);
     executor_.execute(ready, &pending_);
     if (negotiator_.take_stall_report()) dump_flight_recorder("stall");
@@ -101,6 +113,33 @@ void Coordinator::run() {
     // A transport may have met the failure first (its buckets carry it).
     if (Status s = world_.control->check_peers(); !s.ok()) return stop_for(s);
   }
+}
+
+// See Note [Who came last] in timeline.h: this rank's submit of each ready name.
+void Coordinator::note_submits(const std::vector<Response>& ready) {
+  ready_at_ = Clock::now();
+  submit_ages_.assign(ready.size(), -1);
+  submitted_.assign(ready.size(), Clock::time_point{});
+  for (size_t i = 0; i < ready.size(); ++i) {
+    auto it = pending_.find(ready[i].name);
+    if (it == pending_.end()) continue;  // a joined rank's
+    submitted_[i] = it->second.enqueued;
+    submit_ages_[i] = std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::microseconds>(ready_at_ - submitted_[i]).count());
+  }
+}
+
+// Every rank takes part while some rank records; only a recording rank writes.
+Status Coordinator::record_cycle(const std::vector<Response>& ready, Clock::time_point start) {
+  KOLO_RETURN_IF_ERROR(exchange_stragglers(*world_.control, submit_ages_, &stragglers_));
+  if (!timeline_.recording()) return Status::OK();
+  if (start != Clock::time_point{}) timeline_.cycle(negotiator_.cycles() - 1, ready.size(), start);
+  for (size_t i = 0; i < ready.size(); ++i) {
+    if (submit_ages_[i] < 0) continue;
+    timeline_.negotiated(ready[i].name, collective_name(ready[i].params.collective),
+                         submitted_[i], ready_at_, stragglers_[i]);
+  }
+  return Status::OK();
 }
 
 void Coordinator::stop_for(const Status& failure) {

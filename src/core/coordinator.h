@@ -26,13 +26,13 @@ namespace kolo::core {
 
 class Coordinator {
  public:
-  // `world`, `queue` and `shutdown_requested` outlive the coordinator.
+  // `world`, `queue`, `shutdown_requested` and `timeline` outlive the coordinator.
   Coordinator(transport::World& world, const Config& config, TensorQueue& queue,
-              const std::atomic<bool>& shutdown_requested);
+              const std::atomic<bool>& shutdown_requested, Timeline& timeline);
   ~Coordinator();
 
-  // Init-time checks that need the world (the transport preference) and the
-  // timeline file (rank 0).
+  // Init-time checks that need the world (the transport preference), and
+  // KOLO_TIMELINE's file.
   Status init();
 
   // The coordinator thread's body. Returns once every rank stopped, the control
@@ -53,6 +53,12 @@ class Coordinator {
   void stop_for(const Status& failure);
   void fail_everything(const Status& status);
   void complete(TensorEntry& entry, Status status);
+  // The timeline's part of a cycle in which some rank records (Note [Who came
+  // last] in timeline.h): note_submits() takes this rank's submits, then
+  // record_cycle() learns who came last to each ready name and writes this
+  // rank's events. record_cycle is collective.
+  void note_submits(const std::vector<Response>& ready);
+  Status record_cycle(const std::vector<Response>& ready, Clock::time_point start);
 
   // coordinator_flight.cc: the flight recorder and the stall report.
   void init_flight_recorder();
@@ -66,7 +72,7 @@ class Coordinator {
   const std::atomic<bool>& shutdown_requested_;
   transport::Selector selector_;
   FusionBuffer fusion_;
-  Timeline timeline_;
+  Timeline& timeline_;
   Negotiator negotiator_;
   Executor executor_;
   std::map<std::string, TensorEntry> pending_;  // drained, not yet completed
@@ -74,6 +80,12 @@ class Coordinator {
   bool owns_dump_signal_ = false;
   uint32_t dump_signals_seen_ = 0;
   Clock::time_point last_submission_{};  // epoch: nothing submitted yet
+  // The timeline's cycle: by ready response, this rank's submit (epoch: none) and
+  // its age (-1: none) at ready_at_, and who came last.
+  Clock::time_point ready_at_{};
+  std::vector<Clock::time_point> submitted_;
+  std::vector<int64_t> submit_ages_;
+  std::vector<Timeline::Straggler> stragglers_;
 };
 
 // Note [Waking up]

@@ -67,8 +67,8 @@ void Executor::execute(const std::vector<Response>& responses,
     std::unique_ptr<transport::Work> work;
     Status started = start_collective(it->second, *r, &work);
     names_.assign(1, &r->name);
+    op_ = Op{r->params.bytes(), r->params.collective, start};
     launch(std::move(started), std::move(work), it->second.device.kind, pending);
-    record(r->params.bytes(), r->params.collective, start);
   }
 }
 
@@ -79,6 +79,7 @@ void Executor::launch(Status started, std::unique_ptr<transport::Work> work, Dev
   if (!started.ok() || work == nullptr || where == DeviceKind::kCpu) {
     Status status = !started.ok() ? started : work ? work->wait() : Status::OK();
     if (!status.ok()) KOLO_LOG(kError) << "operation " << sequence_ << ": " << status.to_string();
+    record();  // before completing: a caller who then stops the timeline finds it there
     for (const std::string* name : names_) {
       auto it = pending->find(*name);
       if (it->second.handle) complete_(it->second, status);  // joined zeros have none
@@ -86,6 +87,7 @@ void Executor::launch(Status started, std::unique_ptr<transport::Work> work, Dev
     }
     return;
   }
+  record();
   InFlight f{std::move(work), {}};
   for (const std::string* name : names_) {
     auto it = pending->find(*name);
@@ -210,8 +212,8 @@ void Executor::run_allreduces(const std::vector<const Response*>& ok,
       if (flight_) flight_->advance(e->flight, FlightRecorder::State::kExecuting, start);
     Status started;
     std::unique_ptr<transport::Work> work = start_bucket(entries_, params, &started);
+    op_ = Op{bytes, params.collective, start};
     launch(std::move(started), std::move(work), params.device, pending);
-    record(bytes, params.collective, start);
   }
 }
 
@@ -252,17 +254,19 @@ std::unique_ptr<transport::Work> Executor::start_bucket(const std::vector<Tensor
   transport::Transport* transport = nullptr;
   *status = selector_.select(bucket_, &transport);
   if (!status->ok()) return nullptr;
+  transport_name_ = transport->name();
   return transport->allreduce(bucket_);
 }
 
-// Records the operation (the entries named in names_) in the timeline and
-// advances the sequence number.
-void Executor::record(size_t bytes, Collective kind, Timeline::Clock::time_point start) {
-  if (timeline_ && timeline_->enabled()) {
-    std::vector<std::string> names;
-    for (const std::string* name : names_) names.push_back(*name);
-    timeline_->bucket(names, sequence_, bytes, collective_name(kind), start, Timeline::Clock::now());
+// Host work has completed by now; device work has only been queued, so its time
+// is the launch's.
+void Executor::record() {
+  if (timeline_ && timeline_->recording()) {
+    timeline_->bucket(names_, Timeline::BucketInfo{sequence_, op_.bytes, collective_name(op_.kind),
+                                                   transport_name_, op_.start,
+                                                   Timeline::Clock::now()});
   }
+  transport_name_ = "none";
   ++sequence_;
 }
 

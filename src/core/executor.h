@@ -80,7 +80,9 @@ class Executor {
                          transport::Bucket* bucket);
   std::unique_ptr<transport::Work> start_bucket(const std::vector<TensorEntry*>& entries,
                                                 const TensorParams& params, Status* status);
-  void record(size_t bytes, Collective kind, Timeline::Clock::time_point start);
+  // Records the operation being launched (op_, the entries named in names_) in
+  // the timeline and advances the sequence number; from launch().
+  void record();
 
   // executor_collectives.cc: everything but allreduce.
   Status start_collective(TensorEntry& entry, const Response& response,
@@ -105,6 +107,14 @@ class Executor {
   Complete complete_;
   Timeline* timeline_;
   uint64_t sequence_ = 0;
+  // The operation being launched, for the timeline.
+  struct Op {
+    size_t bytes = 0;
+    Collective kind = Collective::kAllreduce;
+    Timeline::Clock::time_point start;
+  };
+  Op op_;
+  const char* transport_name_ = "none";
   std::vector<char> zeros_;  // a joined rank's host contribution; grow-only, all zero
   std::vector<char> sink_;   // where a joined rank's host results go; grow-only
   std::shared_ptr<OutputPool> outputs_ = std::make_shared<OutputPool>();

@@ -35,6 +35,7 @@ Status Executor::start_on_transport(CollectiveOp op, CollectiveView view,
   view.sequence = sequence_;
   transport::Transport* transport = nullptr;
   KOLO_RETURN_IF_ERROR(selector_.select_collective(op, view, &transport));
+  transport_name_ = transport->name();
   *work = transport->collective(op, view);
   return Status::OK();
 }

@@ -12,6 +12,7 @@ namespace {
 constexpr uint64_t kFlagSlowPath = 1ull << 0;  // someone has uncached requests
 constexpr uint64_t kFlagShutdown = 1ull << 1;  // someone asks every rank to stop
 constexpr uint64_t kFlagReport = 1ull << 2;    // rank 0 asks for a stall report
+constexpr uint64_t kFlagTimeline = 1ull << 3;  // someone records a timeline
 
 bool test_bit(const std::vector<uint64_t>& bits, size_t word, size_t bit) {
   return (bits[word] >> (bit % 64)) & 1u;
@@ -83,7 +84,8 @@ Negotiator::Clock::time_point Negotiator::next_deadline(Clock::time_point now) c
 std::vector<uint64_t> Negotiator::build_bits(bool shutdown, bool slow_path) const {
   const size_t words = 1 + 3 * cache_words();
   std::vector<uint64_t> bits(words, 0);
-  uint64_t flags = (slow_path ? kFlagSlowPath : 0) | (shutdown ? kFlagShutdown : 0);
+  uint64_t flags = (slow_path ? kFlagSlowPath : 0) | (shutdown ? kFlagShutdown : 0) |
+                   (recording_ ? kFlagTimeline : 0);
   bits[0] = ~flags;  // inverted: the AND computes the OR of the flags
   for (size_t w = 1 + cache_words(); w < words; ++w) bits[w] = ~0ull;
   for (const auto& [bit, w] : waiting_) {
@@ -141,6 +143,7 @@ Status Negotiator::cycle(bool shutdown, std::vector<Response>* ready, bool* stop
   invalid_.clear();
   const uint64_t flags = ~bits[0];
   *stop = (flags & kFlagShutdown) != 0;
+  someone_recording_ = (flags & kFlagTimeline) != 0;
 
   // Ready everywhere, in bit order.
   for (size_t bit = 0; bit < cache_.capacity(); ++bit) {

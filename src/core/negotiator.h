@@ -71,6 +71,12 @@ class Negotiator {
   uint64_t cycles() const { return cycle_; }
   bool joined() const { return joined_; }
 
+  // Whether this rank records a timeline: the next cycles tell every rank so.
+  void set_recording(bool recording) { recording_ = recording; }
+  // True when some rank recorded during the last cycle: every rank then takes
+  // part in the timeline's exchange (Note [Who came last] in timeline.h).
+  bool someone_recording() const { return someone_recording_; }
+
   // Rank 0: if names have waited longer than the check time and the last warning
   // is older than that, asks for a stall report in the next cycle (has_news()
   // becomes true), which writes the warning. Cheap; call when idle.
@@ -117,6 +123,8 @@ class Negotiator {
   std::vector<Response> stall_failures_;      // rank 0: kStalled responses to announce
   uint64_t cycle_ = 0;
   bool joined_ = false;                       // this rank has joined (Note [Join])
+  bool recording_ = false;                    // this rank records a timeline
+  bool someone_recording_ = false;            // some rank did, in the last cycle
   double cache_stall_seconds_;                // waits longer than this leave the cache
   Clock::time_point last_stall_warning_;
 

@@ -10,14 +10,17 @@
 namespace kolo::core {
 
 Runtime::Runtime(transport::World world, const Config& config)
-    : world_(std::move(world)), config_(config), topology_(world_.control->topology()) {}
+    : world_(std::move(world)),
+      config_(config),
+      topology_(world_.control->topology()),
+      timeline_(topology_.rank) {}
 
 Status Runtime::start(transport::World world, const Config& config, std::unique_ptr<Runtime>* out) {
   log::set_level(config.log_level);
   log::set_rank(world.control->topology().rank);
   std::unique_ptr<Runtime> rt(new Runtime(std::move(world), config));
   rt->coordinator_ = std::make_unique<Coordinator>(rt->world_, rt->config_, rt->queue_,
-                                                   rt->shutdown_requested_);
+                                                   rt->shutdown_requested_, rt->timeline_);
   // Every rank's status, before any coordinator runs: all start or none (Note [One
   // verdict at init]); those that fail release the world together.
   KOLO_RETURN_IF_ERROR_AS_IS(
@@ -53,6 +56,15 @@ std::string Runtime::nccl_unavailable() {
       return "the NCCL transport, which this kolo does not have (" + t.reason + ")";
   return "the NCCL transport, which this world does not offer";
 }
+
+Status Runtime::start_timeline(const std::string& path, bool mark_cycles) {
+  if (!running())
+    return Status(Code::kShutdown, "kolo is not running (shut down by another rank, or stopped "
+                                   "by a failure): nothing to record");
+  return timeline_.start(path, mark_cycles);
+}
+
+Status Runtime::stop_timeline() { return timeline_.stop(); }
 
 Status Runtime::stream_wait(HandleState& handle, void* stream) {
   std::lock_guard<std::mutex> lock(device_mu_);

@@ -81,6 +81,12 @@ class Runtime {
   // teardown, and releases the world. Idempotent.
   void shutdown();
 
+  // This rank's timeline (core/timeline.h): per rank, from any thread. Starting
+  // fails with kShutdown once kolo has stopped; stopping a timeline that kolo's
+  // stop already ended fails as "not started" (its file is complete).
+  Status start_timeline(const std::string& path, bool mark_cycles);
+  Status stop_timeline();
+
   // kolo_handle_stream_wait: makes `stream` wait for the handle's device work.
   Status stream_wait(HandleState& handle, void* stream);
 
@@ -99,6 +105,7 @@ class Runtime {
   const Config config_;
   const transport::Topology topology_;
   TensorQueue queue_;
+  Timeline timeline_;  // outlives the coordinator, which records into it
   std::atomic<bool> running_{false};
   std::atomic<bool> shutdown_requested_{false};
   std::unique_ptr<Coordinator> coordinator_;

@@ -1,5 +1,7 @@
 #include "core/timeline.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -16,20 +18,105 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3f", v);
+  return text;
+}
+
+double micros_between(Timeline::Clock::time_point a, Timeline::Clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 constexpr size_t kFlushAt = 1 << 16;
+constexpr int kBucketsRow = 0;  // tensor rows are 1, 2, ...
 
 }  // namespace
 
+std::string timeline_file_for(const std::string& path, int rank) {
+  const std::string r = std::to_string(rank);
+  if (path.find("%r") != std::string::npos) {
+    std::string out;
+    for (size_t i = 0; i < path.size(); ++i) {
+      if (path.compare(i, 2, "%r") == 0) {
+        out += r;
+        ++i;
+      } else {
+        out += path[i];
+      }
+    }
+    return out;
+  }
+  if (path.empty()) return "";
+  if (path.back() == '/') return path + "kolo-timeline-rank" + r + ".json";
+  if (is_directory(path)) return path + "/kolo-timeline-rank" + r + ".json";
+  return rank == 0 ? path : "";
+}
+
 Timeline::~Timeline() { close(); }
 
-Status Timeline::open(const std::string& path) {
-  if (path.empty()) return Status::OK();
-  file_ = std::fopen(path.c_str(), "w");
-  if (file_ == nullptr)
-    return invalid_argument("KOLO_TIMELINE: cannot open '" + path + "': " + std::strerror(errno));
+Status Timeline::start(const std::string& path, bool mark_cycles) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_)
+    return invalid_argument("the timeline is already started (writing '" + path_ +
+                            "'); stop it before starting it again");
+  if (path.empty()) return invalid_argument("the timeline path is empty");
+  const std::string file = timeline_file_for(path, rank_);
+  if (!file.empty()) {
+    file_ = std::fopen(file.c_str(), "w");
+    if (file_ == nullptr)
+      return invalid_argument("cannot open '" + file + "': " + std::strerror(errno));
+  }
+  started_ = true;
+  path_ = path;
+  mark_cycles_ = mark_cycles;
+  if (file_ == nullptr) return Status::OK();  // Note [Timeline files]: not this rank's
   origin_ = Clock::now();
+  const auto unix_us = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  rows_.clear();
+  first_ = true;
   buffer_ = "[\n";
+  const std::string pid = std::to_string(rank_);
+  event("{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " + pid +
+        ", \"args\": {\"name\": \"rank " + pid + "\"}}");
+  event("{\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": " + pid +
+        ", \"args\": {\"sort_index\": " + pid + "}}");
+  event("{\"name\": \"kolo_clock\", \"ph\": \"M\", \"pid\": " + pid +
+        ", \"args\": {\"rank\": " + pid + ", \"unix_us_at_ts0\": " +
+        std::to_string(unix_us.count()) + "}}");
+  event("{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " + pid + ", \"tid\": " +
+        std::to_string(kBucketsRow) + ", \"args\": {\"name\": \"buckets\"}}");
+  flush();
+  recording_.store(true, std::memory_order_relaxed);
   return Status::OK();
+}
+
+Status Timeline::stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_) return invalid_argument("the timeline is not started");
+  close_locked();
+  return Status::OK();
+}
+
+void Timeline::close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  close_locked();
+}
+
+void Timeline::close_locked() {
+  started_ = false;
+  recording_.store(false, std::memory_order_relaxed);
+  if (file_ == nullptr) return;
+  buffer_ += "\n]\n";
+  flush();
+  std::fclose(file_);
+  file_ = nullptr;
 }
 
 int Timeline::row(const std::string& name) {
@@ -37,8 +124,8 @@ int Timeline::row(const std::string& name) {
   if (it != rows_.end()) return it->second;
   int tid = static_cast<int>(rows_.size()) + 1;
   rows_.emplace(name, tid);
-  event("{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 0, \"tid\": " + std::to_string(tid) +
-        ", \"args\": {\"name\": " + quoted(name) + "}}");
+  event("{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " + std::to_string(rank_) +
+        ", \"tid\": " + std::to_string(tid) + ", \"args\": {\"name\": " + quoted(name) + "}}");
   return tid;
 }
 
@@ -55,43 +142,55 @@ void Timeline::flush() {
   buffer_.clear();
 }
 
-static std::string micros(Timeline::Clock::time_point t, Timeline::Clock::time_point origin) {
-  return std::to_string(std::chrono::duration<double, std::micro>(t - origin).count());
+std::string Timeline::micros(Clock::time_point t) const {
+  return number(micros_between(origin_, t));
 }
 
-void Timeline::negotiate_start(const std::string& name) {
-  if (!enabled()) return;
-  int tid = row(name);
-  event("{\"name\": \"NEGOTIATE\", \"ph\": \"B\", \"pid\": 0, \"tid\": " + std::to_string(tid) +
-        ", \"ts\": " + micros(Clock::now(), origin_) + "}");
+void Timeline::negotiated(const std::string& name, const char* collective,
+                          Clock::time_point submitted, Clock::time_point ready,
+                          const Straggler& straggler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_ == nullptr) return;
+  const int tid = row(name);
+  event("{\"name\": \"NEGOTIATE\", \"ph\": \"X\", \"pid\": " + std::to_string(rank_) +
+        ", \"tid\": " + std::to_string(tid) + ", \"ts\": " + micros(submitted) +
+        ", \"dur\": " + number(micros_between(submitted, ready)) +
+        ", \"args\": {\"tensor\": " + quoted(name) + ", \"collective\": " + quoted(collective) +
+        ", \"straggler\": " + std::to_string(straggler.rank) +
+        ", \"straggler_lag_us\": " + number(straggler.lag_us) + "}}");
 }
 
-void Timeline::negotiate_end(const std::string& name) {
-  if (!enabled()) return;
-  int tid = row(name);
-  event("{\"name\": \"NEGOTIATE\", \"ph\": \"E\", \"pid\": 0, \"tid\": " + std::to_string(tid) +
-        ", \"ts\": " + micros(Clock::now(), origin_) + "}");
-}
-
-void Timeline::bucket(const std::vector<std::string>& names, uint64_t sequence, size_t bytes,
-                      const char* collective, Clock::time_point start, Clock::time_point end) {
-  if (!enabled()) return;
-  const std::string dur = std::to_string(std::chrono::duration<double, std::micro>(end - start).count());
-  for (const std::string& name : names) {
-    event("{\"name\": \"PROCESS\", \"ph\": \"X\", \"pid\": 0, \"tid\": " + std::to_string(row(name)) +
-          ", \"ts\": " + micros(start, origin_) + ", \"dur\": " + dur +
-          ", \"args\": {\"collective\": " + quoted(collective) + ", \"bucket\": " +
-          std::to_string(sequence) + ", \"bucket_bytes\": " + std::to_string(bytes) +
-          ", \"bucket_tensors\": " + std::to_string(names.size()) + "}}");
+void Timeline::bucket(const std::vector<const std::string*>& names, const BucketInfo& b) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_ == nullptr) return;
+  const double us = micros_between(b.start, b.end);
+  const double gbps = us > 0 ? static_cast<double>(b.bytes) / (us * 1e3) : 0.0;
+  const std::string pid = std::to_string(rank_);
+  const std::string ts = micros(b.start);
+  const std::string dur = number(us);
+  const std::string args = "\"bucket\": " + std::to_string(b.sequence) +
+                           ", \"bytes\": " + std::to_string(b.bytes) +
+                           ", \"tensors\": " + std::to_string(names.size()) +
+                           ", \"collective\": " + quoted(b.collective) +
+                           ", \"transport\": " + quoted(b.transport) + ", \"gbps\": " + number(gbps);
+  event("{\"name\": " + quoted(std::string(b.collective) + " " + b.transport) +
+        ", \"cat\": \"bucket\", \"ph\": \"X\", \"pid\": " + pid + ", \"tid\": " +
+        std::to_string(kBucketsRow) + ", \"ts\": " + ts + ", \"dur\": " + dur +
+        ", \"args\": {" + args + "}}");
+  for (const std::string* name : names) {
+    event("{\"name\": \"PROCESS\", \"ph\": \"X\", \"pid\": " + pid +
+          ", \"tid\": " + std::to_string(row(*name)) + ", \"ts\": " + ts + ", \"dur\": " + dur +
+          ", \"args\": {" + args + "}}");
   }
 }
 
-void Timeline::close() {
-  if (file_ == nullptr) return;
-  buffer_ += "\n]\n";
-  flush();
-  std::fclose(file_);
-  file_ = nullptr;
+void Timeline::cycle(uint64_t cycle, size_t ready, Clock::time_point at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_ == nullptr || !mark_cycles_) return;
+  event("{\"name\": \"CYCLE\", \"ph\": \"i\", \"s\": \"p\", \"pid\": " + std::to_string(rank_) +
+        ", \"tid\": " + std::to_string(kBucketsRow) + ", \"ts\": " + micros(at) +
+        ", \"args\": {\"cycle\": " + std::to_string(cycle) + ", \"ready\": " +
+        std::to_string(ready) + "}}");
 }
 
 }  // namespace kolo::core

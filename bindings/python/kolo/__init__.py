@@ -17,7 +17,7 @@ libkolo is found through ``KOLO_LIBRARY``, the build tree, or an install prefix
 from . import _lib
 from ._core import (Adasum, Average, Handle, Max, Min, Product, Sum, barrier, cross_rank,
                     cross_size, init, is_initialized, join, local_rank, local_size, rank,
-                    shutdown, size, transport_built, version)
+                    shutdown, size, start_timeline, stop_timeline, transport_built, version)
 from ._numpy_ops import (allgather, allgather_async, allreduce, allreduce_async, alltoall,
                          alltoall_async, broadcast, broadcast_async, grouped_allreduce,
                          grouped_allreduce_async, poll, reducescatter, reducescatter_async,
@@ -48,7 +48,8 @@ __all__ = [
     "alltoall_async", "barrier", "broadcast", "broadcast_async", "build_info", "cross_rank",
     "cross_size", "grouped_allreduce", "grouped_allreduce_async", "init", "is_initialized",
     "join", "library_path", "local_rank", "local_size", "poll", "rank", "reducescatter",
-    "reducescatter_async", "shutdown", "size", "synchronize", "transport_built", "version",
+    "reducescatter_async", "shutdown", "size", "start_timeline",
+    "stop_timeline", "synchronize", "transport_built", "version",
     "CollectiveRefusedError", "DuplicateNameError", "HorovodInternalError",
     "HostsUpdatedInterrupt", "KoloError", "KoloTimeoutError", "KoloTypeError", "KoloValueError",
     "LibraryNotFoundError", "MismatchError", "NotInitializedError",

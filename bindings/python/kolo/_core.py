@@ -15,6 +15,7 @@ once it has completed (or by shutdown, which completes every handle).
 import atexit
 import ctypes
 import itertools
+import os
 import threading
 
 from . import _lib
@@ -363,6 +364,24 @@ def join():
     last = ctypes.c_int(-1)
     check(lib().fn("kolo_join")(ctypes.byref(last)), "kolo.join", completed=True)
     return last.value
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Starts this rank's Chrome-trace timeline (kolo_timeline_start). Per rank: a
+    path with ``%r`` in it (replaced by the rank) or a directory gives every rank
+    its own file; any other path is written by rank 0 alone, as Horovod's.
+    ``mark_cycles`` adds an event per negotiation cycle. Raises KoloValueError
+    when already started or when the file cannot be opened."""
+    require_initialized("start_timeline")
+    path = os.fsencode(file_path)
+    check(lib().fn("kolo_timeline_start")(path, 1 if mark_cycles else 0), "kolo.start_timeline")
+
+
+def stop_timeline():
+    """Ends this rank's timeline: the file is complete, valid JSON when this
+    returns (kolo_timeline_stop). Raises KoloValueError when not started."""
+    require_initialized("stop_timeline")
+    check(lib().fn("kolo_timeline_stop")(), "kolo.stop_timeline")
 
 
 def reducescatter_shard_rows(rows, rank_, size_):

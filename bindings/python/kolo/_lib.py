@@ -166,6 +166,8 @@ _SIGNATURES = {
                   _handle_p]),
     "kolo_barrier_ex": (_status, [_opts_p]),
     "kolo_join_ex": (_status, [_opts_p, _c_int_p]),
+    "kolo_timeline_start": (_status, [_cstr, ctypes.c_int]),
+    "kolo_timeline_stop": (_status, []),
     "kolo_poll": (_status, [_handle, _c_int_p]),
     "kolo_wait": (_status, [_handle, _dbl]),
     "kolo_handle_status": (_status, [_handle]),

@@ -40,12 +40,12 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
   const char* expected[] = {
       "KOLO_FUSION_THRESHOLD",         "KOLO_CYCLE_TIME_MS",
       "KOLO_CACHE_CAPACITY",           "KOLO_TIMELINE",
-      "KOLO_STALL_CHECK_TIME_SECONDS", "KOLO_STALL_SHUTDOWN_TIME_SECONDS",
-      "KOLO_HIERARCHICAL_ALLREDUCE",   "KOLO_THREAD_AFFINITY",
-      "KOLO_LOG_LEVEL",                "KOLO_TRANSPORT",
-      "KOLO_FLIGHT_RECORDER",          "KOLO_FLIGHT_RECORDER_DIR",
-      "KOLO_PEER_TIMEOUT_SECONDS",     "KOLO_TEST_DIE_AT",
-      "KOLO_TEST_NODE_SIZE",
+      "KOLO_TIMELINE_MARK_CYCLES",     "KOLO_STALL_CHECK_TIME_SECONDS",
+      "KOLO_STALL_SHUTDOWN_TIME_SECONDS", "KOLO_HIERARCHICAL_ALLREDUCE",
+      "KOLO_THREAD_AFFINITY",          "KOLO_LOG_LEVEL",
+      "KOLO_TRANSPORT",                "KOLO_FLIGHT_RECORDER",
+      "KOLO_FLIGHT_RECORDER_DIR",      "KOLO_PEER_TIMEOUT_SECONDS",
+      "KOLO_TEST_DIE_AT",              "KOLO_TEST_NODE_SIZE",
   };
   const auto& specs = knob_specs();
   ASSERT_EQ(specs.size(), std::size(expected));
@@ -55,7 +55,7 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
     EXPECT_NE(std::string(specs[i].accepted), "");
   }
   EXPECT_EQ(specs[0].type, KnobType::kBytes);
-  EXPECT_EQ(specs[8].type, KnobType::kChoice);
+  EXPECT_EQ(specs[9].type, KnobType::kChoice);
 }
 
 TEST(KnobsTest, DefaultsWhenUnset) {
@@ -64,6 +64,7 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.cycle_time_ms, 1.0);
   EXPECT_EQ(c.cache_capacity, 1024);
   EXPECT_EQ(c.timeline_path, "");
+  EXPECT_FALSE(c.timeline_mark_cycles);
   EXPECT_EQ(c.stall_check_seconds, 60.0);
   EXPECT_EQ(c.stall_shutdown_seconds, 0.0);
   EXPECT_FALSE(c.hierarchical_allreduce);
@@ -77,8 +78,9 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.test_node_size, 0);
 
   const std::vector<std::string> values = knob_values(env_of({}));
-  const std::vector<std::string> expected = {"64M", "1",       "1024", "",     "60", "0", "0",
-                                             "-1",  "warning", "auto", "1024", ".",  "10", "",
+  const std::vector<std::string> expected = {"64M", "1",    "1024",    "",     "0",
+                                             "60",  "0",    "0",       "-1",   "warning",
+                                             "auto", "1024", ".",      "10",   "",
                                              "0"};
   EXPECT_EQ(values, expected);
 }
@@ -253,6 +255,7 @@ TEST(KnobsTest, OnlyKnobsThatShapeNothingSharedMayDiffer) {
   for (const KnobSpec& k : knob_specs())
     if (k.agreement == Agreement::kMayDiffer) may_differ.insert(k.name);
   EXPECT_EQ(may_differ, (std::set<std::string>{"KOLO_CYCLE_TIME_MS", "KOLO_TIMELINE",
+                                                "KOLO_TIMELINE_MARK_CYCLES",
                                                 "KOLO_STALL_CHECK_TIME_SECONDS",
                                                 "KOLO_THREAD_AFFINITY", "KOLO_LOG_LEVEL",
                                                 "KOLO_FLIGHT_RECORDER",

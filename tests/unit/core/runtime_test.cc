@@ -303,7 +303,7 @@ TEST(Runtime, TimelineRecordsNegotiationAndBucketsOnRankZero) {
   EXPECT_EQ(text.substr(0, 1), "[");
   EXPECT_NE(text.find("]"), std::string::npos);
   for (const char* want : {"\"layer1/weight\"", "\"layer1/bias\"", "NEGOTIATE", "PROCESS",
-                           "\"bucket_bytes\": 400", "\"collective\": \"allreduce\""})
+                           "\"bytes\": 400", "\"collective\": \"allreduce\""})
     EXPECT_NE(text.find(want), std::string::npos) << want << " in\n" << text;
 }
 

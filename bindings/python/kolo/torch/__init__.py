@@ -111,8 +111,12 @@ def is_homogeneous():
 
 
 def start_timeline(file_path, mark_cycles=False):
-    raise UnsupportedError("kolo.torch.start_timeline: set KOLO_TIMELINE=<file> before init")
+    """Horovod's hvd.start_timeline: starts recording a Chrome-trace timeline to
+    ``file_path`` (rank 0 writes a plain path; ``%r`` or a directory gives every
+    rank its own file; see kolo.start_timeline)."""
+    _core.start_timeline(file_path, mark_cycles)
 
 
 def stop_timeline():
-    raise UnsupportedError("kolo.torch.stop_timeline: set KOLO_TIMELINE=<file> before init")
+    """Horovod's hvd.stop_timeline: ends the timeline; the file is valid JSON after."""
+    _core.stop_timeline()
