@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "bindings/c/firewall.h"
 #include "bindings/c/options.h"
@@ -25,6 +26,7 @@
 #include "common/test_hooks.h"
 #include "core/collective_args.h"
 #include "core/init_agreement.h"
+#include "core/process_sets.h"
 #include "core/runtime.h"
 #include "kolo_build_config.h"
 #include "transport/registry.h"
@@ -203,6 +205,24 @@ int topology_value(int kolo::transport::Topology::*field) {
       return -1;
     }
     return g_runtime->topology().*field;
+  });
+}
+
+// A process set's query: fn(set, this rank's global rank), or -1 (with
+// kolo_last_error) when not initialised or the id is unknown.
+template <typename Fn>
+int process_set_value(int32_t id, Fn fn) {
+  return guarded(-1, [&] {
+    if (!g_runtime) {
+      not_initialized();
+      return -1;
+    }
+    std::shared_ptr<const kolo::core::ProcessSet> set;
+    if (Status s = g_runtime->process_sets()->find(id, &set); !s.ok()) {
+      report(s);
+      return -1;
+    }
+    return fn(*set, g_runtime->topology().rank);
   });
 }
 
@@ -451,9 +471,8 @@ kolo_status_t kolo_barrier_ex(const kolo_options_t* options) {
   return guarded([&] {
     if (!g_runtime) return not_initialized();
     kolo::core::CollectiveArgs a;
-    a.collective = kolo::core::Collective::kBarrier;
+    a.collective = kolo::core::Collective::kBarrier;  // named by the set's runtime
     if (kolo_status_t s = read_options(options, 0, "barrier", &a); s != KOLO_OK) return s;
-    a.name = g_runtime->next_barrier_name();
     kolo_handle_t h = nullptr;
     kolo_status_t s = submit_and_wait(std::move(a), &h);
     kolo_handle_release(h);
@@ -470,9 +489,14 @@ kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank) {
     a.collective = kolo::core::Collective::kJoin;
     if (kolo_status_t s = read_options(options, 0, "join", &a); s != KOLO_OK) return s;
     a.name = "kolo.join";
+    std::shared_ptr<const kolo::core::ProcessSet> set;
+    if (Status s = g_runtime->process_sets()->find(a.process_set, &set); !s.ok()) return report(s);
     kolo_handle_t h = nullptr;
     kolo_status_t s = submit_and_wait(std::move(a), &h);
-    if (s == KOLO_OK && last_rank != nullptr) *last_rank = h->state->last_joined;
+    // The set's rank of the last to join, as a global rank.
+    const int last = h ? h->state->last_joined : -1;
+    if (s == KOLO_OK && last_rank != nullptr)
+      *last_rank = last >= 0 && last < static_cast<int>(set->ranks.size()) ? set->ranks[last] : last;
     kolo_handle_release(h);
     return s;
   });
@@ -488,11 +512,71 @@ kolo_status_t kolo_timeline_start(const char* path, int mark_cycles) {
   });
 }
 
+kolo_status_t kolo_process_set_add(const int* ranks, int n, int32_t* id) {
+  return guarded([&] {
+    if (!g_runtime) return not_initialized();
+    if (id == nullptr) return invalid("id is NULL (the int32_t* that receives the new set's id)");
+    // Unusable arguments still take part in the exchange, so every rank fails alike.
+    std::string local_error;
+    std::vector<int> members;
+    if (n < 0) {
+      local_error = "n is negative (" + std::to_string(n) + "): the number of ranks";
+    } else if (n > 0 && ranks == nullptr) {
+      local_error = "ranks is NULL";
+    } else {
+      members.assign(ranks, ranks + n);
+    }
+    int32_t added = 0;
+    if (Status s = g_runtime->process_sets()->add(std::move(members), local_error, &added); !s.ok())
+      return report(s);
+    *id = added;
+    return report(Status::OK());
+  });
+}
+
 kolo_status_t kolo_timeline_stop(void) {
   return guarded([&] {
     if (!g_runtime) return not_initialized();
     Status s = g_runtime->stop_timeline();
     if (!s.ok()) return report(s.code(), "kolo_timeline_stop: " + s.message());
+    return report(Status::OK());
+  });
+}
+
+kolo_status_t kolo_process_set_remove(int32_t id) {
+  return guarded([&] {
+    if (!g_runtime) return not_initialized();
+    return report(g_runtime->process_sets()->remove(id));
+  });
+}
+
+int kolo_process_set_rank(int32_t id) {
+  return process_set_value(id, [](const kolo::core::ProcessSet& set, int rank) {
+    return set.rank_of(rank);
+  });
+}
+
+int kolo_process_set_size(int32_t id) {
+  return process_set_value(id, [](const kolo::core::ProcessSet& set, int) {
+    return static_cast<int>(set.ranks.size());
+  });
+}
+
+int kolo_process_set_included(int32_t id) {
+  return process_set_value(id, [](const kolo::core::ProcessSet& set, int rank) {
+    return set.rank_of(rank) >= 0 ? 1 : 0;
+  });
+}
+
+kolo_status_t kolo_process_set_ranks(int32_t id, int* ranks, int n, int* size) {
+  return guarded([&] {
+    if (!g_runtime) return not_initialized();
+    if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the length of ranks");
+    if (n > 0 && ranks == nullptr) return invalid("ranks is NULL");
+    std::shared_ptr<const kolo::core::ProcessSet> set;
+    if (Status s = g_runtime->process_sets()->find(id, &set); !s.ok()) return report(s);
+    for (int i = 0; i < n && i < static_cast<int>(set->ranks.size()); ++i) ranks[i] = set->ranks[i];
+    if (size != nullptr) *size = static_cast<int>(set->ranks.size());
     return report(Status::OK());
   });
 }

@@ -36,9 +36,7 @@ kolo_status_t read_options(const kolo_options_t* options, int n, const std::stri
   if (options->reserved_ != 0)
     return invalid("options.reserved_ must be 0, got " + std::to_string(options->reserved_) +
                    " (initialise options with KOLO_OPTIONS_INIT or {0})");
-  if (options->process_set != 0)
-    return invalid("unknown process set id " + std::to_string(options->process_set));
-  a->process_set = options->process_set;
+  a->process_set = options->process_set;  // core::Runtime::submit checks it
   if (options->shapes == nullptr) return KOLO_OK;
   if (n == 0) return invalid(owner + " takes no shapes: options.shapes must be NULL");
   const bool grouped = !a->member_names.empty();

@@ -423,6 +423,50 @@ KOLO_API kolo_status_t kolo_timeline_start(const char* path, int mark_cycles);
  * KOLO_ERR_NOT_INITIALIZED before kolo_init. */
 KOLO_API kolo_status_t kolo_timeline_stop(void);
 
+/* ---- process sets ------------------------------------------------------------
+ *
+ * A process set is a subset of the ranks with its own negotiation (its own
+ * pending table, response cache and stall inspector) and its own communicators:
+ * a set whose names stall never holds up another set. Id 0 is the global set.
+ * Sets may be added and removed while other sets work.
+ *
+ * A collective runs in the set named by options->process_set (the *_ex calls).
+ * There "rank" and "size" in the collectives' descriptions are the set's (rank i
+ * of the set is its i-th smallest member), except a broadcast's root, which is a
+ * global rank (as in Horovod) that must be in the set. Outputs and splits are in
+ * set-rank order; join's AVERAGE divides by the set's size and its *last_rank is
+ * a global rank. A rank outside the set, or an unknown or removed id:
+ * KOLO_ERR_INVALID_ARGUMENT, nothing enqueued. Names are in flight per set: the
+ * same name may be in flight in two sets at once. */
+
+/* Adds the set of the n ranks in `ranks` (global ranks, any order, no
+ * duplicates) and returns its id in *id (1, 2, ... in order of addition; ids are
+ * never reused). Collective over every rank, in the same order on every rank:
+ * each passes the same members, and a rank outside the set gets the id too.
+ * Members list differently on some rank, a duplicate, a rank out of range, an
+ * empty set, a set with the members of an existing set (the global one
+ * included): KOLO_ERR_INVALID_ARGUMENT on every rank, with one message naming
+ * what was wrong, and no set is added. Needs MPI_THREAD_MULTIPLE when the caller
+ * initialised MPI (kolo asks for it when it initialises MPI). */
+KOLO_API kolo_status_t kolo_process_set_add(const int* ranks, int n, int32_t* id);
+
+/* Removes set `id`: collective over every rank, each passing the same id. The
+ * global set (0), an unknown or removed id, ranks passing different ids, or
+ * operations of the set in flight on any rank: KOLO_ERR_INVALID_ARGUMENT on every
+ * rank, naming the ranks, and the set stays. */
+KOLO_API kolo_status_t kolo_process_set_remove(int32_t id);
+
+/* This rank's rank in set `id`, or -1 when it is not a member (or the id is
+ * unknown: then kolo_last_error says so). */
+KOLO_API int kolo_process_set_rank(int32_t id);
+/* The number of ranks in set `id`, or -1 for an unknown id. */
+KOLO_API int kolo_process_set_size(int32_t id);
+/* Copies the set's global ranks, ascending, into ranks[0..n) (at most n of them);
+ * *size (may be NULL) receives the set's size. */
+KOLO_API kolo_status_t kolo_process_set_ranks(int32_t id, int* ranks, int n, int* size);
+/* 1 when this rank is in set `id`, 0 when not, -1 for an unknown id. */
+KOLO_API int kolo_process_set_included(int32_t id);
+
 /* ---- handles -------------------------------------------------------------- */
 
 /* *done = 1 when the handle has completed (successfully or not), else 0. Never

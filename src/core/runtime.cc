@@ -9,16 +9,30 @@
 
 namespace kolo::core {
 
-Runtime::Runtime(transport::World world, const Config& config)
+Runtime::Runtime(transport::World world, const Config& config, int32_t set_id)
     : world_(std::move(world)),
       config_(config),
       topology_(world_.control->topology()),
-      timeline_(topology_.rank) {}
+      timeline_(topology_.rank),
+      set_id_(set_id) {
+  if (set_id_ == 0)
+    sets_ = std::make_unique<ProcessSets>(*this, std::move(world_.make_subset), config_,
+                                          topology_.rank, topology_.size);
+  world_.make_subset = nullptr;
+}
 
 Status Runtime::start(transport::World world, const Config& config, std::unique_ptr<Runtime>* out) {
   log::set_level(config.log_level);
   log::set_rank(world.control->topology().rank);
-  std::unique_ptr<Runtime> rt(new Runtime(std::move(world), config));
+  return launch(std::unique_ptr<Runtime>(new Runtime(std::move(world), config, 0)), out);
+}
+
+Status Runtime::start_set(transport::World world, const Config& config, int32_t id,
+                          std::unique_ptr<Runtime>* out) {
+  return launch(std::unique_ptr<Runtime>(new Runtime(std::move(world), config, id)), out);
+}
+
+Status Runtime::launch(std::unique_ptr<Runtime> rt, std::unique_ptr<Runtime>* out) {
   rt->coordinator_ = std::make_unique<Coordinator>(rt->world_, rt->config_, rt->queue_,
                                                    rt->shutdown_requested_, rt->timeline_);
   // Every rank's status, before any coordinator runs: all start or none (Note [One
@@ -78,6 +92,24 @@ Status Runtime::stream_wait(HandleState& handle, void* stream) {
 }
 
 Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle) {
+  if (args.process_set != 0) {
+    if (sets_ == nullptr) return internal_error("a process set's runtime has no process sets");
+    std::shared_ptr<const ProcessSet> set;
+    KOLO_RETURN_IF_ERROR_AS_IS(sets_->find(args.process_set, &set));
+    const std::string which = "process set " + std::to_string(args.process_set);
+    if (set->runtime == nullptr)
+      return invalid_argument(which + " does not include rank " + std::to_string(topology_.rank));
+    if (args.collective == Collective::kBroadcast) {
+      const int root = set->rank_of(args.root);
+      if (root < 0)
+        return invalid_argument("tensor '" + args.name + "': broadcast root " +
+                                std::to_string(args.root) + " is not a rank of " + which);
+      args.root = root;
+    }
+    args.process_set = 0;
+    return set->runtime->submit(std::move(args), handle);
+  }
+  if (args.collective == Collective::kBarrier && args.name.empty()) args.name = next_barrier_name();
   std::unique_lock<std::mutex> device_lock(device_mu_, std::defer_lock);
   if (args.device.kind == DeviceKind::kCuda) {
     device_lock.lock();
@@ -107,6 +139,7 @@ Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle
 
 void Runtime::shutdown() {
   std::lock_guard<std::mutex> lock(shutdown_mu_);
+  if (sets_) sets_->shutdown();  // each set's members stop it together
   if (!thread_.joinable()) return;
   shutdown_requested_.store(true, std::memory_order_release);
   queue_.wake();

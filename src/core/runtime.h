@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "core/coordinator.h"
 #include "core/handle.h"
+#include "core/process_sets.h"
 #include "core/tensor_queue.h"
 #include "transport/world.h"
 
@@ -45,7 +46,9 @@ struct CollectiveArgs {
   double prescale = 1.0;
   double postscale = 1.0;
   Device device;
-  int root = 0;                            // broadcast
+  int root = 0;                            // broadcast (a rank of the process set's
+                                           // runtime; Runtime::submit translates a
+                                           // global rank given with process_set)
   const int64_t* send_rows = nullptr;      // alltoall: rows per destination, or null (even)
   std::vector<std::string> member_names;   // grouped allreduce
   std::vector<TensorEntry::Member> members;
@@ -65,12 +68,26 @@ class Runtime {
   // and if it fails on any rank it fails on all, with one message naming the ranks
   // (core/init_agreement.h). On error nothing runs and the world is released.
   static Status start(transport::World world, const Config& config, std::unique_ptr<Runtime>* out);
+  // The runtime of process set `id` over the set's world (collective over its
+  // members); it has no process sets of its own.
+  static Status start_set(transport::World world, const Config& config, int32_t id,
+                          std::unique_ptr<Runtime>* out);
 
   // Stops like shutdown() if still running.
   ~Runtime();
 
-  // Any collective (collective_args.cc validates per collective).
+  // Any collective (collective_args.cc validates per collective), in the process
+  // set args.process_set, whose runtime it reaches: an unknown id, or a set this
+  // rank is not in, is KOLO_ERR_INVALID_ARGUMENT; a broadcast's root is then a
+  // global rank, which must be in the set. A barrier without a name gets the
+  // set's next barrier name.
   Status submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle);
+
+  // The global set's process sets (process_sets.h); null in a set's own runtime.
+  ProcessSets* process_sets() { return sets_.get(); }
+
+  // Names in flight on this rank (submitted, not yet completed).
+  size_t in_flight() const { return queue_.in_flight(); }
 
   // A barrier's or join's internal name; the barrier counter advances per call, so
   // every rank must call barrier the same number of times in the same order.
@@ -94,7 +111,8 @@ class Runtime {
   const transport::Topology& topology() const { return topology_; }
 
  private:
-  Runtime(transport::World world, const Config& config);
+  Runtime(transport::World world, const Config& config, int32_t set_id);
+  static Status launch(std::unique_ptr<Runtime> rt, std::unique_ptr<Runtime>* out);
   // The coordinator thread's body after run(): see the Note below.
   void release_world();
   // Why CUDA tensors cannot be taken (the registry's reason in a build without NCCL).
@@ -112,6 +130,10 @@ class Runtime {
   std::thread thread_;
   std::mutex shutdown_mu_;
   std::atomic<uint64_t> barriers_{0};
+  const int32_t set_id_;  // 0: the global set
+  // The global set's process sets; destroyed (their runtimes stopped) before the
+  // world, whose finalize may finalise MPI.
+  std::unique_ptr<ProcessSets> sets_;
 };
 
 // Note [Shutdown without waiting for the others]

@@ -65,6 +65,12 @@ class TensorQueue {
 
   bool has_queued() const { return queued_.load(std::memory_order_acquire) > 0; }
 
+  // How many names are in flight (pushed, not yet finished). Any thread.
+  size_t in_flight() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return in_flight_.size();
+  }
+
   // Called after every push and by wake(), from the pushing thread: the
   // coordinator sets it to end its idle wait (ControlPlane::wake), and clears it
   // (null) before the control plane goes; no call runs past set_waker.

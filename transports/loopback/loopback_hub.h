@@ -116,6 +116,17 @@ struct Hub {
   Rendezvous transport;  // the loopback transport's collectives (kept apart from control)
   Mailboxes mailboxes;
   Doorbell doorbell;
+
+  // The hubs of this world's process sets, by set id: the first member to build
+  // its world makes the set's hub, the others find it here.
+  std::shared_ptr<Hub> subset_hub(int32_t id, int members) {
+    std::lock_guard<std::mutex> lock(subsets_mu);
+    std::shared_ptr<Hub>& h = subsets[id];
+    if (!h) h = std::make_shared<Hub>(members);
+    return h;
+  }
+  std::mutex subsets_mu;
+  std::map<int32_t, std::shared_ptr<Hub>> subsets;
 };
 
 }  // namespace kolo::loopback

@@ -339,19 +339,63 @@ class LoopbackFactory : public transport::TransportFactory {
 
 }  // namespace
 
+namespace {
+
+// Rank `rank` of the world over `hub`; `node_of` says which pretend node each of
+// its ranks is on (for the topology).
+transport::World make_world(std::shared_ptr<Hub> hub, const Topology& topology, bool equal_nodes) {
+  transport::World w;
+  w.control = std::make_unique<LoopbackControlPlane>(hub, topology);
+  w.p2p = std::make_unique<LoopbackPointToPoint>(hub, topology.rank);
+  LoopbackFactory factory(hub, topology.rank, *w.p2p, equal_nodes);
+  Status s = transport::build_transports(factory, topology, transport::BuildOptions{}, &w);
+  KOLO_CHECK(s.ok());  // the loopback factory fails nothing but Unsupported
+  return w;
+}
+
+// A process set's topology: the members numbered in `ranks` order, its local
+// ranks the members on this rank's pretend node, its cross ranks the members with
+// this local rank (one per node that has one).
+Topology subset_topology(int me, const std::vector<int>& ranks, int node_size, bool* equal_nodes) {
+  auto node = [&](int r) { return node_size > 0 ? r / node_size : 0; };
+  std::map<int, int> per_node;  // node -> members there
+  Topology t;
+  t.size = static_cast<int>(ranks.size());
+  for (int i = 0; i < t.size; ++i) {
+    if (ranks[i] == me) {
+      t.rank = i;
+      t.local_rank = per_node[node(me)];
+    }
+    ++per_node[node(ranks[i])];
+  }
+  t.local_size = per_node[node(me)];
+  t.cross_size = 0;
+  *equal_nodes = true;
+  for (const auto& [n, count] : per_node) {
+    *equal_nodes = *equal_nodes && count == t.local_size;
+    if (n == node(me)) t.cross_rank = t.cross_size;
+    if (count > t.local_rank) ++t.cross_size;
+  }
+  if (t.local_size == t.size) t.cross_size = 1;
+  return t;
+}
+
+}  // namespace
+
 std::vector<transport::World> create_worlds(int size, int node_size) {
   KOLO_CHECK_GE(size, 1);
   auto hub = std::make_shared<Hub>(size);
   std::vector<transport::World> worlds(size);
   for (int rank = 0; rank < size; ++rank) {
-    transport::World& w = worlds[rank];
-    const Topology topology = make_topology(rank, size, node_size);
-    w.control = std::make_unique<LoopbackControlPlane>(hub, topology);
-    w.p2p = std::make_unique<LoopbackPointToPoint>(hub, rank);
     const bool equal_nodes = node_size <= 0 || size % node_size == 0;
-    LoopbackFactory factory(hub, rank, *w.p2p, equal_nodes);
-    Status s = transport::build_transports(factory, topology, transport::BuildOptions{}, &w);
-    KOLO_CHECK(s.ok());  // the loopback factory fails nothing but Unsupported
+    worlds[rank] = make_world(hub, make_topology(rank, size, node_size), equal_nodes);
+    worlds[rank].make_subset = [hub, rank, node_size](int32_t id, const std::vector<int>& ranks,
+                                                     transport::World* out) {
+      bool equal_nodes = true;
+      const Topology t = subset_topology(rank, ranks, node_size, &equal_nodes);
+      *out = make_world(hub->subset_hub(id, t.size), t, equal_nodes);
+      return Status::OK();
+    };
   }
   return worlds;
 }

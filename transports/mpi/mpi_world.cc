@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "common/test_hooks.h"
 #include "transport/registry.h"
@@ -132,12 +133,13 @@ Status duplicate(MPI_Comm base, MPI_Comm* out, Liveness* alive) {
 // ranks form pretend nodes of that many ranks, so that one machine can exercise
 // multi-node code paths. Each blocking split starts once every rank has arrived
 // (mpi::arrive with `alive`).
-Status split_topology(int test_node_size, Comms* comms, transport::Topology* topology,
-                      Liveness* alive) {
+// `world_rank` is this rank in the global world (pretend nodes are cut from it).
+Status split_topology(int test_node_size, int world_rank, Comms* comms,
+                      transport::Topology* topology, Liveness* alive) {
   MPI_Comm base = comms->control;
   KOLO_RETURN_IF_ERROR_AS_IS(arrive(base, alive));
   if (test_node_size > 0) {
-    KOLO_MPI_CHECK(MPI_Comm_split(base, topology->rank / test_node_size, topology->rank,
+    KOLO_MPI_CHECK(MPI_Comm_split(base, world_rank / test_node_size, topology->rank,
                                   &comms->local));
   } else {
     KOLO_MPI_CHECK(MPI_Comm_split_type(base, MPI_COMM_TYPE_SHARED, topology->rank,
@@ -172,7 +174,8 @@ Status make_comms(const WorldOptions& options, Comms* comms, transport::Topology
   KOLO_RETURN_IF_ERROR_AS_IS(duplicate(base, &comms->data, &deadline));
   KOLO_MPI_CHECK(MPI_Comm_rank(comms->control, &topology->rank));
   KOLO_MPI_CHECK(MPI_Comm_size(comms->control, &topology->size));
-  KOLO_RETURN_IF_ERROR_AS_IS(split_topology(options.test_node_size, comms, topology, &deadline));
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      split_topology(options.test_node_size, topology->rank, comms, topology, &deadline));
   std::unique_ptr<PeerMonitor> monitor;
   KOLO_RETURN_IF_ERROR_AS_IS(
       PeerMonitor::create(comms->control, comms->local, *topology, options.peer_timeout, &monitor));
@@ -190,6 +193,93 @@ void release_owned_world() {
   std::call_once(registered, [] { std::atexit(finalize_at_exit); });
 }
 
+// The control plane, point-to-point verbs and transports over `comms`.
+Status assemble(SharedComms comms, const transport::Topology& topology,
+                const WorldOptions& options, transport::World* built) {
+  std::unique_ptr<MpiControlPlane> control;
+  KOLO_RETURN_IF_ERROR(MpiControlPlane::create(comms, topology, &control));
+  if (options.agree) KOLO_RETURN_IF_ERROR_AS_IS(options.agree(*control));
+  built->control = std::move(control);
+  built->p2p = std::make_unique<MpiPointToPoint>(comms);
+  // Which transports this world offers is the registry's decision.
+  MpiFactory factory(comms, *built->control, *built->p2p);
+  return transport::build_transports(factory, topology, options.build, built);
+}
+
+// The communicator that process sets are cut from: a duplicate used only by the
+// (serialised) kolo_process_set_add calls, so that making a set's communicator
+// never runs beside the coordinator's collectives on the same communicator.
+struct SetsComm {
+  MPI_Comm comm = MPI_COMM_NULL;
+  SetsComm() = default;
+  SetsComm(const SetsComm&) = delete;
+  SetsComm& operator=(const SetsComm&) = delete;
+  ~SetsComm() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+  }
+};
+
+// A process set's world (transport::MakeSubset): MPI_Comm_create_group over the
+// members of `sets` (collective over the members only), then the same steps as
+// the global world on that communicator — its nodes, its own peer monitor (a
+// monitor is checked by one coordinator thread), its shared windows.
+Status make_set_world(const SetsComm& sets, const WorldOptions& options, int world_rank,
+                      int32_t id, const std::vector<int>& ranks, transport::World* out) {
+  auto comms = std::make_shared<Comms>();
+  MPI_Group all = MPI_GROUP_NULL;
+  MPI_Group members = MPI_GROUP_NULL;
+  KOLO_MPI_CHECK(MPI_Comm_group(sets.comm, &all));
+  int made = MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &members);
+  MPI_Group_free(&all);
+  KOLO_MPI_CHECK(made);
+  made = MPI_Comm_create_group(sets.comm, members, id, &comms->control);
+  MPI_Group_free(&members);
+  KOLO_MPI_CHECK(made);
+  KOLO_MPI_CHECK(MPI_Comm_set_errhandler(comms->control, MPI_ERRORS_RETURN));
+  Deadline deadline(options.peer_timeout, "kolo_process_set_add");
+  KOLO_RETURN_IF_ERROR_AS_IS(duplicate(comms->control, &comms->data, &deadline));
+  transport::Topology topology;
+  KOLO_MPI_CHECK(MPI_Comm_rank(comms->control, &topology.rank));
+  KOLO_MPI_CHECK(MPI_Comm_size(comms->control, &topology.size));
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      split_topology(options.test_node_size, world_rank, comms.get(), &topology, &deadline));
+  std::unique_ptr<PeerMonitor> monitor;
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      PeerMonitor::create(comms->control, comms->local, topology, options.peer_timeout, &monitor));
+  comms->liveness = std::move(monitor);
+  transport::World built;
+  KOLO_RETURN_IF_ERROR_AS_IS(assemble(comms, topology, options, &built));
+  *out = std::move(built);
+  return Status::OK();
+}
+
+// What create_world hands the world for its process sets: they need MPI calls
+// from a user thread beside the coordinator, so MPI_THREAD_MULTIPLE.
+Status subset_maker(const SharedComms& comms, const WorldOptions& options, int world_rank,
+                    transport::MakeSubset* out) {
+  int provided = 0;
+  KOLO_MPI_CHECK(MPI_Query_thread(&provided));
+  if (provided < MPI_THREAD_MULTIPLE) {
+    *out = [provided](int32_t, const std::vector<int>&, transport::World*) {
+      return unsupported("process sets need MPI_THREAD_MULTIPLE (MPI provides " +
+                         thread_level_name(provided) + "; let kolo initialise MPI, or "
+                         "initialise it with MPI_Init_thread and MPI_THREAD_MULTIPLE)");
+    };
+    return Status::OK();
+  }
+  auto sets = std::make_shared<SetsComm>();
+  KOLO_RETURN_IF_ERROR_AS_IS(duplicate(comms->control, &sets->comm, nullptr));
+  WorldOptions set_options = options;
+  set_options.agree = nullptr;  // kolo_init's (it refers to its frame); a set agrees itself
+  *out = [sets, set_options, world_rank](int32_t id, const std::vector<int>& ranks,
+                                     transport::World* world) {
+    return make_set_world(*sets, set_options, world_rank, id, ranks, world);
+  };
+  return Status::OK();
+}
+
 }  // namespace
 
 Status create_world(const WorldOptions& options, transport::World* world) {
@@ -204,16 +294,9 @@ Status create_world(const WorldOptions& options, transport::World* world) {
   transport::Topology topology;
   KOLO_RETURN_IF_ERROR(make_comms(options, comms.get(), &topology));
 
-  std::unique_ptr<MpiControlPlane> control;
-  KOLO_RETURN_IF_ERROR(MpiControlPlane::create(comms, topology, &control));
-  if (options.agree) KOLO_RETURN_IF_ERROR_AS_IS(options.agree(*control));
-
   transport::World built;
-  built.control = std::move(control);
-  built.p2p = std::make_unique<MpiPointToPoint>(comms);
-  // Which transports this world offers is the registry's decision.
-  MpiFactory factory(comms, *built.control, *built.p2p);
-  KOLO_RETURN_IF_ERROR_AS_IS(transport::build_transports(factory, topology, options.build, &built));
+  KOLO_RETURN_IF_ERROR_AS_IS(assemble(comms, topology, options, &built));
+  KOLO_RETURN_IF_ERROR_AS_IS(subset_maker(comms, options, topology.rank, &built.make_subset));
   if (kolo_owns) {
     ++kolo_owned_worlds;
     built.finalize = release_owned_world;
