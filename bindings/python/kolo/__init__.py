@@ -22,6 +22,7 @@ from ._numpy_ops import (allgather, allgather_async, allreduce, allreduce_async,
                          alltoall_async, broadcast, broadcast_async, grouped_allreduce,
                          grouped_allreduce_async, poll, reducescatter, reducescatter_async,
                          synchronize)
+from ._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from .exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInternalError,
                          HostsUpdatedInterrupt, KoloError, KoloTimeoutError, KoloTypeError,
                          KoloValueError, LibraryNotFoundError, MismatchError,
@@ -43,7 +44,8 @@ def build_info():
 
 
 __all__ = [
-    "Adasum", "Average", "Handle", "Max", "Min", "Product", "Sum",
+    "Adasum", "Average", "Handle", "Max", "Min", "Product", "ProcessSet", "Sum",
+    "add_process_set", "global_process_set", "remove_process_set",
     "allgather", "allgather_async", "allreduce", "allreduce_async", "alltoall",
     "alltoall_async", "barrier", "broadcast", "broadcast_async", "build_info", "cross_rank",
     "cross_size", "grouped_allreduce", "grouped_allreduce_async", "init", "is_initialized",

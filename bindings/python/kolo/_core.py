@@ -94,9 +94,11 @@ def check(status, what=None, completed=False):
 _atexit_registered = False
 
 
-def init(comm=None):
+def init(comm=None, process_sets=None):
     """Starts kolo on MPI_COMM_WORLD, or on ``comm`` (an mpi4py communicator or a
-    Fortran communicator handle, as ``MPI_Comm_c2f`` gives). Collective: if it fails
+    Fortran communicator handle, as ``MPI_Comm_c2f`` gives), then registers
+    ``process_sets`` (ProcessSet objects or lists of ranks; "dynamic" is accepted
+    and changes nothing: sets may always be added later). Collective: if it fails
     on any rank (a bad knob, knobs that must agree set differently), it raises on
     every rank with the same message, naming the ranks. Calling it again while kolo
     runs in this process does nothing, as in Horovod. After another rank's shutdown
@@ -118,6 +120,10 @@ def init(comm=None):
     if not _atexit_registered:
         atexit.register(shutdown)
         _atexit_registered = True
+    if process_sets is not None and process_sets != "dynamic":
+        from ._process_sets import add_process_set
+        for process_set in process_sets:
+            add_process_set(process_set)
 
 
 def shutdown():
@@ -316,17 +322,18 @@ def _reap_orphans():
                 _orphans.discard(st)
 
 
-def submit(fn_name, args, keep, finish, what, shapes=None):
+def submit(fn_name, args, keep, finish, what, shapes=None, process_set=0):
     """Calls an async kolo function whose last argument is the handle out-pointer.
 
     keep: objects whose memory the operation uses (held until completion).
     finish: called with the completed C handle; its return value is the result.
     shapes: the tensors' shapes (a list of tuples, one per tensor), which ranks then
     agree on in full (kolo.h, kolo_options_t): the call's *_ex form takes them.
+    process_set: a process set's id; other than 0, the _ex form runs in that set.
     """
     _reap_orphans()
-    if shapes is not None:
-        opts = _lib.options(shapes)
+    if shapes is not None or process_set:
+        opts = _lib.options(shapes, process_set)
         fn_name, args, keep = fn_name + "_ex", tuple(args) + (ctypes.byref(opts),), (keep, opts)
     fn = lib().fn(fn_name)
     ptr = ctypes.c_void_p()
@@ -350,19 +357,31 @@ def handle_splits(ptr, n):
     return list(splits)
 
 
-def barrier():
-    """Blocks until every rank has entered the barrier."""
+def barrier(process_set=None):
+    """Blocks until every rank (of ``process_set``) has entered the barrier."""
     require_initialized("barrier")
-    check(lib().fn("kolo_barrier")(), "kolo.barrier", completed=True)
+    from ._process_sets import set_id
+    ps = set_id(process_set, "barrier")
+    if ps:
+        check(lib().fn("kolo_barrier_ex")(ctypes.byref(_lib.Options(ps, 0, None))), "kolo.barrier",
+              completed=True)
+    else:
+        check(lib().fn("kolo_barrier")(), "kolo.barrier", completed=True)
 
 
-def join():
-    """This rank has run out of data: blocks until every rank has joined; meanwhile
-    allreduces of other ranks complete as if this rank contributed zeros. Returns
-    the last rank to join."""
+def join(process_set=None):
+    """This rank has run out of data: blocks until every rank (of ``process_set``)
+    has joined; meanwhile allreduces of other ranks complete as if this rank
+    contributed zeros. Returns the last rank to join (a global rank)."""
     require_initialized("join")
+    from ._process_sets import set_id
+    ps = set_id(process_set, "join")
     last = ctypes.c_int(-1)
-    check(lib().fn("kolo_join")(ctypes.byref(last)), "kolo.join", completed=True)
+    if ps:
+        check(lib().fn("kolo_join_ex")(ctypes.byref(_lib.Options(ps, 0, None)),
+                                       ctypes.byref(last)), "kolo.join", completed=True)
+    else:
+        check(lib().fn("kolo_join")(ctypes.byref(last)), "kolo.join", completed=True)
     return last.value
 
 
@@ -395,7 +414,7 @@ def reducescatter_shard_rows(rows, rank_, size_):
 
 
 def submit_grouped(base, inputs, outputs, counts, dtype, op, prescale, postscale, device, keep,
-                   finish, shapes=None):
+                   finish, shapes=None, process_set=0):
     """kolo_grouped_allreduce_async over raw addresses; tensor i is named "<base>.<i>"."""
     n = len(inputs)
     names = [("%s.%d" % (base, i)).encode() for i in range(n)]
@@ -407,7 +426,7 @@ def submit_grouped(base, inputs, outputs, counts, dtype, op, prescale, postscale
             float(postscale), device)
     return submit("kolo_grouped_allreduce_async", args,
                   (keep, names, c_names, c_in, c_out, c_counts), finish,
-                  "grouped_allreduce %r" % base, shapes)
+                  "grouped_allreduce %r" % base, shapes, process_set)
 
 
 def rows_shape(shape):

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _core, _lib
 from ._core import Average, Sum
+from ._process_sets import set_id, set_rank, set_size
 from .exceptions import KoloValueError
 
 _DTYPES = {
@@ -71,11 +72,12 @@ def _result(value):
 
 
 def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
-                    out=None):
+                    out=None, process_set=None):
     """Starts an allreduce; the result (``out``, or a new array) comes from synchronize.
     ``out=array`` reduces in place."""
     what = "allreduce"
     _core.require_initialized(what)
+    ps = set_id(process_set, what)
     arr, dtype = _as_input(array, what)
     out = np.empty_like(arr) if out is None else _check_output(out, arr, what)
     name = _core.op_name("allreduce", name)
@@ -83,19 +85,22 @@ def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale
             _core.check_op(op), float(prescale_factor), float(postscale_factor),
             _lib.CPU_DEVICE)
     return _core.submit("kolo_allreduce_async", args, (arr, out), _result(out),
-                        "allreduce %r" % name, [arr.shape])
+                        "allreduce %r" % name, [arr.shape], ps)
 
 
-def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None):
-    return allreduce_async(array, op, name, prescale_factor, postscale_factor, out).wait()
+def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None,
+              process_set=None):
+    return allreduce_async(array, op, name, prescale_factor, postscale_factor, out,
+                           process_set).wait()
 
 
 def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
-                            postscale_factor=1.0, out=None):
+                            postscale_factor=1.0, out=None, process_set=None):
     """Starts one allreduce of a group of arrays (one dtype), negotiated and reduced as
     a unit. Names are "<name>.<i>"; the result is the list of outputs."""
     what = "grouped_allreduce"
     _core.require_initialized(what)
+    ps = set_id(process_set, what)
     inputs = [_as_input(a, what) for a in arrays]
     if not inputs:
         raise KoloValueError("grouped_allreduce: the group is empty")
@@ -116,13 +121,13 @@ def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
                                 [o.ctypes.data for o in outs], [a.size for a in arrs],
                                 dtypes.pop(), op, prescale_factor, postscale_factor,
                                 _lib.CPU_DEVICE, (arrs, outs), _result(outs),
-                                [a.shape for a in arrs])
+                                [a.shape for a in arrs], ps)
 
 
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
-                      out=None):
+                      out=None, process_set=None):
     return grouped_allreduce_async(arrays, op, name, prescale_factor, postscale_factor,
-                                   out).wait()
+                                   out, process_set).wait()
 
 
 def _gathered(dtype, row_shape, nranks):
@@ -142,82 +147,90 @@ def _gathered(dtype, row_shape, nranks):
     return finish
 
 
-def allgather_async(array, name=None):
+def allgather_async(array, name=None, process_set=None):
     """Starts an allgather: every rank's rows (first dimension) concatenated in rank
     order. Ranks may contribute different numbers of rows."""
     what = "allgather"
     _core.require_initialized(what)
+    ps = set_id(process_set, what)
     arr, dtype = _as_input(array, what)
     rows, row_count = _rows(arr)
     name = _core.op_name("allgather", name)
-    gathered = _gathered(arr.dtype, arr.shape[1:], _core.size())
+    gathered = _gathered(arr.dtype, arr.shape[1:], set_size(ps))
     args = (name.encode(), arr.ctypes.data, rows, row_count, dtype, _lib.CPU_DEVICE)
     return _core.submit("kolo_allgather_async", args, (arr,), lambda p: gathered(p)[0],
-                        "allgather %r" % name, [_core.rows_shape(arr.shape)])
+                        "allgather %r" % name, [_core.rows_shape(arr.shape)], ps)
 
 
-def allgather(array, name=None):
-    return allgather_async(array, name).wait()
+def allgather(array, name=None, process_set=None):
+    return allgather_async(array, name, process_set).wait()
 
 
-def broadcast_async(array, root_rank, name=None, out=None):
+def broadcast_async(array, root_rank, name=None, out=None, process_set=None):
     """Starts a broadcast of root_rank's array; ``out=array`` broadcasts in place."""
     what = "broadcast"
     _core.require_initialized(what)
+    ps = set_id(process_set, what)
     arr, dtype = _as_input(array, what)
     out = np.empty_like(arr) if out is None else _check_output(out, arr, what)
     name = _core.op_name("broadcast", name)
     args = (name.encode(), arr.ctypes.data, out.ctypes.data, arr.size, dtype, int(root_rank),
             _lib.CPU_DEVICE)
     return _core.submit("kolo_broadcast_async", args, (arr, out), _result(out),
-                        "broadcast %r" % name, [arr.shape])
+                        "broadcast %r" % name, [arr.shape], ps)
 
 
-def broadcast(array, root_rank, name=None, out=None):
-    return broadcast_async(array, root_rank, name, out).wait()
+def broadcast(array, root_rank, name=None, out=None, process_set=None):
+    """root_rank (a global rank, also with a process_set) broadcasts its array."""
+    return broadcast_async(array, root_rank, name, out, process_set).wait()
 
 
-def alltoall_async(array, splits=None, name=None):
+def alltoall_async(array, splits=None, name=None, process_set=None):
     """Starts an alltoall: splits[d] rows go to rank d (an even split when None). The
     result is the received rows in source-rank order, plus, when splits were given,
     the rows received from each rank."""
     what = "alltoall"
     _core.require_initialized(what)
+    ps = set_id(process_set, what)
     arr, dtype = _as_input(array, what)
     rows, row_count = _rows(arr)
-    nranks = _core.size()
+    nranks = set_size(ps)
     send = _core.int64_splits(splits, nranks, rows, what)
     name = _core.op_name("alltoall", name)
     gathered = _gathered(arr.dtype, arr.shape[1:], nranks)
     finish = (lambda p: gathered(p)[0]) if splits is None else gathered
     args = (name.encode(), arr.ctypes.data, rows, row_count, send, dtype, _lib.CPU_DEVICE)
     return _core.submit("kolo_alltoall_async", args, (arr, send), finish, "alltoall %r" % name,
-                        [_core.rows_shape(arr.shape)])
+                        [_core.rows_shape(arr.shape)], ps)
 
 
-def alltoall(array, splits=None, name=None):
-    return alltoall_async(array, splits, name).wait()
+def alltoall(array, splits=None, name=None, process_set=None):
+    return alltoall_async(array, splits, name, process_set).wait()
 
 
-def reducescatter_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                        process_set=None):
     """Starts a reducescatter: the rows are reduced (Sum or Average) and this rank gets
     its shard (Horovod's split: the first rows % size ranks get one extra row)."""
     what = "reducescatter"
     _core.require_initialized(what)
+    ps = set_id(process_set, what)
     arr, dtype = _as_input(array, what)
     rows, row_count = _rows(arr)
-    shard = _core.reducescatter_shard_rows(rows, _core.rank(), _core.size())
+    shard = _core.reducescatter_shard_rows(rows, max(set_rank(ps), 0), set_size(ps))
     out = np.empty((shard,) + arr.shape[1:], dtype=arr.dtype)
     name = _core.op_name("reducescatter", name)
     args = (name.encode(), arr.ctypes.data, out.ctypes.data, rows, row_count, dtype,
             _core.check_op(op, (Sum, Average)), float(prescale_factor), float(postscale_factor),
             _lib.CPU_DEVICE)
     return _core.submit("kolo_reducescatter_async", args, (arr, out), _result(out),
-                        "reducescatter %r" % name, [arr.shape])
+                        "reducescatter %r" % name, [arr.shape], ps)
 
 
-def reducescatter(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0):
-    return reducescatter_async(array, op, name, prescale_factor, postscale_factor).wait()
+def reducescatter(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=None):
+    return reducescatter_async(array, op, name, prescale_factor, postscale_factor,
+                               process_set).wait()
 
 
 def poll(handle):

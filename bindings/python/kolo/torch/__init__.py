@@ -17,6 +17,7 @@ raises ValueError.
 from .. import _core
 from .._core import (Adasum, Average, Max, Min, Product, Sum, cross_rank, cross_size,
                      is_initialized, local_rank, local_size, rank, shutdown, size)
+from .._process_sets import add_process_set, remove_process_set
 from ..exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInternalError,
                           HostsUpdatedInterrupt, KoloError, MismatchError, NotInitializedError,
                           RankFailedError, ShutdownError, StalledError, UnsupportedError)
@@ -35,10 +36,9 @@ from .sparse import sparse_allreduce_async
 
 
 def init(comm=None, process_sets=None):
-    """Starts kolo (collective). `comm`: an mpi4py communicator or Fortran handle."""
-    if process_sets:
-        raise ValueError("kolo supports only the global process set")
-    _core.init(comm)
+    """Starts kolo (collective). `comm`: an mpi4py communicator or Fortran handle;
+    `process_sets`: ProcessSet objects (or lists of ranks) to register, on every rank."""
+    _core.init(comm, process_sets)
 
 
 # ---- capability queries (Horovod's names and return types) -----------------------

@@ -19,7 +19,9 @@ import warnings
 import torch
 
 from .. import _core, _lib
+from .. import _process_sets
 from .._core import Average, Sum
+from .._process_sets import ProcessSet, global_process_set  # noqa: F401 (re-exported)
 from ..exceptions import KoloTypeError, KoloValueError, UnsupportedError
 from .sparse import sparse_allreduce_async
 
@@ -37,30 +39,9 @@ _DTYPES = {
 }
 
 
-class ProcessSet:
-    """Horovod's process sets; kolo has one, the global set of all ranks."""
-
-    process_set_id = 0
-
-    def rank(self):
-        return _core.rank()
-
-    def size(self):
-        return _core.size()
-
-    def included(self):
-        return True
-
-    def __repr__(self):
-        return "ProcessSet(global)"
-
-
-global_process_set = ProcessSet()
-
-
-def _check_process_set(process_set):
-    if process_set is not None and process_set is not global_process_set:
-        raise KoloValueError("kolo supports only the global process set")
+def _check_process_set(process_set, what="kolo.torch"):
+    """The id of ``process_set`` (see kolo._process_sets)."""
+    return _process_sets.set_id(process_set, what)
 
 
 def _op(average, op, what):
@@ -159,7 +140,7 @@ def _finish_into(output, buffer, copy_back):
 
 # ---- allreduce -----------------------------------------------------------------------
 
-def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor):
+def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, ps=0):
     what = "allreduce %r" % name
     _core.require_initialized("allreduce")
     dtype, device = _check_tensor(tensor, what)
@@ -167,7 +148,7 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
     args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, op,
             float(prescale_factor), float(postscale_factor), device)
     return _core.submit("kolo_allreduce_async", args, (tensor, src, buffer, output),
-                        _finish_into(output, buffer, copy_back), what, [tuple(src.shape)])
+                        _finish_into(output, buffer, copy_back), what, [tuple(src.shape)], ps)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -175,39 +156,42 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """Starts an allreduce of `tensor` into a new tensor; synchronize() returns it.
     A sparse COO tensor is allgathered (indices and values) as in Horovod: see
     kolo.torch.sparse."""
-    _check_process_set(process_set)
+    ps = _check_process_set(process_set, "allreduce_async")
     op = _op(average, op, "allreduce_async")
     if _is_sparse(tensor):
-        return sparse_allreduce_async(tensor, name, op, prescale_factor, postscale_factor)
+        return sparse_allreduce_async(tensor, name, op, prescale_factor, postscale_factor,
+                                      process_set)
     output = _empty_like(tensor)
     return _allreduce_async(tensor, output, _name("allreduce", name), op, prescale_factor,
-                            postscale_factor)
+                            postscale_factor, ps)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set):
     """Starts an in-place allreduce of `tensor`; synchronize() returns it."""
-    _check_process_set(process_set)
+    ps = _check_process_set(process_set, "allreduce_async_")
     op = _op(average, op, "allreduce_async_")
     return _allreduce_async(tensor, tensor, _name("allreduce", name), op, prescale_factor,
-                            postscale_factor)
+                            postscale_factor, ps)
 
 
 class HorovodAllreduce(torch.autograd.Function):
     """Allreduce whose gradient is the allreduce (same op and factors) of the gradient."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor):
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set):
         ctx.op, ctx.prescale, ctx.postscale = op, prescale_factor, postscale_factor
+        ctx.process_set = process_set
+        ps = _check_process_set(process_set, "allreduce")
         output = _empty_like(tensor)
         return _allreduce_async(tensor, output, _name("allreduce", name), op, prescale_factor,
-                                postscale_factor).wait()
+                                postscale_factor, ps).wait()
 
     @staticmethod
     def backward(ctx, grad_output):
         grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale,
-                         postscale_factor=ctx.postscale)
-        return grad, None, None, None, None
+                         postscale_factor=ctx.postscale, process_set=ctx.process_set)
+        return grad, None, None, None, None, None
 
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
@@ -216,16 +200,18 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     Compression.fp16) compresses for the wire and decompresses the result. A sparse
     COO tensor gives a sparse result (not differentiable, not compressed), as
     allreduce_async does."""
-    _check_process_set(process_set)
+    _check_process_set(process_set, "allreduce")
     op = _op(average, op, "allreduce")
     if _is_sparse(tensor):
         return sparse_allreduce_async(tensor, name, op, prescale_factor,
-                                      postscale_factor).wait()
+                                      postscale_factor, process_set).wait()
     if compression is not None:
         compressed, ctx = compression.compress(tensor)
-        summed = HorovodAllreduce.apply(compressed, name, op, prescale_factor, postscale_factor)
+        summed = HorovodAllreduce.apply(compressed, name, op, prescale_factor, postscale_factor,
+                                        process_set)
         return compression.decompress(summed, ctx)
-    return HorovodAllreduce.apply(tensor, name, op, prescale_factor, postscale_factor)
+    return HorovodAllreduce.apply(tensor, name, op, prescale_factor, postscale_factor,
+                                  process_set)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -237,7 +223,8 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
 
 # ---- grouped allreduce ---------------------------------------------------------------
 
-def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postscale_factor):
+def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postscale_factor,
+                             ps=0):
     what = "grouped_allreduce %r" % name
     _core.require_initialized("grouped_allreduce")
     tensors = list(tensors)
@@ -265,56 +252,58 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postsc
                                 [b.data_ptr() for b in buffers], [s.numel() for s in srcs],
                                 checked[0][0], op, prescale_factor, postscale_factor,
                                 checked[0][1], (tensors, srcs, buffers, outputs), finish,
-                                [tuple(s.shape) for s in srcs])
+                                [tuple(s.shape) for s in srcs], ps)
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
     """Starts one allreduce of a list of tensors, negotiated and reduced as a unit."""
-    _check_process_set(process_set)
+    ps = _check_process_set(process_set, "grouped_allreduce_async")
     op = _op(average, op, "grouped_allreduce_async")
     outputs = [_empty_like(t) for t in tensors]
     return _grouped_allreduce_async(tensors, outputs, _name("grouped_allreduce", name), op,
-                                    prescale_factor, postscale_factor)
+                                    prescale_factor, postscale_factor, ps)
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
-    _check_process_set(process_set)
+    ps = _check_process_set(process_set, "grouped_allreduce_async_")
     op = _op(average, op, "grouped_allreduce_async_")
     tensors = list(tensors)
     return _grouped_allreduce_async(tensors, tensors, _name("grouped_allreduce", name), op,
-                                    prescale_factor, postscale_factor)
+                                    prescale_factor, postscale_factor, ps)
 
 
 class HorovodGroupedAllreduce(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, name, op, prescale_factor, postscale_factor, *tensors):
+    def forward(ctx, name, op, prescale_factor, postscale_factor, process_set, *tensors):
         ctx.op, ctx.prescale, ctx.postscale = op, prescale_factor, postscale_factor
+        ctx.process_set = process_set
+        ps = _check_process_set(process_set, "grouped_allreduce")
         outputs = [_empty_like(t) for t in tensors]
         return tuple(_grouped_allreduce_async(tensors, outputs, _name("grouped_allreduce", name),
-                                              op, prescale_factor, postscale_factor).wait())
+                                              op, prescale_factor, postscale_factor, ps).wait())
 
     @staticmethod
     def backward(ctx, *grads):
         reduced = grouped_allreduce(list(grads), op=ctx.op, prescale_factor=ctx.prescale,
-                                    postscale_factor=ctx.postscale)
-        return (None, None, None, None) + tuple(reduced)
+                                    postscale_factor=ctx.postscale, process_set=ctx.process_set)
+        return (None, None, None, None, None) + tuple(reduced)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=None, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Allreduce of a list of tensors as one unit (differentiable); returns a list."""
-    _check_process_set(process_set)
+    _check_process_set(process_set, "grouped_allreduce")
     op = _op(average, op, "grouped_allreduce")
     tensors = list(tensors)
     if compression is not None:
         pairs = [compression.compress(t) for t in tensors]
         reduced = HorovodGroupedAllreduce.apply(name, op, prescale_factor, postscale_factor,
-                                                *[p[0] for p in pairs])
+                                                process_set, *[p[0] for p in pairs])
         return [compression.decompress(r, ctx) for r, (_, ctx) in zip(reduced, pairs)]
     return list(HorovodGroupedAllreduce.apply(name, op, prescale_factor, postscale_factor,
-                                              *tensors))
+                                              process_set, *tensors))
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -359,67 +348,71 @@ def _copy_out(tensor, row_shape, nranks, what):
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts an allgather along the first dimension; ranks may differ in it."""
-    _check_process_set(process_set)
+    ps = _check_process_set(process_set, "allgather_async")
     name = _name("allgather", name)
     what = "allgather %r" % name
     _core.require_initialized("allgather")
     dtype, device = _check_tensor(tensor, what)
     src = tensor.detach().contiguous()
     rows, row_count = _rows(src)
-    gathered = _copy_out(tensor, src.shape[1:], _core.size(), what)
+    gathered = _copy_out(tensor, src.shape[1:], _process_sets.set_size(ps), what)
     args = (name.encode(), src.data_ptr(), rows, row_count, dtype, device)
     return _core.submit("kolo_allgather_async", args, (tensor, src),
-                        lambda ptr: gathered(ptr)[0], what, [_core.rows_shape(src.shape)])
+                        lambda ptr: gathered(ptr)[0], what, [_core.rows_shape(src.shape)], ps)
 
 
 class HorovodAllgather(torch.autograd.Function):
     """Allgather; the gradient of this rank's rows is its slice of the averaged gradient."""
 
     @staticmethod
-    def forward(ctx, tensor, name):
+    def forward(ctx, tensor, name, process_set):
         ctx.dim = tensor.shape[0] if tensor.dim() else 1
-        return allgather_async(tensor, name).wait()
+        ctx.process_set = process_set
+        return allgather_async(tensor, name, process_set).wait()
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad_reduced = allreduce(grad_output, op=Average)
-        dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64))
-        offset = int(dims[:_core.rank()].sum())
-        return grad_reduced.narrow(0, offset, ctx.dim), None
+        ps = ctx.process_set
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ps)
+        dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64), process_set=ps)
+        me = _process_sets.set_rank(_check_process_set(ps, "allgather"))
+        offset = int(dims[:me].sum())
+        return grad_reduced.narrow(0, offset, ctx.dim), None, None
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
     """Every rank's tensor concatenated along the first dimension (differentiable)."""
-    _check_process_set(process_set)
-    return HorovodAllgather.apply(tensor, name)
+    _check_process_set(process_set, "allgather")
+    return HorovodAllgather.apply(tensor, name, process_set)
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """Starts an alltoall; synchronize() returns (output, received_splits)."""
-    _check_process_set(process_set)
+    ps = _check_process_set(process_set, "alltoall_async")
     name = _name("alltoall", name)
     what = "alltoall %r" % name
     _core.require_initialized("alltoall")
     dtype, device = _check_tensor(tensor, what)
     src = tensor.detach().contiguous()
     rows, row_count = _rows(src)
-    nranks = _core.size()
+    nranks = _process_sets.set_size(ps)
     if isinstance(splits, torch.Tensor):
         splits = splits.tolist()
     send = _core.int64_splits(splits, nranks, rows, what)
     args = (name.encode(), src.data_ptr(), rows, row_count, send, dtype, device)
     return _core.submit("kolo_alltoall_async", args, (tensor, src, send),
                         _copy_out(tensor, src.shape[1:], nranks, what), what,
-                        [_core.rows_shape(src.shape)])
+                        [_core.rows_shape(src.shape)], ps)
 
 
 class HorovodAlltoall(torch.autograd.Function):
     """Alltoall; the gradient travels back by the alltoall with the received splits."""
 
     @staticmethod
-    def forward(ctx, tensor, splits, name):
-        output, received = alltoall_async(tensor, splits, name).wait()
+    def forward(ctx, tensor, splits, name, process_set):
+        output, received = alltoall_async(tensor, splits, name, process_set).wait()
         ctx.received = received
+        ctx.process_set = process_set
         if splits is None:
             return output
         ctx.mark_non_differentiable(received)
@@ -427,21 +420,21 @@ class HorovodAlltoall(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output, *unused):
-        grad, _ = alltoall(grad_output, splits=ctx.received)
-        return grad, None, None
+        grad, _ = alltoall(grad_output, splits=ctx.received, process_set=ctx.process_set)
+        return grad, None, None, None
 
 
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Scatters rows (splits[d] to rank d; an even split by default) and gathers what
     every rank sent here. Returns the output, plus the received splits when `splits`
     was given (differentiable)."""
-    _check_process_set(process_set)
-    return HorovodAlltoall.apply(tensor, splits, name)
+    _check_process_set(process_set, "alltoall")
+    return HorovodAlltoall.apply(tensor, splits, name, process_set)
 
 
 # ---- broadcast -----------------------------------------------------------------------
 
-def _broadcast_async(tensor, output, root_rank, name):
+def _broadcast_async(tensor, output, root_rank, name, ps=0):
     what = "broadcast %r" % name
     _core.require_initialized("broadcast")
     dtype, device = _check_tensor(tensor, what)
@@ -449,41 +442,43 @@ def _broadcast_async(tensor, output, root_rank, name):
     args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, int(root_rank),
             device)
     return _core.submit("kolo_broadcast_async", args, (tensor, src, buffer, output),
-                        _finish_into(output, buffer, copy_back), what, [tuple(src.shape)])
+                        _finish_into(output, buffer, copy_back), what, [tuple(src.shape)], ps)
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
-    _check_process_set(process_set)
+    ps = _check_process_set(process_set, "broadcast_async")
     output = _empty_like(tensor)
-    return _broadcast_async(tensor, output, root_rank, _name("broadcast", name))
+    return _broadcast_async(tensor, output, root_rank, _name("broadcast", name), ps)
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
-    _check_process_set(process_set)
-    return _broadcast_async(tensor, tensor, root_rank, _name("broadcast", name))
+    ps = _check_process_set(process_set, "broadcast_async_")
+    return _broadcast_async(tensor, tensor, root_rank, _name("broadcast", name), ps)
 
 
 class HorovodBroadcast(torch.autograd.Function):
     """Broadcast; the root's gradient is the average of every rank's, others get zero."""
 
     @staticmethod
-    def forward(ctx, tensor, root_rank, name):
+    def forward(ctx, tensor, root_rank, name, process_set):
         ctx.root_rank = root_rank
+        ctx.process_set = process_set
+        ps = _check_process_set(process_set, "broadcast")
         output = _empty_like(tensor)
-        return _broadcast_async(tensor, output, root_rank, _name("broadcast", name)).wait()
+        return _broadcast_async(tensor, output, root_rank, _name("broadcast", name), ps).wait()
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = allreduce(grad_output, op=Average)
+        grad = allreduce(grad_output, op=Average, process_set=ctx.process_set)
         if _core.rank() != ctx.root_rank:
             grad = grad * 0
-        return grad, None, None
+        return grad, None, None, None
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     """root_rank's tensor, on every rank, as a new tensor (differentiable)."""
-    _check_process_set(process_set)
-    return HorovodBroadcast.apply(tensor, root_rank, name)
+    _check_process_set(process_set, "broadcast")
+    return HorovodBroadcast.apply(tensor, root_rank, name, process_set)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
@@ -496,7 +491,7 @@ def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
 def reducescatter_async(tensor, op=Average, name=None, prescale_factor=1.0,
                         postscale_factor=1.0, process_set=global_process_set):
     """Starts a reducescatter (Sum or Average); synchronize() returns this rank's shard."""
-    _check_process_set(process_set)
+    ps = _check_process_set(process_set, "reducescatter_async")
     name = _name("reducescatter", name)
     what = "reducescatter %r" % name
     _core.require_initialized("reducescatter")
@@ -504,36 +499,41 @@ def reducescatter_async(tensor, op=Average, name=None, prescale_factor=1.0,
     dtype, device = _check_tensor(tensor, what)
     src = tensor.detach().contiguous()
     rows, row_count = _rows(src)
-    shard = _core.reducescatter_shard_rows(rows, _core.rank(), _core.size())
+    shard = _core.reducescatter_shard_rows(rows, max(_process_sets.set_rank(ps), 0),
+                                           _process_sets.set_size(ps))
     out = torch.empty((shard,) + tuple(src.shape[1:]), dtype=tensor.dtype, device=tensor.device)
     args = (name.encode(), src.data_ptr(), out.data_ptr(), rows, row_count, dtype, op,
             float(prescale_factor), float(postscale_factor), device)
     return _core.submit("kolo_reducescatter_async", args, (tensor, src, out), lambda p: out, what,
-                        [tuple(src.shape)])
+                        [tuple(src.shape)], ps)
 
 
 class HorovodReducescatter(torch.autograd.Function):
     """Reducescatter; the gradient is the allgather of the shards' gradients."""
 
     @staticmethod
-    def forward(ctx, tensor, op, name, prescale_factor, postscale_factor):
-        ctx.scale = prescale_factor * postscale_factor / (_core.size() if op == Average else 1)
-        return reducescatter_async(tensor, op, name, prescale_factor, postscale_factor).wait()
+    def forward(ctx, tensor, op, name, prescale_factor, postscale_factor, process_set):
+        size = _process_sets.set_size(_check_process_set(process_set, "reducescatter"))
+        ctx.scale = prescale_factor * postscale_factor / (size if op == Average else 1)
+        ctx.process_set = process_set
+        return reducescatter_async(tensor, op, name, prescale_factor, postscale_factor,
+                                   process_set).wait()
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = allgather(grad_output)
+        grad = allgather(grad_output, process_set=ctx.process_set)
         if ctx.scale != 1.0:
             grad = grad * ctx.scale
-        return grad, None, None, None, None
+        return grad, None, None, None, None, None
 
 
 def reducescatter(tensor, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
                   process_set=global_process_set):
     """Reduces `tensor` over ranks and returns this rank's shard of the first dimension
     (differentiable)."""
-    _check_process_set(process_set)
-    return HorovodReducescatter.apply(tensor, op, name, prescale_factor, postscale_factor)
+    _check_process_set(process_set, "reducescatter")
+    return HorovodReducescatter.apply(tensor, op, name, prescale_factor, postscale_factor,
+                                      process_set)
 
 
 # ---- handles and synchronisation -----------------------------------------------------
@@ -550,12 +550,11 @@ def synchronize(handle):
     return handle.wait()
 
 
-def join(device=-1):
-    """This rank is out of data; blocks until all have joined. Returns the last rank
-    to join. Meanwhile other ranks' allreduces see zeros from this rank."""
-    return _core.join()
+def join(device=-1, process_set=global_process_set):
+    """This rank is out of data; blocks until all (of the set) have joined. Returns the
+    last rank to join. Meanwhile other ranks' allreduces see zeros from this rank."""
+    return _core.join(process_set)
 
 
 def barrier(process_set=global_process_set):
-    _check_process_set(process_set)
-    _core.barrier()
+    _core.barrier(process_set)

@@ -50,6 +50,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
         self.sparse_as_dense = sparse_as_dense
+        self.process_set = process_set
         self._handles = {}
         self._grad_accs = []
         self._requires_update = set()
@@ -125,11 +126,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         grad = p.grad
         if grad.is_sparse:
             if not self.sparse_as_dense:
-                return sparse_allreduce_async(grad, name, self.op, prescale, postscale), None
+                return sparse_allreduce_async(grad, name, self.op, prescale, postscale,
+                                              process_set=self.process_set), None
             grad = grad.to_dense()  # reduced in place; synchronize() makes it p.grad
         compressed, ctx = self._compression.compress(grad)
         handle = allreduce_async_(compressed, name=name, op=self.op,
-                                  prescale_factor=prescale, postscale_factor=postscale)
+                                  prescale_factor=prescale, postscale_factor=postscale,
+                                  process_set=self.process_set)
         return handle, ctx
 
     def synchronize(self):
@@ -187,7 +190,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
                          process_set=global_process_set):
-    """Wraps `optimizer` so that step() uses gradients averaged over all ranks.
+    """Wraps `optimizer` so that step() uses gradients averaged over all ranks (of
+    `process_set`: only its members may call step(), as in Horovod).
 
     Returns an instance of a subclass of the optimizer's own class (as Horovod does),
     so isinstance checks and the optimizer's options keep working."""

@@ -16,7 +16,7 @@ tensor (no in-place variant) and is not differentiable, as in Horovod.
 
 import torch
 
-from .. import _core
+from .. import _core, _process_sets
 from .._core import Average, Sum
 from ..exceptions import KoloValueError
 
@@ -55,7 +55,7 @@ def check_sparse(tensor, op, what):
 
 
 def sparse_allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0,
-                           postscale_factor=1.0):
+                           postscale_factor=1.0, process_set=None):
     """Starts the allreduce of a sparse COO `tensor` (horovod.torch's
     sparse_allreduce_async); synchronize() returns the reduced sparse tensor. The
     allgathers are named "allgather.<name>.indices" and "allgather.<name>.values"."""
@@ -71,9 +71,12 @@ def sparse_allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0,
             what, values.dtype))
     if prescale_factor != 1.0:
         values = values * prescale_factor
-    indices_handle = allgather_async(tensor._indices().t().contiguous(), name=base + ".indices")
-    values_handle = allgather_async(values.contiguous(), name=base + ".values")
-    shape, size = tensor.shape, _core.size()
+    indices_handle = allgather_async(tensor._indices().t().contiguous(), name=base + ".indices",
+                                     process_set=process_set)
+    values_handle = allgather_async(values.contiguous(), name=base + ".values",
+                                    process_set=process_set)
+    shape = tensor.shape
+    size = _process_sets.set_size(_process_sets.set_id(process_set, what))
 
     def finish(indices, gathered):
         result = torch.sparse_coo_tensor(indices.t(), gathered, shape)
