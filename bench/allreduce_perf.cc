@@ -3,6 +3,7 @@
 //
 //   mpiexec.mpich -n 2 kolo-allreduce-perf -b 8 -e 64M -r mpi
 //   mpiexec.mpich -n 2 kolo-allreduce-perf -m resnet50
+//   mpiexec.mpich -n 4 kolo-allreduce-perf --process-set 0,2   (a two-rank subset)
 //   mpiexec.mpich -n 1 kolo-allreduce-perf -t nccl -b 8 -e 256M -r nccl   (one GPU per rank)
 //
 // The program owns MPI: it calls MPI_Init_thread(MPI_THREAD_MULTIPLE) before
@@ -13,7 +14,9 @@
 // is behind perf_cuda.h.
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <memory>
 #include <string>
 
@@ -46,6 +49,18 @@ bool open_device_everywhere(MPI_Comm comm, std::unique_ptr<kolo::bench::CudaDevi
   return false;
 }
 
+// The largest `value` over ranks, waiting in 1 ms sleeps: ranks outside the process
+// set wait here while the set's members run, and must not take the cores they time.
+int max_over_ranks_sleeping(MPI_Comm comm, int value) {
+  int out = value;
+  MPI_Request request;
+  MPI_Iallreduce(&value, &out, 1, MPI_INT, MPI_MAX, comm, &request);
+  int done = 0;
+  while (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return out;
+}
+
 int run(MPI_Comm comm, int rank, int argc, char** argv) {
   using namespace kolo::bench;
   PerfOptions options;
@@ -62,7 +77,17 @@ int run(MPI_Comm comm, int rank, int argc, char** argv) {
   if (uses_device(options) && !open_device_everywhere(comm, &device)) return 2;
   if (!options.model.empty()) return run_model(comm, options, device.get());
   start_kolo(comm, options.transport, "");
-  int rc = run_sweep(comm, options, device.get());
+  int rc = 0;
+  if (options.process_set.empty()) {
+    rc = run_sweep(comm, options, device.get());
+  } else {  // the set's members sweep on their communicator; the others wait
+    MPI_Comm members = use_process_set(comm, options.process_set);
+    if (members != MPI_COMM_NULL) {
+      rc = run_sweep(members, options, device.get());
+      MPI_Comm_free(&members);
+    }
+    rc = max_over_ranks_sleeping(comm, rc);
+  }
   stop_kolo(comm);
   return rc;
 }

@@ -17,6 +17,10 @@ std::string describe(kolo_status_t status, const char* message) {
 
 constexpr kolo_device_t kCpu{KOLO_DEVICE_CPU, 0, nullptr};
 
+// --process-set: the options every operation passes, and the set's global ranks.
+kolo_options_t g_options = KOLO_OPTIONS_INIT;
+std::vector<int> g_set_ranks;
+
 // Waits for a submitted operation; aborts the job unless both steps succeeded.
 CompletedHandle finish(MPI_Comm comm, const char* what, kolo_status_t submitted,
                        kolo_handle_t handle) {
@@ -51,6 +55,22 @@ void stop_kolo(MPI_Comm comm) {
   }
 }
 
+MPI_Comm use_process_set(MPI_Comm comm, const std::vector<int>& ranks) {
+  int32_t id = 0;
+  kolo_status_t status = kolo_process_set_add(ranks.data(), static_cast<int>(ranks.size()), &id);
+  if (status != KOLO_OK) abort_job(comm, "--process-set", describe(status, kolo_last_error()).c_str());
+  g_options.process_set = id;
+  g_set_ranks.assign(static_cast<size_t>(kolo_process_set_size(id)), 0);
+  if (kolo_process_set_ranks(id, g_set_ranks.data(), static_cast<int>(g_set_ranks.size()),
+                             nullptr) != KOLO_OK)
+    abort_job(comm, "kolo_process_set_ranks", kolo_last_error());
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm members = MPI_COMM_NULL;
+  MPI_Comm_split(comm, kolo_process_set_included(id) == 1 ? 0 : MPI_UNDEFINED, rank, &members);
+  return members;
+}
+
 std::string effective_transport() {
   const char* value = std::getenv("KOLO_TRANSPORT");
   return value != nullptr && *value != '\0' ? value : "auto";
@@ -60,8 +80,8 @@ void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void
                     int64_t count, DataType dtype, ReduceOp op, const kolo_device_t& device) {
   kolo_handle_t handle = nullptr;
   kolo_status_t status =
-      kolo_allreduce_async(name.c_str(), in, out, count, static_cast<kolo_dtype_t>(dtype),
-                           static_cast<kolo_op_t>(op), 1.0, 1.0, device, &handle);
+      kolo_allreduce_async_ex(name.c_str(), in, out, count, static_cast<kolo_dtype_t>(dtype),
+                              static_cast<kolo_op_t>(op), 1.0, 1.0, device, &g_options, &handle);
   if (status != KOLO_OK) {
     abort_job(comm, "kolo_allreduce_async", describe(status, kolo_last_error()).c_str());
   }
@@ -84,8 +104,9 @@ const char* handle_output(const CompletedHandle& handle, int64_t* bytes) {
 CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const void* in,
                                int64_t count_per_rank, DataType dtype) {
   kolo_handle_t handle = nullptr;
-  kolo_status_t status = kolo_allgather_async(name.c_str(), in, count_per_rank, 1,
-                                              static_cast<kolo_dtype_t>(dtype), kCpu, &handle);
+  kolo_status_t status =
+      kolo_allgather_async_ex(name.c_str(), in, count_per_rank, 1, static_cast<kolo_dtype_t>(dtype),
+                              kCpu, &g_options, &handle);
   return finish(comm, "kolo_allgather_async", status, handle);
 }
 
@@ -93,25 +114,28 @@ CompletedHandle kolo_alltoall(MPI_Comm comm, const std::string& name, const void
                               int64_t count_per_peer, int world_size, DataType dtype) {
   kolo_handle_t handle = nullptr;
   kolo_status_t status =
-      kolo_alltoall_async(name.c_str(), in, count_per_peer * world_size, 1, /*send_splits=*/nullptr,
-                          static_cast<kolo_dtype_t>(dtype), kCpu, &handle);
+      kolo_alltoall_async_ex(name.c_str(), in, count_per_peer * world_size, 1,
+                             /*send_splits=*/nullptr, static_cast<kolo_dtype_t>(dtype), kCpu,
+                             &g_options, &handle);
   return finish(comm, "kolo_alltoall_async", status, handle);
 }
 
 void kolo_broadcast(MPI_Comm comm, const std::string& name, void* buffer, int64_t count,
                     DataType dtype, int root) {
   kolo_handle_t handle = nullptr;
-  kolo_status_t status = kolo_broadcast_async(name.c_str(), buffer, buffer, count,
-                                              static_cast<kolo_dtype_t>(dtype), root, kCpu, &handle);
+  const int global_root = g_set_ranks.empty() ? root : g_set_ranks[static_cast<size_t>(root)];
+  kolo_status_t status =
+      kolo_broadcast_async_ex(name.c_str(), buffer, buffer, count, static_cast<kolo_dtype_t>(dtype),
+                              global_root, kCpu, &g_options, &handle);
   finish(comm, "kolo_broadcast_async", status, handle);
 }
 
 void kolo_reducescatter(MPI_Comm comm, const std::string& name, const void* in, void* out,
                         int64_t count_per_rank, int world_size, DataType dtype, ReduceOp op) {
   kolo_handle_t handle = nullptr;
-  kolo_status_t status = kolo_reducescatter_async(
+  kolo_status_t status = kolo_reducescatter_async_ex(
       name.c_str(), in, out, count_per_rank * world_size, 1, static_cast<kolo_dtype_t>(dtype),
-      static_cast<kolo_op_t>(op), 1.0, 1.0, kCpu, &handle);
+      static_cast<kolo_op_t>(op), 1.0, 1.0, kCpu, &g_options, &handle);
   finish(comm, "kolo_reducescatter_async", status, handle);
 }
 

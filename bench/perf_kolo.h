@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/dtype.h"
 
@@ -21,6 +22,12 @@ namespace kolo::bench {
 // Aborts the job with kolo's message on failure (every rank fails alike).
 void start_kolo(MPI_Comm comm, const std::string& transport, const std::string& fusion_threshold);
 void stop_kolo(MPI_Comm comm);
+
+// --process-set: adds the set of `ranks` (collective over `comm`, every rank), and
+// makes every later operation here run in it. Returns this rank's communicator of
+// the set's members (in set-rank order), or MPI_COMM_NULL where it is not one.
+// Aborts the job with kolo's message when the set is refused.
+MPI_Comm use_process_set(MPI_Comm comm, const std::vector<int>& ranks);
 
 // The KOLO_TRANSPORT kolo will read: the environment's value, or "auto".
 std::string effective_transport();
@@ -49,7 +56,8 @@ CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const voi
                                int64_t count_per_rank, DataType dtype);
 CompletedHandle kolo_alltoall(MPI_Comm comm, const std::string& name, const void* in,
                               int64_t count_per_peer, int world_size, DataType dtype);
-// In place: `buffer` holds the data on the root and receives it elsewhere.
+// In place: `buffer` holds the data on the root and receives it elsewhere. `root`
+// is a rank of `comm` (of the process set's communicator with --process-set).
 void kolo_broadcast(MPI_Comm comm, const std::string& name, void* buffer, int64_t count,
                     DataType dtype, int root);
 void kolo_reducescatter(MPI_Comm comm, const std::string& name, const void* in, void* out,

@@ -1,5 +1,6 @@
 #include "bench/perf_options.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -40,6 +41,21 @@ bool parse_collective(const std::string& text, Collective* c) {
     }
   }
   return false;
+}
+
+// "0,2" -> {0, 2}: non-negative ranks, at least one. (kolo_process_set_add checks
+// the rest: range, duplicates, every rank passing the same list.)
+bool parse_ranks(const std::string& v, std::vector<int>* ranks) {
+  ranks->clear();
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t comma = std::min(v.find(',', start), v.size());
+    int64_t r = 0;
+    if (!parse_int(v.substr(start, comma - start), 0, &r) || r > 1 << 20) return false;
+    ranks->push_back(static_cast<int>(r));
+    start = comma + 1;
+  }
+  return !ranks->empty();
 }
 
 // One flag: its names and what to do with its value.
@@ -115,6 +131,9 @@ const std::vector<Flag>& flags() {
          return !v.empty();
        },
        "a profile name (resnet50) or a profile file"},
+      {nullptr, "--process-set",
+       [](const std::string& v, PerfOptions* o) { return parse_ranks(v, &o->process_set); },
+       "global ranks separated by commas, e.g. 0,2"},
       {nullptr, "--csv",
        [](const std::string& v, PerfOptions* o) {
          o->csv_path = v;
@@ -193,6 +212,10 @@ bool check_consistency(const PerfOptions& o, std::string* error) {
         "sweep only";
     return false;
   }
+  if (!o.model.empty() && !o.process_set.empty()) {
+    *error = "--process-set applies to the size sweep, not --model";
+    return false;
+  }
   return check_device_consistency(o, error);
 }
 
@@ -263,6 +286,9 @@ const char* perf_usage() {
          "      --csv FILE           also write the rows as CSV\n"
          "      --timeline PATH      with -m: record the last timed kolo_fused step with\n"
          "                           kolo_timeline_start(PATH, 1) / kolo_timeline_stop()\n"
+         "      --process-set RANKS  run the sweep in the process set of these global ranks\n"
+         "                           (e.g. 0,2); ranks outside it wait (busbw uses the set's\n"
+         "                           size)\n"
          "Every operation goes through kolo_<collective>_async + kolo_wait. time = median\n"
          "over iterations of the maximum over ranks; GB = 1e9 bytes. size, count, algbw and\n"
          "busbw follow nccl-tests: size is the larger of a rank's input and output, algbw =\n"

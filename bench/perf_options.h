@@ -7,6 +7,7 @@
 //   -m/--model PROFILE             --csv FILE      -h/--help
 //   --timeline PATH (with -m: the last kolo_fused step's timeline)
 //   --collective allreduce|allgather|broadcast|alltoall|reducescatter (allreduce)
+//   --process-set RANKS (e.g. 0,2: the sweep runs in that process set; the others wait)
 // SIZE takes K, M, G suffixes (powers of 1024), as kolo's byte knobs do.
 // -t nccl also moves the data to the GPU: device buffers (see perf_cuda.h), compared
 // with ncclAllReduce (-r nccl) instead of MPI.
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/dtype.h"
 
@@ -42,6 +44,7 @@ struct PerfOptions {
   std::string model;     // empty: the size sweep
   std::string csv_path;  // empty: no CSV
   std::string timeline_path;  // empty: no timeline of a model step
+  std::vector<int> process_set;  // empty: the global set
   bool help = false;
 };
 
