@@ -450,6 +450,9 @@ KOLO_API kolo_status_t kolo_timeline_stop(void);
  * initialised MPI (kolo asks for it when it initialises MPI). */
 KOLO_API kolo_status_t kolo_process_set_add(const int* ranks, int n, int32_t* id);
 
+/* kolo_shutdown (on any rank) and a failure stop every process set too, on every
+ * rank: finish every set's work (a global kolo_barrier) before shutting down. */
+
 /* Removes set `id`: collective over every rank, each passing the same id. The
  * global set (0), an unknown or removed id, ranks passing different ids, or
  * operations of the set in flight on any rank: KOLO_ERR_INVALID_ARGUMENT on every

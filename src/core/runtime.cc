@@ -44,6 +44,9 @@ Status Runtime::launch(std::unique_ptr<Runtime> rt, std::unique_ptr<Runtime>* ou
   rt->thread_ = std::thread([raw] {
     raw->coordinator_->run();
     raw->running_.store(false, std::memory_order_release);
+    // The global set's stop (this rank's shutdown, another's, or a failure) stops
+    // every process set here too, so that no set outlives kolo on this rank.
+    if (raw->sets_) raw->sets_->shutdown();
     raw->release_world();
   });
   *out = std::move(rt);

@@ -95,7 +95,9 @@ class Runtime {
 
   // Asks every rank to stop, waits for this rank's coordinator to finish (the
   // agreed stop cycle, or a peer failure, within the peer timeout) and its
-  // teardown, and releases the world. Idempotent.
+  // teardown, and releases the world. Idempotent. The global set's runtime stops
+  // its process sets first (each set's members stop it together), and whenever
+  // the global set stops, however it stops.
   void shutdown();
 
   // This rank's timeline (core/timeline.h): per rank, from any thread. Starting
