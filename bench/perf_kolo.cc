@@ -58,7 +58,8 @@ void stop_kolo(MPI_Comm comm) {
 MPI_Comm use_process_set(MPI_Comm comm, const std::vector<int>& ranks) {
   int32_t id = 0;
   kolo_status_t status = kolo_process_set_add(ranks.data(), static_cast<int>(ranks.size()), &id);
-  if (status != KOLO_OK) abort_job(comm, "--process-set", describe(status, kolo_last_error()).c_str());
+  if (status != KOLO_OK)
+    abort_job(comm, "--process-set", describe(status, kolo_last_error()).c_str());
   g_options.process_set = id;
   g_set_ranks.assign(static_cast<size_t>(kolo_process_set_size(id)), 0);
   if (kolo_process_set_ranks(id, g_set_ranks.data(), static_cast<int>(g_set_ranks.size()),

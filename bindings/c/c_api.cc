@@ -495,8 +495,8 @@ kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank) {
     kolo_status_t s = submit_and_wait(std::move(a), &h);
     // The set's rank of the last to join, as a global rank.
     const int last = h ? h->state->last_joined : -1;
-    if (s == KOLO_OK && last_rank != nullptr)
-      *last_rank = last >= 0 && last < static_cast<int>(set->ranks.size()) ? set->ranks[last] : last;
+    const bool in_set = last >= 0 && last < static_cast<int>(set->ranks.size());
+    if (s == KOLO_OK && last_rank != nullptr) *last_rank = in_set ? set->ranks[last] : last;
     kolo_handle_release(h);
     return s;
   });

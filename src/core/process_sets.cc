@@ -100,8 +100,8 @@ Status ProcessSets::check_add(const std::vector<std::vector<int32_t>>& all,
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [id, set] : sets_) {
     if (set->ranks == *ranks)
-      return invalid_argument(what + "process set " + std::to_string(id) + " already has the ranks " +
-                              list(sorted));
+      return invalid_argument(what + "process set " + std::to_string(id) +
+                              " already has the ranks " + list(sorted));
   }
   return Status::OK();
 }

@@ -37,7 +37,8 @@ struct ProcessSet {
 class ProcessSets {
  public:
   // `global` outlives this table; `make` builds a set's world from the global one.
-  ProcessSets(Runtime& global, transport::MakeSubset make, const Config& config, int rank, int size);
+  ProcessSets(Runtime& global, transport::MakeSubset make, const Config& config, int rank,
+              int size);
   ~ProcessSets();
 
   // Adds the set of `ranks` (any order; every rank passes the same members) and
