@@ -75,7 +75,8 @@ static_assert(same(kolo::ReduceOp::kSum, KOLO_OP_SUM) &&
               same(kolo::ReduceOp::kAverage, KOLO_OP_AVERAGE) &&
               same(kolo::ReduceOp::kMin, KOLO_OP_MIN) && same(kolo::ReduceOp::kMax, KOLO_OP_MAX) &&
               same(kolo::ReduceOp::kProduct, KOLO_OP_PRODUCT) &&
-              kolo::kNumReduceOps == KOLO_OP_PRODUCT + 1,
+              same(kolo::ReduceOp::kAdasum, KOLO_OP_ADASUM) &&
+              kolo::kNumReduceOps == KOLO_OP_ADASUM + 1,
               "kolo::ReduceOp and kolo_op_t differ");
 static_assert(same(kolo::DeviceKind::kCpu, KOLO_DEVICE_CPU) &&
               same(kolo::DeviceKind::kCuda, KOLO_DEVICE_CUDA),

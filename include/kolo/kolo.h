@@ -90,13 +90,27 @@ typedef enum kolo_dtype_t {
  * - float16 and bfloat16 are widened to float32 for every step of a reduction and
  *   rounded (to nearest even) once per step, so they lose no more than one rounding
  *   per step.
- * - Integer sums wrap around on overflow (two's complement). */
+ * - Integer sums wrap around on overflow (two's complement).
+ * - ADASUM is Horovod's adaptive summation (allreduce and grouped allreduce
+ *   only): each tensor is combined as a whole vector, never element by element.
+ *   Two ranks' tensors a and b become
+ *       (1 - a.b / (2 |a|^2)) a + (1 - a.b / (2 |b|^2)) b
+ *   (a coefficient is 1 where its |.|^2 is below 1e-8), with a.b, |a|^2 and
+ *   |b|^2 accumulated in float64 over the whole tensor; ranks are combined
+ *   pairwise in a binary tree (rank 2i with 2i+1, then those pairs, ...) by
+ *   recursive vector halving. Tensors fused into one bucket, or grouped, give
+ *   exactly what each gives alone. prescale multiplies the input before and
+ *   postscale the result after. Floating dtypes, CPU memory and a world whose
+ *   size is a power of two only (as Horovod): anything else fails with
+ *   KOLO_ERR_UNSUPPORTED, naming why. A joined rank contributes zeros, which
+ *   Adasum leaves out (adasum(a, 0) == a). */
 typedef enum kolo_op_t {
   KOLO_OP_SUM = 0,
   KOLO_OP_AVERAGE = 1,
   KOLO_OP_MIN = 2,
   KOLO_OP_MAX = 3,
   KOLO_OP_PRODUCT = 4,
+  KOLO_OP_ADASUM = 5,
   KOLO_OP_MIN_ENUM_ = -0x7fffffff - 1, /* not an op: see Note [Enum ranges] */
   KOLO_OP_MAX_ENUM_ = 0x7fffffff        /* not an op */
 } kolo_op_t;

@@ -204,7 +204,7 @@ class RingRun {
 Status validate(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
   if (!is_valid(dtype))
     return invalid_argument("ring allreduce: invalid dtype " + dtype_name(dtype));
-  if (!is_valid(op) || op == ReduceOp::kAverage) {
+  if (!is_elementwise(op)) {
     return invalid_argument("ring allreduce: op must be sum, min, max or product, not " +
                             op_name(op));
   }

@@ -22,7 +22,8 @@ constexpr DataTypeInfo kDataTypes[kNumDataTypes] = {
     {DataType::kBool, "bool", 1},
 };
 
-constexpr const char* kOpNames[kNumReduceOps] = {"sum", "average", "min", "max", "product"};
+constexpr const char* kOpNames[kNumReduceOps] = {"sum", "average", "min", "max", "product",
+                                                     "adasum"};
 
 std::string invalid_name(int32_t value) { return "invalid(" + std::to_string(value) + ")"; }
 
@@ -36,6 +37,11 @@ bool is_valid(DataType t) {
 bool is_valid(ReduceOp op) {
   const auto v = static_cast<int32_t>(op);
   return v >= 0 && v < kNumReduceOps;
+}
+
+bool is_elementwise(ReduceOp op) {
+  return op == ReduceOp::kSum || op == ReduceOp::kMin || op == ReduceOp::kMax ||
+         op == ReduceOp::kProduct;
 }
 
 bool is_valid(DeviceKind k) { return k == DeviceKind::kCpu || k == DeviceKind::kCuda; }

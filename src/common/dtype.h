@@ -31,8 +31,9 @@ enum class ReduceOp : int32_t {
   kMin = 2,
   kMax = 3,
   kProduct = 4,
+  kAdasum = 5,  // Adaptive summation (src/algorithms/adasum.h); not element-wise
 };
-constexpr int kNumReduceOps = 5;
+constexpr int kNumReduceOps = 6;
 
 enum class DeviceKind : int32_t {
   kCpu = 0,
@@ -48,6 +49,11 @@ struct Device {
 bool is_valid(DataType t);
 bool is_valid(ReduceOp op);
 bool is_valid(DeviceKind k);
+
+// SUM, MIN, MAX, PRODUCT: the ops the element-wise kernels (src/reduce) and every
+// element-wise transport implement. AVERAGE becomes SUM before a transport sees
+// it; ADASUM is a whole-vector combination that only the Adasum engine computes.
+bool is_elementwise(ReduceOp op);
 
 // Bytes per element; 0 for an invalid type.
 size_t dtype_size(DataType t);

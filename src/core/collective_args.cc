@@ -135,6 +135,28 @@ void append_shape(const std::vector<int64_t>& dims, std::vector<int64_t>* shapes
   shapes->insert(shapes->end(), dims.begin(), dims.end());
 }
 
+// Note [Adasum's limits]
+// Adasum combines whole tensors by recursive vector halving over pairs of ranks
+// (src/algorithms/adasum.h), so — as in Horovod — the world size must be a power
+// of two, and only floating dtypes have the dot products it needs. kolo's engine
+// runs over the host point-to-point verbs: CUDA tensors are refused rather than
+// staged through the host behind the caller's back. All three are known locally
+// and the same on every rank, so every rank refuses the call itself.
+Status check_adasum(const std::string& prefix, const CollectiveArgs& a, int world_size) {
+  if (a.op != ReduceOp::kAdasum) return Status::OK();
+  if (!is_floating(a.dtype))
+    return unsupported(prefix + "op adasum needs a floating-point dtype (float16, bfloat16, "
+                       "float32, float64), not " + dtype_name(a.dtype));
+  if (a.device.kind != DeviceKind::kCpu)
+    return unsupported(prefix + "op adasum runs on CPU tensors only: kolo's Adasum engine uses "
+                       "the host point-to-point verbs, and this tensor is on " +
+                       device_name(a.device) + " (copy it to the host first)");
+  if (world_size < 1 || (world_size & (world_size - 1)) != 0)
+    return unsupported(prefix + "op adasum needs a power-of-two number of ranks (as Horovod), "
+                       "this world has " + std::to_string(world_size));
+  return Status::OK();
+}
+
 uint64_t hash_names(const std::vector<std::string>& names) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (const std::string& n : names) {
@@ -144,7 +166,7 @@ uint64_t hash_names(const std::vector<std::string>& names) {
   return h;
 }
 
-Status make_grouped(const CollectiveArgs& a, TensorEntry* e) {
+Status make_grouped(const CollectiveArgs& a, int world_size, TensorEntry* e) {
   if (a.members.empty()) return invalid_argument("grouped allreduce of no tensors");
   if (a.member_names.size() != a.members.size())
     return invalid_argument("grouped allreduce: names and tensors differ in number");
@@ -174,6 +196,7 @@ Status make_grouped(const CollectiveArgs& a, TensorEntry* e) {
     total += n;
   }
   KOLO_RETURN_IF_ERROR_AS_IS(check_reduction("grouped allreduce: ", a));
+  KOLO_RETURN_IF_ERROR_AS_IS(check_adasum("grouped allreduce: ", a, world_size));
   e->members = a.members;
   e->request.name = "group:" + a.member_names[0] + ":" + std::to_string(a.members.size());
   e->request.params.count = total;
@@ -200,7 +223,7 @@ Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
     p.op = a.op;
     p.prescale = a.prescale;
     p.postscale = a.postscale;
-    return make_grouped(a, e);
+    return make_grouped(a, topo.size, e);
   }
   KOLO_RETURN_IF_ERROR_AS_IS(check_name(a.name));
   e->request.name = a.name;
@@ -217,6 +240,7 @@ Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
   switch (a.collective) {
     case Collective::kAllreduce:
       KOLO_RETURN_IF_ERROR_AS_IS(check_reduction(prefix, a));
+      KOLO_RETURN_IF_ERROR_AS_IS(check_adasum(prefix, a, topo.size));
       p.op = a.op;
       p.prescale = a.prescale;
       p.postscale = a.postscale;

@@ -152,7 +152,8 @@ Kernel select_op(ReduceOp op) {
     case ReduceOp::kProduct: return Family::template kernel<ProductOp>();
     case ReduceOp::kMin: return Family::template kernel<MinOp>();
     case ReduceOp::kMax: return Family::template kernel<MaxOp>();
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;
   }
   return nullptr;
 }
@@ -163,7 +164,8 @@ Kernel select_bool(ReduceOp op) {
     case ReduceOp::kMax: return &combine<uint8_t, OrOp>;
     case ReduceOp::kProduct:
     case ReduceOp::kMin: return &combine<uint8_t, AndOp>;
-    case ReduceOp::kAverage: break;
+    case ReduceOp::kAverage:
+    case ReduceOp::kAdasum: break;
   }
   return nullptr;
 }

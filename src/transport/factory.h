@@ -38,6 +38,11 @@ class TransportFactory {
   virtual Status native(std::unique_ptr<Transport>* out) = 0;
   // kolo's ring over the world's point-to-point verbs ("ring").
   virtual Status ring(std::unique_ptr<Transport>* out) = 0;
+  // kolo's Adasum engine over the world's point-to-point verbs ("adasum", the
+  // engine of op=adasum buckets). A world without those verbs has none.
+  virtual Status adasum(std::unique_ptr<Transport>* out) {
+    return unsupported("this world has no point-to-point verbs for the Adasum engine");
+  }
   // The intra-node shared-memory engine over the whole world ("shm"): only where
   // every rank is on one node. Collective.
   virtual Status shared_memory(std::unique_ptr<Transport>* out) = 0;

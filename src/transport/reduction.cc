@@ -8,7 +8,7 @@ namespace kolo::transport {
 Reduction decide_reduction(ReduceOp op, DataType dtype, double prescale, double postscale,
                            int world_size) {
   Reduction r;
-  r.op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
+  r.op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;  // ADASUM stays: see reduction.h
   r.prescale = prescale;
   r.postscale = postscale;
   if (op == ReduceOp::kAverage) {

@@ -19,7 +19,9 @@ namespace kolo::transport {
 
 // AVERAGE becomes SUM with the division folded in: 1/size into postscale for
 // floating dtypes (one rounding in the output factor), a truncating division by
-// size for integers. `op` must be valid; AVERAGE on bool never gets here.
+// size for integers. ADASUM stays ADASUM with its factors as given: prescale
+// before the combination, postscale after, no 1/size (Horovod's Adasum does not
+// average). `op` must be valid; AVERAGE on bool never gets here.
 Reduction decide_reduction(ReduceOp op, DataType dtype, double prescale, double postscale,
                            int world_size);
 

@@ -85,7 +85,9 @@ Status validate_preference(const std::string& preference) {
 
 // Note [Which transports a world offers]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Every world offers its native collectives and the ring. One node: the
+// Every world offers its native collectives and the ring, and, where it has
+// point-to-point verbs, the Adasum engine (Note [Adasum has an engine of its
+// own]). One node: the
 // shared-memory engine ("shm"). Several nodes of equal size: "hierarchical", the
 // node's shared-memory engine with a cross-node engine after each shard. The
 // device transport, where built, is hierarchical — the same cross-node engine
@@ -108,6 +110,7 @@ Status build_transports(TransportFactory& factory, const Topology& topology,
   };
   KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.native(&t), "mpi"));
   KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.ring(&t), "ring"));
+  KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.adasum(&t), "adasum"));
   if (topology.local_size == topology.size)
     KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.shared_memory(&t), "shm"));
   bool equal_nodes = false;
@@ -180,15 +183,33 @@ std::vector<std::string> Selector::auto_order(const Bucket& bucket) const {
     if (find(name)) order.push_back(name);
   }
   for (const Transport* t : offered_) {  // unranked ones last, in the world's order
-    bool listed = false;
+    bool listed = std::string(t->name()) == "adasum";  // See Note [Adasum has an engine of its own].
     for (const std::string& name : ranked) listed = listed || name == t->name();
     if (!listed) order.push_back(t->name());
   }
   return order;
 }
 
+// Note [Adasum has an engine of its own]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// ADASUM is not element-wise: it combines whole tensors by recursive vector
+// halving with per-tensor dot products (src/algorithms/adasum.h), which no
+// element-wise engine (MPI_Allreduce, the ring, shm, NCCL) can compute. So an
+// op=adasum bucket goes to the "adasum" transport whatever KOLO_TRANSPORT says
+// (that knob picks among engines that compute the same thing), and the "adasum"
+// transport is never a candidate for other buckets. "adasum" is not a
+// KOLO_TRANSPORT value: it is an op's engine, not a choice of path.
 Status Selector::select(const Bucket& bucket, Transport** chosen) const {
   *chosen = nullptr;
+  if (bucket.reduction.op == ReduceOp::kAdasum) {
+    Transport* t = find("adasum");
+    if (t == nullptr)
+      return unsupported(describe(bucket) + ": this world offers no Adasum engine (offered: " +
+                         offered_names(offered_) + ")");
+    KOLO_RETURN_IF_ERROR_AS_IS(t->supports(bucket));
+    *chosen = t;
+    return Status::OK();
+  }
   // KOLO_TRANSPORT names a host transport or the device one ("nccl"); it steers
   // the buckets of its own kind, and the others go in auto order.
   const bool device_preference = preference_ == "nccl";

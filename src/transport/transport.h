@@ -27,7 +27,9 @@ namespace kolo::transport {
 // decide_reduction() (transport/reduction.h). Applied to every element in this
 // order:
 //   x = input * prescale              (skipped when prescale == 1)
-//   r = op over the ranks' x          (op is SUM, MIN, MAX or PRODUCT, never AVERAGE)
+//   r = op over the ranks' x          (op is SUM, MIN, MAX, PRODUCT or ADASUM, never
+//                                      AVERAGE; ADASUM combines each tensor as a
+//                                      whole, in the "adasum" transport only)
 //   y = r * postscale                 (skipped when 1; a floating AVERAGE's 1/size is in it)
 //   output = y / divide               (integer AVERAGE only; truncates toward zero)
 // float16 and bfloat16 are scaled in float32, integers in float64 and truncated

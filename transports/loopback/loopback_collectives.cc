@@ -244,7 +244,7 @@ Status check_collective(CollectiveOp op, const CollectiveView& view) {
   }
   if (!is_valid(view.dtype)) return unsupported("loopback: invalid dtype " + dtype_name(view.dtype));
   if (op == CollectiveOp::kReducescatter &&
-      (view.reduction.op == ReduceOp::kAverage || !is_valid(view.reduction.op))) {
+      !is_elementwise(view.reduction.op)) {
     return unsupported("loopback: reducescatter with sum, min, max or product, not " +
                        op_name(view.reduction.op) + " (decide_reduction turns average into sum)");
   }

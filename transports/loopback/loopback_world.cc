@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "algorithms/adasum.h"
 #include "algorithms/ring_allreduce.h"
 #include "common/check.h"
 #include "reduce/reduce.h"
@@ -297,8 +298,8 @@ Topology make_topology(int rank, int size, int node_size) {
   return t;
 }
 
-// What a loopback world can build: its reference allreduce ("loopback") and the
-// ring over its point-to-point verbs. No shared memory, cross-node or device
+// What a loopback world can build: its reference allreduce ("loopback"), and the
+// ring and the Adasum engine over its point-to-point verbs. No shared memory, cross-node or device
 // engine: the registry then offers neither shm, hierarchical nor nccl.
 class LoopbackFactory : public transport::TransportFactory {
  public:
@@ -310,6 +311,10 @@ class LoopbackFactory : public transport::TransportFactory {
   }
   Status ring(std::unique_ptr<Transport>* out) override {
     *out = algorithms::make_ring_transport(p2p_);
+    return Status::OK();
+  }
+  Status adasum(std::unique_ptr<Transport>* out) override {
+    *out = algorithms::make_adasum_transport(p2p_);
     return Status::OK();
   }
   Status shared_memory(std::unique_ptr<Transport>*) override { return none("shared memory"); }

@@ -277,7 +277,7 @@ Status MpiTransport::supports_collective(CollectiveOp op, const CollectiveView& 
                  ? Status::OK()
                  : unsupported(too_large);
     case CollectiveOp::kReducescatter:
-      if (view.reduction.op == ReduceOp::kAverage || !is_valid(view.reduction.op)) {
+      if (!is_elementwise(view.reduction.op)) {
         return unsupported(what + ": sum, min, max or product, not " +
                            op_name(view.reduction.op) + " (decide_reduction turns average into sum)");
       }

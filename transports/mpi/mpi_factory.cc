@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include "algorithms/adasum.h"
 #include "algorithms/ring_allreduce.h"
 #include "transports/mpi/hierarchical_transport.h"
 #include "transports/mpi/mpi_check.h"
@@ -21,6 +22,11 @@ Status MpiFactory::native(std::unique_ptr<transport::Transport>* out) {
 
 Status MpiFactory::ring(std::unique_ptr<transport::Transport>* out) {
   *out = algorithms::make_ring_transport(p2p_);
+  return Status::OK();
+}
+
+Status MpiFactory::adasum(std::unique_ptr<transport::Transport>* out) {
+  *out = algorithms::make_adasum_transport(p2p_);
   return Status::OK();
 }
 

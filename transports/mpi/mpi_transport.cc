@@ -111,7 +111,7 @@ Status MpiTransport::supports(const transport::Bucket& bucket) const {
                        device_name(bucket.device));
   }
   if (!is_valid(bucket.dtype)) return unsupported("invalid dtype " + dtype_name(bucket.dtype));
-  if (bucket.reduction.op == ReduceOp::kAverage || !is_valid(bucket.reduction.op)) {
+  if (!is_elementwise(bucket.reduction.op)) {
     return unsupported("the mpi transport reduces with sum, min, max or product, not " +
                        op_name(bucket.reduction.op) + " (decide_reduction turns average into sum)");
   }

@@ -390,7 +390,7 @@ Status ShmAllreduce::run(const std::vector<transport::BucketTensor>& tensors, Da
 Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, DataType dtype,
                               ReduceOp op, const ShardStage& stage) {
   if (!is_valid(dtype)) return invalid_argument("shm: invalid dtype " + dtype_name(dtype));
-  if (!is_valid(op) || op == ReduceOp::kAverage) {
+  if (!is_elementwise(op)) {
     return invalid_argument("shm: op must be sum, min, max or product, not " + op_name(op));
   }
   for (size_t i = 0; i < n; ++i) {

@@ -33,6 +33,8 @@ Status to_nccl_op(ReduceOp op, DataType dtype, ncclRedOp_t* out) {
     case ReduceOp::kAverage:
       return internal_error("average has no NCCL op here: the NCCL transport sums and "
                             "then scales or divides");
+    case ReduceOp::kAdasum:
+      return unsupported("adasum has no NCCL op: kolo computes Adasum on CPU tensors only");
   }
   return invalid_argument("invalid reduce op " + op_name(op));
 }

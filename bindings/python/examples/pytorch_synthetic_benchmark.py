@@ -12,7 +12,17 @@ with backward), initialised from mpiexec's PMI_RANK / PMI_SIZE. Both are timed t
 same way: warm-up batches, then --num-iters timings of --num-batches-per-iter steps;
 it prints images/second per rank (mean +- 1.96 sd) and in total. torchvision is not
 needed: the models are defined here (torchvision's are used when it is installed and
---model names one of them).
+--model names one of them; Horovod's default, resnet50, needs it).
+
+Horovod's flags, with Horovod's meaning (--backend kolo):
+  --fp16-allreduce          gradients travel as float16 (hvd.Compression.fp16)
+  --use-adasum              DistributedOptimizer(op=hvd.Adasum): the ranks' updates are
+                            combined by Adasum; the learning rate is not scaled by the
+                            world size (Horovod scales it by size() otherwise)
+  --batches-per-allreduce k k forward/backward passes of --batch-size per optimizer
+                            step, accumulated locally (backward_passes_per_step=k), as
+                            Horovod's pytorch_imagenet_resnet50.py; a step then counts
+                            k * batch-size images
 """
 
 import argparse
@@ -88,7 +98,9 @@ class Kolo:
         hvd = self.hvd
         compression = hvd.Compression.fp16 if args.fp16_allreduce else hvd.Compression.none
         optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                             compression=compression)
+                                             compression=compression,
+                                             backward_passes_per_step=args.batches_per_allreduce,
+                                             op=hvd.Adasum if args.use_adasum else hvd.Average)
         hvd.broadcast_parameters(model.state_dict(), root_rank=0)
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
         return model, optimizer
@@ -114,8 +126,9 @@ class Gloo:
         self.rank, self.size = dist.get_rank(), dist.get_world_size()
 
     def wrap(self, model, optimizer, args):
-        if args.fp16_allreduce:
-            sys.exit("--fp16-allreduce is only for --backend kolo")
+        if args.fp16_allreduce or args.use_adasum or args.batches_per_allreduce != 1:
+            sys.exit("--fp16-allreduce, --use-adasum and --batches-per-allreduce are only for "
+                     "--backend kolo")
         return nn.parallel.DistributedDataParallel(model, broadcast_buffers=False), optimizer
 
     def gather(self, value):
@@ -135,7 +148,15 @@ def main():
     parser.add_argument("--num-warmup-batches", type=int, default=3)
     parser.add_argument("--num-batches-per-iter", type=int, default=5)
     parser.add_argument("--num-iters", type=int, default=5)
-    parser.add_argument("--fp16-allreduce", action="store_true")
+    parser.add_argument("--fp16-allreduce", action="store_true",
+                        help="use fp16 compression during allreduce")
+    parser.add_argument("--use-adasum", action="store_true",
+                        help="use the Adasum algorithm to do the reduction")
+    parser.add_argument("--batches-per-allreduce", type=int, default=1,
+                        help="batches processed locally before each allreduce (it multiplies "
+                             "the images per step)")
+    parser.add_argument("--no-cuda", action="store_true",
+                        help="accepted for Horovod's command lines; this benchmark runs on CPU")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -143,14 +164,22 @@ def main():
     backend = Kolo() if args.backend == "kolo" else Gloo()
     torch.manual_seed(0)
     model, shape = build_model(args.model)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    if args.batches_per_allreduce < 1:
+        sys.exit("--batches-per-allreduce must be at least 1")
+    # As Horovod's example: the learning rate scales with the world size, except
+    # with Adasum, which does not need it.
+    lr_scaler = 1 if args.use_adasum else backend.size
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01 * lr_scaler)
     model, optimizer = backend.wrap(model, optimizer, args)
     data = torch.randn(args.batch_size, *shape)
     target = torch.randint(0, 10, (args.batch_size,))
 
     def step():
         optimizer.zero_grad()
-        F.cross_entropy(model(data), target).backward()
+        for _ in range(args.batches_per_allreduce):
+            loss = F.cross_entropy(model(data), target)
+            loss.div_(args.batches_per_allreduce)
+            loss.backward()
         optimizer.step()
 
     def log(text):
@@ -158,14 +187,18 @@ def main():
             print(text, flush=True)
 
     params = sum(p.numel() for p in model.parameters())
-    log("Model: %s (%.2f M parameters), batch size %d per rank, backend %s, %d rank(s)%s" % (
+    images_per_step = args.batch_size * args.batches_per_allreduce
+    log("Model: %s (%.2f M parameters), batch size %d per rank, backend %s, %d rank(s)%s%s%s" % (
         args.model, params / 1e6, args.batch_size, args.backend, backend.size,
-        ", fp16 allreduce" if args.fp16_allreduce else ""))
+        ", fp16 allreduce" if args.fp16_allreduce else "",
+        ", adasum" if args.use_adasum else "",
+        ", %d batches per allreduce" % args.batches_per_allreduce
+        if args.batches_per_allreduce != 1 else ""))
     timeit.timeit(step, number=args.num_warmup_batches)
     rates = []
     for i in range(args.num_iters):
         t = timeit.timeit(step, number=args.num_batches_per_iter)
-        rate = args.batch_size * args.num_batches_per_iter / t
+        rate = images_per_step * args.num_batches_per_iter / t
         log("Iter #%d: %.1f img/sec per rank" % (i, rate))
         rates.append(rate)
     # Every rank's mean rate; the slowest rank sets the pace of synchronous training.

@@ -30,9 +30,10 @@ Average = _lib.OP_AVERAGE
 Min = _lib.OP_MIN
 Max = _lib.OP_MAX
 Product = _lib.OP_PRODUCT
-Adasum = 100  # Horovod's; kolo does not implement it (rejected with a ValueError)
+Adasum = _lib.OP_ADASUM  # allreduce only; see KOLO_OP_ADASUM in kolo.h
 
-_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product"}
+_OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product",
+             Adasum: "Adasum"}
 
 # The class of an error returned by a call (nothing started): see kolo.exceptions.
 _EXCEPTIONS = {
@@ -202,10 +203,9 @@ def op_name(kind, name):
 
 
 def check_op(op, allowed=None):
-    if op == Adasum:
-        raise KoloValueError("op=Adasum is not supported by kolo")
     if op not in _OP_NAMES:
-        raise KoloValueError("unknown reduce op %r (use Sum, Average, Min, Max or Product)" % op)
+        raise KoloValueError("unknown reduce op %r (use Sum, Average, Min, Max, Product or "
+                             "Adasum)" % op)
     if allowed is not None and op not in allowed:
         raise KoloValueError("op=%s is not supported here (use %s)" % (
             _OP_NAMES[op], " or ".join(_OP_NAMES[a] for a in allowed)))

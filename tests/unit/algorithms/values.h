@@ -82,6 +82,7 @@ double expected_value(ReduceOp op, int size, int64_t i) {
         acc *= v;
         break;
       case ReduceOp::kAverage:
+      case ReduceOp::kAdasum:
         break;
     }
   }

@@ -71,7 +71,7 @@ TEST(DtypeTest, InvalidValues) {
 }
 
 TEST(DtypeTest, OpsAndDevices) {
-  const char* names[] = {"sum", "average", "min", "max", "product"};
+  const char* names[] = {"sum", "average", "min", "max", "product", "adasum"};
   for (int i = 0; i < kNumReduceOps; ++i) {
     const auto op = static_cast<ReduceOp>(i);
     EXPECT_TRUE(is_valid(op));
@@ -80,6 +80,11 @@ TEST(DtypeTest, OpsAndDevices) {
     ASSERT_TRUE(parse_op(names[i], &parsed));
     EXPECT_EQ(parsed, op);
   }
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct})
+    EXPECT_TRUE(is_elementwise(op)) << op_name(op);
+  EXPECT_FALSE(is_elementwise(ReduceOp::kAverage));
+  EXPECT_FALSE(is_elementwise(ReduceOp::kAdasum));
+  EXPECT_FALSE(is_elementwise(static_cast<ReduceOp>(kNumReduceOps)));
   EXPECT_EQ(device_name(Device{}), "cpu");
   EXPECT_EQ(device_name(Device{DeviceKind::kCuda, 3, nullptr}), "cuda:3");
 }

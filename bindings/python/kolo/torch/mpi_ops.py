@@ -20,7 +20,7 @@ import torch
 
 from .. import _core, _lib
 from .. import _process_sets
-from .._core import Average, Sum
+from .._core import Adasum, Average, Sum
 from .._process_sets import ProcessSet, global_process_set  # noqa: F401 (re-exported)
 from ..exceptions import KoloTypeError, KoloValueError, UnsupportedError
 from .sparse import sparse_allreduce_async
@@ -53,6 +53,19 @@ def _op(average, op, what):
                       DeprecationWarning, stacklevel=3)
         return Average if average else Sum
     return _core.check_op(Average if op is None else op)
+
+
+def _check_adasum(op, what, ps=0):
+    """Horovod's own checks, made before anything starts: Adasum pairs ranks in a
+    binary tree, so it needs a power-of-two world, and (as in Horovod) the global
+    process set: NotImplementedError. Its other limits (floating dtypes, CPU
+    tensors) are the core's: an UnsupportedError naming why."""
+    if op == Adasum and ps:
+        raise NotImplementedError("%s: Adasum does not support non-global process sets yet" % what)
+    n = _core.size()
+    if op == Adasum and n & (n - 1):
+        raise NotImplementedError("%s: Running Adasum with non-power of 2 ranks is not supported "
+                                  "yet (this world has %d ranks)" % (what, n))
 
 
 def _name(kind, name):
@@ -143,6 +156,7 @@ def _finish_into(output, buffer, copy_back):
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, ps=0):
     what = "allreduce %r" % name
     _core.require_initialized("allreduce")
+    _check_adasum(op, what, ps)
     dtype, device = _check_tensor(tensor, what)
     src, buffer, copy_back = _in_and_out(tensor, output)
     args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, op,
@@ -227,6 +241,7 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postsc
                              ps=0):
     what = "grouped_allreduce %r" % name
     _core.require_initialized("grouped_allreduce")
+    _check_adasum(op, what, ps)
     tensors = list(tensors)
     if not tensors:
         raise KoloValueError("%s: the group is empty" % what)

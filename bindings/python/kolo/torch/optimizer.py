@@ -20,6 +20,8 @@ runs the wrapped optimizer's step.
   and reduced like any other gradient. As in Horovod, a rank on which such a
   parameter got no gradient contributes dense zeros, which cannot meet the other
   ranks' allgathers: use sparse_as_dense=True when a sparse parameter may go unused.
+- ``op=Adasum`` (on more than one rank) is Horovod's delta optimizer instead:
+  adasum_optimizer.py.
 """
 
 import contextlib
@@ -28,7 +30,7 @@ import warnings
 import torch
 
 from .. import _core
-from .._core import Average
+from .._core import Adasum, Average
 from ..exceptions import KoloValueError
 from .compression import Compression
 from .mpi_ops import allreduce_async_, global_process_set, synchronize
@@ -202,6 +204,16 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if num_groups or groups:
         warnings.warn("kolo ignores num_groups/groups: kolo's fusion buckets gradients itself")
     _core.check_op(op)
+    if op == Adasum and _core.size() > 1:
+        # Horovod's delta optimizer: see adasum_optimizer.py.
+        from .adasum_optimizer import _DistributedAdasumOptimizer
+        from .mpi_ops import _check_adasum
+        _check_adasum(op, "DistributedOptimizer(op=Adasum)",
+                      0 if process_set is global_process_set else 1)
+        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
+                   dict(_DistributedAdasumOptimizer.__dict__))
+        return cls(optimizer.param_groups, named_parameters, compression,
+                   backward_passes_per_step)
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
