@@ -63,6 +63,8 @@ ncclRedOp_t nccl_op(DataType dtype, ReduceOp op) {
       return ncclMax;
     case ReduceOp::kProduct:
       return ncclProd;
+    case ReduceOp::kAdasum:  // -o does not offer it
+      break;
   }
   return ncclSum;
 }

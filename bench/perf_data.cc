@@ -33,6 +33,8 @@ int64_t combine(DataType dtype, ReduceOp op, int64_t a, int64_t b) {
       return std::max(a, b);
     case ReduceOp::kProduct:
       return a * b;
+    case ReduceOp::kAdasum:  // not an element-wise op; -o does not offer it
+      break;
   }
   return 0;
 }

@@ -322,6 +322,8 @@ const char* redop_name(ReduceOp op) {
       return "max";
     case ReduceOp::kProduct:
       return "prod";
+    case ReduceOp::kAdasum:
+      return "adasum";
   }
   return "?";
 }

@@ -51,11 +51,12 @@ TEST(LoopbackWorldTest, TopologyOfOneNodeAndOfPretendNodes) {
   EXPECT_EQ(uneven[0].control->topology().cross_size, 3);
 }
 
-TEST(LoopbackWorldTest, OffersLoopbackAndRing) {
+TEST(LoopbackWorldTest, OffersLoopbackRingAndAdasum) {
   auto worlds = create_worlds(2);
-  ASSERT_EQ(worlds[0].transports.size(), 2u);
+  ASSERT_EQ(worlds[0].transports.size(), 3u);
   EXPECT_STREQ(worlds[0].transports[0]->name(), "loopback");
   EXPECT_STREQ(worlds[0].transports[1]->name(), "ring");
+  EXPECT_STREQ(worlds[0].transports[2]->name(), "adasum");
 }
 
 // Many rounds back to back: generations must not mix.

@@ -11,6 +11,7 @@
 
 #include "common/logging.h"
 #include "kolo_build_config.h"
+#include "transport/reduction.h"
 
 namespace kolo::transport {
 namespace {
@@ -86,6 +87,43 @@ TEST(SelectorTest, ExplicitPreferencePicksThatTransport) {
     ASSERT_TRUE(selector.select(cpu_bucket(bytes), &chosen).ok());
     EXPECT_EQ(chosen, ring);
   }
+}
+
+// Note [Adasum has an engine of its own]: an op=adasum bucket goes to "adasum"
+// whatever KOLO_TRANSPORT says, and "adasum" never takes another op's bucket.
+TEST(SelectorTest, AdasumBucketsGoToTheAdasumEngineOnly) {
+  Fakes f;
+  f.add("mpi");
+  f.add("ring");
+  Transport* adasum = f.add("adasum");
+  for (const char* preference : {"auto", "ring", "mpi"}) {
+    Selector selector(f.offered, preference, Topology{});
+    Bucket b = cpu_bucket(kLarge);
+    b.reduction.op = ReduceOp::kAdasum;
+    Transport* chosen = nullptr;
+    ASSERT_TRUE(selector.select(b, &chosen).ok()) << preference;
+    EXPECT_EQ(chosen, adasum) << preference;
+    for (size_t bytes : {size_t{4}, kLarge}) {
+      ASSERT_TRUE(selector.select(cpu_bucket(bytes), &chosen).ok());
+      EXPECT_NE(chosen, adasum) << preference << " " << bytes;
+    }
+    const std::vector<std::string> order = selector.auto_order(cpu_bucket(kLarge));
+    EXPECT_EQ(std::count(order.begin(), order.end(), "adasum"), 0);
+  }
+  Fakes without;
+  without.add("mpi");
+  Bucket b = cpu_bucket(kSmall);
+  b.reduction.op = ReduceOp::kAdasum;
+  Transport* chosen = nullptr;
+  const Status s = Selector(without.offered, "auto", Topology{}).select(b, &chosen);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("no Adasum engine"), std::string::npos) << s.message();
+  // ADASUM keeps its op and factors: no 1/size.
+  const Reduction r = decide_reduction(ReduceOp::kAdasum, DataType::kFloat32, 2.0, 0.5, 4);
+  EXPECT_EQ(r.op, ReduceOp::kAdasum);
+  EXPECT_EQ(r.prescale, 2.0);
+  EXPECT_EQ(r.postscale, 0.5);
+  EXPECT_EQ(r.divide, 1);
 }
 
 TEST(SelectorTest, ExplicitPreferenceNotOfferedFailsValidation) {
