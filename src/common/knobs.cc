@@ -210,6 +210,84 @@ const Knob kKnobs[] = {
        return true;
      },
      [](const Config& c) { return std::to_string(c.test_node_size); }},
+    {{"KOLO_LARGE_TENSOR_BYTES", KnobType::kBytes, "1M",
+      "a byte count >= 0 with an optional K, M or G suffix, e.g. 1M",
+      "a host tensor of at least this many bytes is a bucket of its own, reduced in place "
+      "without the fusion buffer; 0: every tensor"},
+     [](const std::string& v, Config* c) { return parse_bytes(v, &c->large_tensor_bytes); },
+     [](const Config& c) { return std::to_string(c.large_tensor_bytes); }},
+    {{"KOLO_SHM_SLICE_BYTES", KnobType::kBytes, "512K",
+      "a byte count from 4K to 64M with an optional K, M or G suffix, e.g. 512K",
+      "bytes of one shared-memory slice (the shm transport's unit of pipelining)"},
+     [](const std::string& v, Config* c) {
+       int64_t b = 0;
+       if (!parse_bytes(v, &b) || b < (4 << 10) || b > (int64_t{64} << 20)) return false;
+       c->shm_slice_bytes = b;
+       return true;
+     },
+     [](const Config& c) { return std::to_string(c.shm_slice_bytes); }},
+    {{"KOLO_RING_SEGMENT_BYTES", KnobType::kBytes, "256K",
+      "a byte count from 1K to 1G with an optional K, M or G suffix, e.g. 256K",
+      "bytes of one pipelined segment of kolo's ring allreduce"},
+     [](const std::string& v, Config* c) {
+       int64_t b = 0;
+       if (!parse_bytes(v, &b) || b < (1 << 10) || b > (int64_t{1} << 30)) return false;
+       c->ring_segment_bytes = b;
+       return true;
+     },
+     [](const Config& c) { return std::to_string(c.ring_segment_bytes); }},
+    {{"KOLO_TRANSPORT_SMALL", KnobType::kString, "auto", "auto or a transport name",
+      "with KOLO_TRANSPORT=auto: the transport tried first for host buckets under 64 KiB"},
+     [](const std::string& v, Config* c) {
+       c->transport_small = lower(v);
+       return true;
+     },
+     [](const Config& c) { return c.transport_small; }},
+    {{"KOLO_TRANSPORT_LARGE", KnobType::kString, "auto", "auto or a transport name",
+      "with KOLO_TRANSPORT=auto: the transport tried first for host buckets of 64 KiB and up"},
+     [](const std::string& v, Config* c) {
+       c->transport_large = lower(v);
+       return true;
+     },
+     [](const Config& c) { return c.transport_large; }},
+    {{"KOLO_AUTOTUNE", KnobType::kBool, "0", "1/0, true/false, yes/no, on/off",
+      "1: tune the fusion threshold, the sizes and the transport order on the running "
+      "workload (rank 0 decides, every rank applies at the same cycle), then freeze the best"},
+     [](const std::string& v, Config* c) { return parse_bool(v, &c->autotune); },
+     [](const Config& c) { return std::string(c.autotune ? "1" : "0"); }},
+    {{"KOLO_AUTOTUNE_LOG", KnobType::kString, "", "a file path; empty for none",
+      "rank 0 writes every autotune sample here as CSV; a file that ends in a frozen "
+      "setting is read back at init and reused without searching",
+      Agreement::kMayDiffer},  // read and written on rank 0 only
+     [](const std::string& v, Config* c) {
+       c->autotune_log = v;
+       return true;
+     },
+     [](const Config& c) { return c.autotune_log; }},
+    {{"KOLO_AUTOTUNE_WARMUP_SAMPLES", KnobType::kInt, "3", "an integer from 0 to 1000",
+      "autotune: samples discarded at the start (rank 0)", Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       return parse_int_at_least(v, 0, 1000, &c->autotune_warmup_samples);
+     },
+     [](const Config& c) { return std::to_string(c.autotune_warmup_samples); }},
+    {{"KOLO_AUTOTUNE_SAMPLE_SECONDS", KnobType::kDouble, "0.5",
+      "a finite number from 0.001 to 3600 (seconds)",
+      "autotune: a sample ends at the first cycle end after this long (rank 0)",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       double s = 0;
+       if (!parse_double(v, &s) || s < 0.001 || s > 3600) return false;
+       c->autotune_sample_seconds = s;
+       return true;
+     },
+     [](const Config& c) { return number(c.autotune_sample_seconds); }},
+    {{"KOLO_AUTOTUNE_MAX_SAMPLES", KnobType::kInt, "40", "an integer from 2 to 1000",
+      "autotune: the search freezes its best after at most this many scored samples (rank 0)",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       return parse_int_at_least(v, 2, 1000, &c->autotune_max_samples);
+     },
+     [](const Config& c) { return std::to_string(c.autotune_max_samples); }},
 };
 
 // The value a knob has under `env`: trimmed; unset or blank means the default.

@@ -37,6 +37,18 @@ struct Config {
   double peer_timeout_seconds = 10.0;         // KOLO_PEER_TIMEOUT_SECONDS; > 0
   std::string test_die_at;                    // KOLO_TEST_DIE_AT (tests only)
   int test_node_size = 0;                     // KOLO_TEST_NODE_SIZE (tests only); 0: real nodes
+  // The data path's sizes and the transport order per size class: what the
+  // autotuner changes at run time (see Note [What autotune tunes] in core/autotune.h).
+  int64_t large_tensor_bytes = 1 << 20;       // KOLO_LARGE_TENSOR_BYTES
+  int64_t shm_slice_bytes = 512 << 10;        // KOLO_SHM_SLICE_BYTES
+  int64_t ring_segment_bytes = 256 << 10;     // KOLO_RING_SEGMENT_BYTES
+  std::string transport_small = "auto";       // KOLO_TRANSPORT_SMALL
+  std::string transport_large = "auto";       // KOLO_TRANSPORT_LARGE
+  bool autotune = false;                      // KOLO_AUTOTUNE
+  std::string autotune_log;                   // KOLO_AUTOTUNE_LOG (rank 0)
+  int64_t autotune_warmup_samples = 3;        // KOLO_AUTOTUNE_WARMUP_SAMPLES (rank 0)
+  double autotune_sample_seconds = 0.5;       // KOLO_AUTOTUNE_SAMPLE_SECONDS (rank 0)
+  int64_t autotune_max_samples = 40;          // KOLO_AUTOTUNE_MAX_SAMPLES (rank 0)
 };
 
 enum class KnobType { kBytes, kDouble, kInt, kBool, kString, kChoice };

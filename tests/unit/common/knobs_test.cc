@@ -259,13 +259,19 @@ TEST(KnobsTest, OnlyKnobsThatShapeNothingSharedMayDiffer) {
                                                 "KOLO_STALL_CHECK_TIME_SECONDS",
                                                 "KOLO_THREAD_AFFINITY", "KOLO_LOG_LEVEL",
                                                 "KOLO_FLIGHT_RECORDER",
-                                                "KOLO_FLIGHT_RECORDER_DIR", "KOLO_TEST_DIE_AT"}));
+                                                "KOLO_FLIGHT_RECORDER_DIR", "KOLO_TEST_DIE_AT",
+                                                "KOLO_AUTOTUNE_LOG", "KOLO_AUTOTUNE_WARMUP_SAMPLES",
+                                                "KOLO_AUTOTUNE_SAMPLE_SECONDS",
+                                                "KOLO_AUTOTUNE_MAX_SAMPLES"}));
   std::vector<std::string> agreed;
   for (const KnobValue& v : agreed_knob_values(Config())) agreed.push_back(v.name);
   EXPECT_EQ(agreed, (std::vector<std::string>{"KOLO_FUSION_THRESHOLD", "KOLO_CACHE_CAPACITY",
                                               "KOLO_STALL_SHUTDOWN_TIME_SECONDS",
                                               "KOLO_HIERARCHICAL_ALLREDUCE", "KOLO_TRANSPORT",
-                                              "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_TEST_NODE_SIZE"}));
+                                              "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_TEST_NODE_SIZE",
+                                              "KOLO_LARGE_TENSOR_BYTES", "KOLO_SHM_SLICE_BYTES",
+                                              "KOLO_RING_SEGMENT_BYTES", "KOLO_TRANSPORT_SMALL",
+                                              "KOLO_TRANSPORT_LARGE", "KOLO_AUTOTUNE"}));
   EXPECT_STREQ(agreement_name(Agreement::kMustAgree), "must agree");
   EXPECT_STREQ(agreement_name(Agreement::kMayDiffer), "may differ");
 }
