@@ -15,6 +15,12 @@
 //                  copy out scaling by 1/n (the copies are timed).
 // speedup_vs_mpi = the faster MPI variant's step time / this variant's step time.
 //
+// With --autotune, kolo_unfused gives way to (Note [Timing autotune]):
+//   kolo_defaults  every knob autotune tunes unset: kolo's hand-tuned defaults.
+//   kolo_autotuned KOLO_AUTOTUNE=1 from the environment's knobs (kolo_fused's):
+//                  steps, checked but untimed, until every rank has applied the
+//                  frozen setting; then the usual warm-up and timed steps.
+//
 // With -t nccl the arenas are device memory (cudaMalloc, written once from the host
 // data) and kolo gets kolo_device_t{CUDA, ordinal, producer stream}; the references
 // are NCCL's, on their own communicator and stream:
@@ -183,6 +189,51 @@ VariantResult run_kolo_variant(ModelRun* m, const std::string& name, const std::
   return r;
 }
 
+// The knobs autotune tunes (core/autotune.h).
+const char* const kTunedKnobs[] = {"KOLO_FUSION_THRESHOLD",   "KOLO_LARGE_TENSOR_BYTES",
+                                   "KOLO_SHM_SLICE_BYTES",    "KOLO_RING_SEGMENT_BYTES",
+                                   "KOLO_TRANSPORT_SMALL",    "KOLO_TRANSPORT_LARGE",
+                                   "KOLO_HIERARCHICAL_ALLREDUCE"};
+
+VariantResult run_kolo_defaults(ModelRun* m) {
+  std::vector<std::pair<const char*, std::string>> saved;
+  for (const char* k : kTunedKnobs) {
+    if (const char* v = std::getenv(k)) saved.emplace_back(k, v);
+    unsetenv(k);
+  }
+  VariantResult r = run_kolo_variant(m, "kolo_defaults", "-");
+  for (const auto& [k, v] : saved) setenv(k, v.c_str(), 1);
+  return r;
+}
+
+// Note [Timing autotune]
+// Tuning runs on real steps, so the tuning steps are the workload; they are not
+// timed (the search visits bad settings on purpose). Once every rank reports the
+// frozen setting (kolo_autotune_state; the ranks agree on the step, as they apply
+// it at the same cycle, and a MIN over ranks makes sure), the frozen setting is
+// timed like any variant. How many steps and seconds the tuning took is printed.
+VariantResult run_kolo_autotuned(ModelRun* m, int* tuning_steps, double* tuning_s) {
+  setenv("KOLO_AUTOTUNE", "1", 1);
+  start_kolo(m->comm, m->options.transport, "");
+  std::vector<kolo_handle_t> handles(m->profile.tensors.size());
+  const double start = now_seconds();
+  int frozen_everywhere = 0;
+  for (*tuning_steps = 0; !frozen_everywhere && *tuning_steps < 100000; ++*tuning_steps) {
+    if (m->options.check) poison_output(*m);
+    kolo_step(*m, &handles);
+    if (m->options.check && wrong_in_output(*m) != 0) abort_job(m->comm, "autotune", "wrong result");
+    int frozen = 0;
+    if (kolo_autotune_state(&frozen, nullptr, nullptr) != KOLO_OK)
+      abort_job(m->comm, "kolo_autotune_state", kolo_last_error());
+    MPI_Allreduce(&frozen, &frozen_everywhere, 1, MPI_INT, MPI_MIN, m->comm);
+  }
+  *tuning_s = now_seconds() - start;
+  VariantResult r = time_steps(m, "kolo_autotuned", [&] { kolo_step(*m, &handles); });
+  stop_kolo(m->comm);
+  unsetenv("KOLO_AUTOTUNE");
+  return r;
+}
+
 VariantResult run_mpi_per_tensor(ModelRun* m, const MpiReference& ref) {
   return time_steps(m, "mpi_per_tensor", [&] {
     for (size_t t = m->profile.tensors.size(); t-- > 0;) {
@@ -246,7 +297,9 @@ void print_rows(const ModelRun& m, const std::vector<VariantResult>& rows,
                 const std::string& threshold) {
   const PerfOptions& o = m.options;
   const Profile& p = m.profile;
-  const double best_ref = std::min(rows[2].step_s, rows[3].step_s);
+  double best_ref = 0;
+  for (const VariantResult& r : rows)
+    if (r.name.rfind("kolo", 0) != 0 && (best_ref == 0 || r.step_s < best_ref)) best_ref = r.step_s;
   const std::string speedup_column = std::string("speedup_vs_") + m.reference_kind();
   std::printf(
       "# kolo-allreduce-perf (kolo %s): model %s: %zu tensors, %lld %s, %lld bytes; "
@@ -318,14 +371,26 @@ int run_model(MPI_Comm comm, const PerfOptions& options, CudaDevice* device) {
   const std::string threshold = threshold_label();  // before kolo_unfused sets it to 0
   std::vector<VariantResult> rows;
   rows.push_back(run_kolo_variant(&m, "kolo_fused", ""));
-  rows.push_back(run_kolo_variant(&m, "kolo_unfused", "0"));
+  int tuning_steps = 0;
+  double tuning_s = 0;
+  if (options.autotune) {
+    rows.push_back(run_kolo_defaults(&m));
+    rows.push_back(run_kolo_autotuned(&m, &tuning_steps, &tuning_s));
+  } else {
+    rows.push_back(run_kolo_variant(&m, "kolo_unfused", "0"));
+  }
   run_references(&m, &rows);
   // MPI's results equal kolo's bit for bit, NCCL's average may not (see perf_cuda.h):
   // on the device a reference mismatch is reported, not failed.
-  int64_t wrong = rows[0].wrong + rows[1].wrong;
-  const int64_t ref_wrong = rows[2].wrong + rows[3].wrong;
+  int64_t wrong = 0, ref_wrong = 0;
+  for (const VariantResult& r : rows) (r.name.rfind("kolo", 0) == 0 ? wrong : ref_wrong) += r.wrong;
   if (device == nullptr) wrong += ref_wrong;
   if (m.rank == 0) {
+    if (options.autotune) {
+      std::printf("# autotune: every rank applied the frozen setting after %d steps (%.1f s of "
+                  "tuning; rank 0's KOLO_AUTOTUNE_LOG has the samples)\n",
+                  tuning_steps, tuning_s);
+    }
     print_rows(m, rows, threshold);
     if (options.check) {
       std::printf("# Wrong elements (%s, steps and ranks): %lld %s\n",

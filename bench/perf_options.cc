@@ -206,6 +206,10 @@ bool check_consistency(const PerfOptions& o, std::string* error) {
     *error = "--model times allreduces; it takes no --collective";
     return false;
   }
+  if (o.autotune && o.model.empty()) {
+    *error = "--autotune tunes a training step: it needs --model";
+    return false;
+  }
   if (!o.model.empty() && o.reference != Reference::kNone) {
     *error =
         "--model always compares with MPI (with NCCL under -t nccl); -r applies to the size "
@@ -227,6 +231,10 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       o.help = true;
+      continue;
+    }
+    if (arg == "--autotune") {
+      o.autotune = true;
       continue;
     }
     std::string value;
@@ -283,6 +291,9 @@ const char* perf_usage() {
          "  -m, --model PROFILE      time a training step's gradient set (e.g. resnet50):\n"
          "                           kolo fused, kolo unfused, MPI per tensor, MPI concatenated\n"
          "                           (-t nccl: on the GPU, NCCL per tensor, NCCL concatenated)\n"
+         "      --autotune           with -m: also run with KOLO_AUTOTUNE=1 until the search\n"
+         "                           freezes, then time the frozen setting (kolo_autotuned), and\n"
+         "                           kolo with every tuned knob at its default (kolo_defaults)\n"
          "      --csv FILE           also write the rows as CSV\n"
          "      --timeline PATH      with -m: record the last timed kolo_fused step with\n"
          "                           kolo_timeline_start(PATH, 1) / kolo_timeline_stop()\n"

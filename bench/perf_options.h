@@ -4,7 +4,7 @@
 //   -n/--iters N (20)    -w/--warmup_iters N (5)   -c/--check 0|1 (1)
 //   -d/--datatype NAME (float32)   -o/--op sum|avg|min|max|prod (sum)
 //   -t/--transport NAME (auto)     -r/--reference mpi|nccl|none
-//   -m/--model PROFILE             --csv FILE      -h/--help
+//   -m/--model PROFILE [--autotune] --csv FILE      -h/--help
 //   --timeline PATH (with -m: the last kolo_fused step's timeline)
 //   --collective allreduce|allgather|broadcast|alltoall|reducescatter (allreduce)
 //   --process-set RANKS (e.g. 0,2: the sweep runs in that process set; the others wait)
@@ -46,6 +46,7 @@ struct PerfOptions {
   std::string timeline_path;  // empty: no timeline of a model step
   std::vector<int> process_set;  // empty: the global set
   bool help = false;
+  bool autotune = false;  // --model with KOLO_AUTOTUNE=1: tune, then time the frozen setting
 };
 
 // Parses argv. Returns false and sets *error on an unknown flag, a missing or

@@ -130,7 +130,8 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   kolo::transport::World world;
   kolo::mpi::WorldOptions with_config = options;
   with_config.test_node_size = config.test_node_size;
-  with_config.build.fusion_bytes = static_cast<size_t>(config.fusion_threshold_bytes);
+  with_config.build.fusion_bytes = kolo::core::fusion_capacity(config);
+  with_config.build.shm_slot_bytes = kolo::core::shm_slot_capacity(config);
   with_config.build.hierarchical_allreduce = config.hierarchical_allreduce;
   with_config.peer_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(config.peer_timeout_seconds * 1000.0));
@@ -284,6 +285,18 @@ kolo_status_t kolo_shutdown(void) {
 
 int kolo_is_initialized(void) {
   return guarded(0, [] { return g_runtime && g_runtime->running() ? 1 : 0; });
+}
+
+kolo_status_t kolo_autotune_state(int* frozen, int64_t* changes, uint64_t* digest) {
+  return guarded([&] {
+    std::lock_guard<std::mutex> lock(g_lifecycle_mu);
+    if (!g_runtime) return not_initialized();
+    const kolo::core::AutotuneRecord::State s = g_runtime->autotune_state();
+    if (frozen != nullptr) *frozen = s.frozen ? 1 : 0;
+    if (changes != nullptr) *changes = s.changes;
+    if (digest != nullptr) *digest = s.digest;
+    return report(Status::OK());
+  });
 }
 
 int kolo_rank(void) { return topology_value(&kolo::transport::Topology::rank); }

@@ -252,6 +252,14 @@ KOLO_API int kolo_local_size(void);
 KOLO_API int kolo_cross_rank(void);
 KOLO_API int kolo_cross_size(void);
 
+/* Autotune (KOLO_AUTOTUNE=1; README "Autotune"): *frozen = 1 once this rank has
+ * applied the setting the search froze (or one read back from KOLO_AUTOTUNE_LOG),
+ * *changes = how many settings it has applied, *digest = a hash of every (cycle,
+ * setting) it applied: equal on every rank, as every rank applies rank 0's
+ * decisions at the same cycle. Any pointer may be NULL. KOLO_ERR_NOT_INITIALIZED
+ * when kolo is not running. */
+KOLO_API kolo_status_t kolo_autotune_state(int* frozen, int64_t* changes, uint64_t* digest);
+
 /* "MAJOR.MINOR.PATCH"; static storage. */
 KOLO_API const char* kolo_version(void);
 

@@ -249,6 +249,10 @@ class RingTransport : public transport::Transport {
 
   const char* name() const override { return "ring"; }
 
+  void tune(const transport::Tuning& tuning) override {
+    if (tuning.ring_segment_bytes > 0) ring_.set_segment_bytes(tuning.ring_segment_bytes);
+  }
+
   Status supports(const transport::Bucket& bucket) const override {
     if (bucket.device.kind != DeviceKind::kCpu) {
       return unsupported("ring: CPU memory only, the bucket is on " + device_name(bucket.device));

@@ -36,6 +36,10 @@ class RingAllreduce {
   // memory is allocated on first use and kept.
   Status run(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op);
 
+  // Segments of this many bytes from the next run() on (at least one element);
+  // every rank sets the same before the same run(). Scratch grows if it must.
+  void set_segment_bytes(size_t bytes) { options_.segment_bytes = bytes; }
+
  private:
   transport::PointToPoint& p2p_;
   RingOptions options_;

@@ -40,7 +40,7 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       shutdown_requested_(shutdown_requested),
       selector_(offered(world), config.transport, world.control->topology(),
                 config.hierarchical_allreduce),
-      fusion_(static_cast<size_t>(config.fusion_threshold_bytes)),
+      fusion_(fusion_capacity(config)),
       timeline_(timeline),
       negotiator_(*world.control, config),
       executor_(selector_, fusion_, world.control->topology().rank, world.control->topology().size,
@@ -53,6 +53,7 @@ Status Coordinator::init() {
   queue_.set_waker([control] { control->wake(); });
   for (auto& t : world_.transports) t->set_completion_waker([control] { control->wake(); });
   KOLO_RETURN_IF_ERROR(selector_.validate());
+  KOLO_RETURN_IF_ERROR(init_autotune());
   init_flight_recorder();
   if (!config_.timeline_path.empty()) {
     Status s = timeline_.start(config_.timeline_path, config_.timeline_mark_cycles);
@@ -103,7 +104,9 @@ void Coordinator::run() {
       if (Status s = record_cycle(ready, cycle_start); !s.ok()) return stop_for(s);
     }
     record_negotiated(ready);
+    take_announced_setting();  // before this cycle's buckets: Note [Announcements]
     executor_.execute(ready, &pending_);
+    tune_after_cycle();
     if (negotiator_.take_stall_report()) dump_flight_recorder("stall");
     if (stop) {
       fail_everything(Status(Code::kShutdown, asked ? "kolo was shut down on this rank"

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/knobs.h"
+#include "core/autotune.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
 #include "core/fusion_buffer.h"
@@ -45,6 +46,9 @@ class Coordinator {
   // off. Called on a stall report, when the control plane fails, and on SIGUSR1.
   void dump_flight_recorder(const std::string& reason);
 
+  // What autotune has done on this rank; it outlives the coordinator.
+  std::shared_ptr<const AutotuneRecord> autotune_record() const { return autotune_record_; }
+
  private:
   // Returns OK when there is news, or the liveness check's failure.
   Status wait_for_news();
@@ -59,6 +63,12 @@ class Coordinator {
   // rank's events. record_cycle is collective.
   void note_submits(const std::vector<Response>& ready);
   Status record_cycle(const std::vector<Response>& ready, Clock::time_point start);
+
+  // coordinator_autotune.cc: the setting every rank applies at the same cycle.
+  Status init_autotune();
+  void apply_setting(const TunedSetting& setting);
+  void take_announced_setting();
+  void tune_after_cycle();
 
   // coordinator_flight.cc: the flight recorder and the stall report.
   void init_flight_recorder();
@@ -86,6 +96,9 @@ class Coordinator {
   std::vector<Clock::time_point> submitted_;
   std::vector<int64_t> submit_ages_;
   std::vector<Timeline::Straggler> stragglers_;
+  std::unique_ptr<AutotuneDriver> autotune_;  // rank 0 with KOLO_AUTOTUNE=1
+  uint64_t bytes_before_cycle_ = 0;
+  std::shared_ptr<AutotuneRecord> autotune_record_ = std::make_shared<AutotuneRecord>();
 };
 
 // Note [Waking up]

@@ -1,5 +1,7 @@
 #include "core/executor.h"
 
+#include <algorithm>
+
 #include "common/check.h"
 #include "common/logging.h"
 #include "core/fusion_planner.h"
@@ -21,8 +23,8 @@ bool same_fusion_class(const TensorParams& a, const TensorParams& b) {
 // cost more than the call, so such a tensor is a bucket of its own and is reduced
 // straight from the caller's input into its output. Between 64 KiB and 4 MiB the
 // ResNet-50 step cannot tell the cut-offs apart on the 2-core VM; the
-// measurements are in docs/perf ("Large-tensor cut-off").
-constexpr size_t kAloneBytes = size_t{1} << 20;
+// measurements are in docs/perf ("Large-tensor cut-off"). KOLO_LARGE_TENSOR_BYTES
+// sets it (default 1 MiB), and the autotuner may change it.
 
 }  // namespace
 
@@ -35,7 +37,14 @@ Executor::Executor(transport::Selector& selector, FusionBuffer& fusion, int rank
       world_size_(world_size),
       complete_(std::move(complete)),
       timeline_(timeline),
+      threshold_(fusion.size()),
+      alone_bytes_(size_t{1} << 20),
       device_(device) {}
+
+void Executor::set_sizes(size_t fusion_threshold, size_t large_tensor_bytes) {
+  threshold_ = std::min(fusion_threshold, fusion_.size());
+  alone_bytes_ = large_tensor_bytes;
+}
 
 void Executor::execute(const std::vector<Response>& responses,
                        std::map<std::string, TensorEntry>* pending) {
@@ -191,11 +200,11 @@ void Executor::run_allreduces(const std::vector<const Response*>& ok,
     // A group, and a tensor large enough to skip the fusion buffer, is always a
     // bucket of its own: present it as "larger than the threshold".
     // See Note [Large tensors skip the fusion buffer].
-    const bool alone = group || r->params.bytes() >= kAloneBytes;
-    items.push_back(PlanItem{alone ? fusion_.size() + 1 : r->params.bytes(), cls});
+    const bool alone = group || r->params.bytes() >= alone_bytes_;
+    items.push_back(PlanItem{alone ? threshold_ + 1 : r->params.bytes(), cls});
   }
 
-  for (const PlannedBucket& bucket : plan_buckets(items, fusion_.size())) {
+  for (const PlannedBucket& bucket : plan_buckets(items, threshold_)) {
     entries_.clear();
     names_.clear();
     size_t bytes = 0;  // not bucket.bytes: the planner saw a lone tensor as "over the threshold"
@@ -214,6 +223,7 @@ void Executor::run_allreduces(const std::vector<const Response*>& ok,
     std::unique_ptr<transport::Work> work = start_bucket(entries_, params, &started);
     op_ = Op{bytes, params.collective, start};
     launch(std::move(started), std::move(work), params.device, pending);
+    allreduced_bytes_ += bytes;
   }
 }
 

@@ -55,6 +55,13 @@ class Executor {
   // Waits for everything in flight and completes it (shutdown).
   void finish_all();
 
+  // The fusion threshold (at most the fusion buffer's size) and the large-tensor
+  // cut-off (Note [Large tensors skip the fusion buffer]) from the next execute()
+  // on. Every rank sets the same at the same cycle (the buckets depend on them).
+  void set_sizes(size_t fusion_threshold, size_t large_tensor_bytes);
+  // Bytes of allreduce buckets started so far (the autotuner's measure).
+  uint64_t allreduced_bytes() const { return allreduced_bytes_; }
+
  private:
   struct InFlight {
     std::unique_ptr<transport::Work> work;
@@ -115,6 +122,9 @@ class Executor {
   };
   Op op_;
   const char* transport_name_ = "none";
+  size_t threshold_;      // the fusion threshold, <= fusion_.size()
+  size_t alone_bytes_;    // the large-tensor cut-off
+  uint64_t allreduced_bytes_ = 0;
   std::vector<char> zeros_;  // a joined rank's host contribution; grow-only, all zero
   std::vector<char> sink_;   // where a joined rank's host results go; grow-only
   std::shared_ptr<OutputPool> outputs_ = std::make_shared<OutputPool>();

@@ -13,6 +13,7 @@ constexpr uint64_t kFlagSlowPath = 1ull << 0;  // someone has uncached requests
 constexpr uint64_t kFlagShutdown = 1ull << 1;  // someone asks every rank to stop
 constexpr uint64_t kFlagReport = 1ull << 2;    // rank 0 asks for a stall report
 constexpr uint64_t kFlagTimeline = 1ull << 3;  // someone records a timeline
+constexpr uint64_t kFlagAnnounce = 1ull << 4;  // rank 0 announces (Note [Announcements])
 
 bool test_bit(const std::vector<uint64_t>& bits, size_t word, size_t bit) {
   return (bits[word] >> (bit % 64)) & 1u;
@@ -138,6 +139,7 @@ Status Negotiator::cycle(bool shutdown, std::vector<Response>* ready, bool* stop
 
   std::vector<uint64_t> bits = build_bits(shutdown, need_slow);
   if (report_due_) bits[0] &= ~kFlagReport;  // inverted, like every flag
+  if (rank_ == 0 && !announcement_.empty()) bits[0] &= ~kFlagAnnounce;
   if (!control_.rung(cycle_)) KOLO_RETURN_IF_ERROR(control_.ring(cycle_));
   KOLO_RETURN_IF_ERROR(control_.bitwise_and(&bits));
   invalid_.clear();
@@ -159,6 +161,12 @@ Status Negotiator::cycle(bool shutdown, std::vector<Response>* ready, bool* stop
 
   if (flags & kFlagSlowPath) KOLO_RETURN_IF_ERROR(slow_path(ready));
   if (flags & kFlagReport) KOLO_RETURN_IF_ERROR(gather_report());
+  if (flags & kFlagAnnounce) {
+    received_ = rank_ == 0 ? std::move(announcement_) : std::string();
+    announcement_.clear();
+    KOLO_RETURN_IF_ERROR(control_.broadcast(&received_, 0));
+    announced_ = true;
+  }
   ++cycle_;
   return Status::OK();
 }

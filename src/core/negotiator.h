@@ -82,6 +82,18 @@ class Negotiator {
   // becomes true), which writes the warning. Cheap; call when idle.
   void warn_stalls(Clock::time_point now);
 
+  // Rank 0: sends `message` to every rank with the next cycle (Note
+  // [Announcements]); a later call before that cycle replaces it.
+  void announce(std::string message) { announcement_ = std::move(message); }
+  // True once after the cycle that carried an announcement, on every rank, with
+  // the message in *message.
+  bool take_announcement(std::string* message) {
+    if (!announced_) return false;
+    announced_ = false;
+    *message = std::move(received_);
+    return true;
+  }
+
   // What this rank tells rank 0 when a stall is reported. Set before the first cycle.
   void set_reporter(std::function<RankReport()> reporter) { reporter_ = std::move(reporter); }
   // True once after each cycle that carried a stall report (on every rank).
@@ -135,7 +147,19 @@ class Negotiator {
   bool report_due_ = false;
   bool report_failing_ = false;
   std::vector<MessageTable::Stall> report_stalls_;
+  std::string announcement_;  // rank 0: to send with the next cycle
+  std::string received_;      // the last cycle's announcement
+  bool announced_ = false;
 };
+
+// Note [Announcements]
+// Some decisions are rank 0's alone but must take effect on every rank at the
+// same cycle: the autotuner's next setting changes how buckets are cut, and two
+// ranks cutting the same list differently reduce garbage. Rank 0 sets a flag in
+// the cycle's AND vector (inverted, like every flag, so any rank's flag is seen
+// by all) and, after the slow path, broadcasts the message; every rank takes it
+// before it executes that cycle's responses. It costs one broadcast per
+// announcement (a handful per tuning run) and nothing otherwise.
 
 // Note [Stall reports]
 // Rank 0 sees which ranks lack a stalled name, but the user needs to know what

@@ -35,6 +35,7 @@ Status Runtime::start_set(transport::World world, const Config& config, int32_t 
 Status Runtime::launch(std::unique_ptr<Runtime> rt, std::unique_ptr<Runtime>* out) {
   rt->coordinator_ = std::make_unique<Coordinator>(rt->world_, rt->config_, rt->queue_,
                                                    rt->shutdown_requested_, rt->timeline_);
+  rt->autotune_record_ = rt->coordinator_->autotune_record();
   // Every rank's status, before any coordinator runs: all start or none (Note [One
   // verdict at init]); those that fail release the world together.
   KOLO_RETURN_IF_ERROR_AS_IS(

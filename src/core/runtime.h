@@ -111,6 +111,8 @@ class Runtime {
 
   bool running() const { return running_.load(std::memory_order_acquire); }
   const transport::Topology& topology() const { return topology_; }
+  // What autotune has done on this rank (core/autotune.h); any thread.
+  AutotuneRecord::State autotune_state() const { return autotune_record_->state(); }
 
  private:
   Runtime(transport::World world, const Config& config, int32_t set_id);
@@ -129,6 +131,7 @@ class Runtime {
   std::atomic<bool> running_{false};
   std::atomic<bool> shutdown_requested_{false};
   std::unique_ptr<Coordinator> coordinator_;
+  std::shared_ptr<const AutotuneRecord> autotune_record_;
   std::thread thread_;
   std::mutex shutdown_mu_;
   std::atomic<uint64_t> barriers_{0};

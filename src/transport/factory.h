@@ -28,6 +28,8 @@ class CrossEngine {
  public:
   virtual ~CrossEngine() = default;
   virtual Status allreduce(void* data, int64_t count, DataType dtype, ReduceOp op) = 0;
+  // As Transport::tune.
+  virtual void tune(const Tuning& tuning) {}
 };
 
 class TransportFactory {
@@ -44,8 +46,8 @@ class TransportFactory {
     return unsupported("this world has no point-to-point verbs for the Adasum engine");
   }
   // The intra-node shared-memory engine over the whole world ("shm"): only where
-  // every rank is on one node. Collective.
-  virtual Status shared_memory(std::unique_ptr<Transport>* out) = 0;
+  // every rank is on one node; slices of up to `slot_bytes`. Collective.
+  virtual Status shared_memory(size_t slot_bytes, std::unique_ptr<Transport>* out) = 0;
   // Whether every node has the same number of ranks. Collective.
   virtual Status equal_nodes(bool* out) = 0;
   // The cross-node engine (see CrossEngine). Collective.

@@ -1,5 +1,6 @@
 #include "transport/registry.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -44,7 +45,7 @@ constexpr bool kHaveNccl = KOLO_HAVE_NCCL != 0;
 // kSmallBucketBytes = 64 KiB: the crossover of recursive doubling and ring
 // algorithms; pretend nodes (KOLO_TEST_NODE_SIZE) cannot measure a network, so
 // the multi-node crossover is the textbook one until a cluster measures it.
-constexpr size_t kSmallBucketBytes = 64 << 10;
+constexpr size_t kSmallBucketBytes = Selector::kSmallBucketBytes;
 
 std::string offered_names(const std::vector<Transport*>& offered) {
   std::string names;
@@ -112,7 +113,7 @@ Status build_transports(TransportFactory& factory, const Topology& topology,
   KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.ring(&t), "ring"));
   KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.adasum(&t), "adasum"));
   if (topology.local_size == topology.size)
-    KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.shared_memory(&t), "shm"));
+    KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.shared_memory(options.shm_slot_bytes, &t), "shm"));
   bool equal_nodes = false;
   KOLO_RETURN_IF_ERROR_AS_IS(factory.equal_nodes(&equal_nodes));
   // cross_size is the number of nodes when node sizes are equal, on every rank.
@@ -187,7 +188,38 @@ std::vector<std::string> Selector::auto_order(const Bucket& bucket) const {
     for (const std::string& name : ranked) listed = listed || name == t->name();
     if (!listed) order.push_back(t->name());
   }
+  // KOLO_TRANSPORT_SMALL / _LARGE (or the autotuner): the class's first choice.
+  const std::string& first = bucket.bytes() < kSmallBucketBytes ? first_small_ : first_large_;
+  if (bucket.device.kind == DeviceKind::kCpu && first != "auto") {
+    auto it = std::find(order.begin(), order.end(), first);
+    if (it != order.end()) std::rotate(order.begin(), it, it + 1);
+  }
   return order;
+}
+
+void Selector::set_first_choices(std::string small, std::string large) {
+  first_small_ = std::move(small);
+  first_large_ = std::move(large);
+}
+
+std::vector<std::string> Selector::host_transports() const {
+  std::vector<std::string> names;
+  for (const Transport* t : offered_)
+    // Not the device transport, nor adasum (an op's engine, never a path choice).
+    if (std::string(t->name()) != "nccl" && std::string(t->name()) != "adasum")
+      names.push_back(t->name());
+  return names;
+}
+
+Status Selector::validate_first_choice(const char* knob, const std::string& choice) const {
+  if (choice == "auto") return Status::OK();
+  std::string accepted = "auto";
+  for (const std::string& name : host_transports()) {
+    if (name == choice) return Status::OK();
+    accepted += ", " + name;
+  }
+  return invalid_argument(std::string(knob) + "=\"" + choice +
+                          "\" is not a host transport this world offers; accepted: " + accepted);
 }
 
 // Note [Adasum has an engine of its own]

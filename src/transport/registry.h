@@ -33,6 +33,7 @@ Status validate_preference(const std::string& preference);
 struct BuildOptions {
   size_t fusion_bytes = 0;              // KOLO_FUSION_THRESHOLD: the device fusion buffer
   bool hierarchical_allreduce = false;  // KOLO_HIERARCHICAL_ALLREDUCE: device buckets too
+  size_t shm_slot_bytes = 512 << 10;    // the shm window's slot: the largest slice it can take
 };
 
 // Builds the transports `topology`'s world offers from `factory`, appends them to
@@ -66,6 +67,20 @@ class Selector {
   // The auto order for a bucket (names), exposed for tests.
   std::vector<std::string> auto_order(const Bucket& bucket) const;
 
+  // With preference "auto": host buckets under kSmallBucketBytes try `small`
+  // first, larger ones `large` ("auto": the auto order as it is), and
+  // KOLO_HIERARCHICAL_ALLREDUCE's preference. KOLO_TRANSPORT_SMALL / _LARGE at
+  // init; the autotuner between cycles, on every rank at the same cycle.
+  void set_first_choices(std::string small, std::string large);
+  void set_prefer_hierarchical(bool prefer) { prefer_hierarchical_ = prefer; }
+  // The name `choice` ("auto" or a transport) may take in set_first_choices:
+  // an error naming `knob` and what this world offers otherwise.
+  Status validate_first_choice(const char* knob, const std::string& choice) const;
+  // The host transports this world offers, in the world's order.
+  std::vector<std::string> host_transports() const;
+  // The buckets of the small class are those under this many bytes.
+  static constexpr size_t kSmallBucketBytes = 64 << 10;
+
  private:
   Transport* find(const std::string& name) const;
 
@@ -73,6 +88,8 @@ class Selector {
   std::string preference_;
   Topology topology_;
   bool prefer_hierarchical_ = false;
+  std::string first_small_ = "auto";
+  std::string first_large_ = "auto";
 };
 
 }  // namespace kolo::transport

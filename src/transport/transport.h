@@ -76,6 +76,14 @@ struct Bucket {
   size_t bytes() const { return static_cast<size_t>(count) * dtype_size(dtype); }
 };
 
+// Sizes a transport may change between buckets (the autotuner's; see Note [What
+// autotune tunes] in core/autotune.h). Every rank applies the same values before
+// the same bucket; 0 leaves a size as it is.
+struct Tuning {
+  size_t shm_slice_bytes = 0;     // KOLO_SHM_SLICE_BYTES: shm's slice, up to its slot
+  size_t ring_segment_bytes = 0;  // KOLO_RING_SEGMENT_BYTES: kolo's ring's segment
+};
+
 // The completion of an operation a transport started.
 class Work {
  public:
@@ -149,6 +157,10 @@ class Transport {
   // Device transports: `wake` is to be called (from any thread) when device work
   // completes, so that the coordinator polls its Work. Host transports ignore it.
   virtual void set_completion_waker(std::function<void()> wake) {}
+
+  // Takes the sizes it has (Tuning); the coordinator thread calls it between
+  // buckets, at the same point of the sequence on every rank.
+  virtual void tune(const Tuning& tuning) {}
 
   // The other collectives. A transport that does not implement one answers
   // Unsupported (with the reason) from supports_collective, the same on every rank.

@@ -10,6 +10,7 @@
 // in bayes_search.h).
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "tune/space.h"
@@ -24,7 +25,7 @@ struct GpOptions {
 
 class GaussianProcess {
  public:
-  GaussianProcess(const Space& space, GpOptions options) : space_(space), options_(options) {}
+  GaussianProcess(Space space, GpOptions options) : space_(std::move(space)), options_(options) {}
 
   // Fits to `x` (at least one point) and their `y`. Points may repeat.
   void fit(const std::vector<Point>& x, const std::vector<double>& y);
@@ -37,7 +38,7 @@ class GaussianProcess {
  private:
   double kernel(const Point& a, const Point& b) const;
 
-  const Space& space_;
+  Space space_;  // a copy: the process may outlive or move apart from its owner
   GpOptions options_;
   std::vector<Point> x_;
   std::vector<double> chol_;   // lower Cholesky factor of K + noise I, row-major n x n

@@ -317,7 +317,7 @@ class LoopbackFactory : public transport::TransportFactory {
     *out = algorithms::make_adasum_transport(p2p_);
     return Status::OK();
   }
-  Status shared_memory(std::unique_ptr<Transport>*) override { return none("shared memory"); }
+  Status shared_memory(size_t, std::unique_ptr<Transport>*) override { return none("shared memory"); }
   Status equal_nodes(bool* out) override {
     *out = equal_nodes_;
     return Status::OK();

@@ -51,6 +51,9 @@ class HierarchicalTransport : public transport::Transport {
   const char* name() const override { return "hierarchical"; }
   Status supports(const transport::Bucket& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
+  // The ring segment reaches the cross-node ring; the node stage keeps kSlotBytes
+  // (its slice is sized for the network, not for the caches shm's is tuned to).
+  void tune(const transport::Tuning& tuning) override { cross_->tune(tuning); }
 
  private:
   HierarchicalTransport() = default;
@@ -68,6 +71,9 @@ class CrossRing : public transport::CrossEngine {
   static Status create(const SharedComms& comms, std::unique_ptr<CrossRing>* out);
   Status allreduce(void* data, int64_t count, DataType dtype, ReduceOp op) override {
     return ring_->run(data, data, count, dtype, op);
+  }
+  void tune(const transport::Tuning& tuning) override {
+    if (tuning.ring_segment_bytes > 0) ring_->set_segment_bytes(tuning.ring_segment_bytes);
   }
 
  private:

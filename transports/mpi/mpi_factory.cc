@@ -30,10 +30,10 @@ Status MpiFactory::adasum(std::unique_ptr<transport::Transport>* out) {
   return Status::OK();
 }
 
-Status MpiFactory::shared_memory(std::unique_ptr<transport::Transport>* out) {
+Status MpiFactory::shared_memory(size_t slot_bytes, std::unique_ptr<transport::Transport>* out) {
   std::unique_ptr<ShmAllreduce> engine;
-  KOLO_RETURN_IF_ERROR(ShmAllreduce::create(comms_->local, ShmAllreduce::kDefaultSlotBytes,
-                                            comms_->liveness.get(), &engine));
+  KOLO_RETURN_IF_ERROR(
+      ShmAllreduce::create(comms_->local, slot_bytes, comms_->liveness.get(), &engine));
   *out = std::make_unique<ShmTransport>(std::move(engine));
   return Status::OK();
 }

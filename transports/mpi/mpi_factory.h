@@ -21,7 +21,7 @@ class MpiFactory : public transport::TransportFactory {
   Status native(std::unique_ptr<transport::Transport>* out) override;
   Status ring(std::unique_ptr<transport::Transport>* out) override;
   Status adasum(std::unique_ptr<transport::Transport>* out) override;
-  Status shared_memory(std::unique_ptr<transport::Transport>* out) override;
+  Status shared_memory(size_t slot_bytes, std::unique_ptr<transport::Transport>* out) override;
   Status equal_nodes(bool* out) override;
   Status cross(std::shared_ptr<transport::CrossEngine>* out) override;
   Status hierarchical(std::shared_ptr<transport::CrossEngine> cross,

@@ -215,7 +215,15 @@ Status ShmAllreduce::create(MPI_Comm local, size_t slot_bytes, Liveness* alive,
 }
 
 ShmAllreduce::ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes, Liveness* alive)
-    : window_(std::move(window)), slot_bytes_(slot_bytes), alive_(alive), piece_(kStreamPiece) {}
+    : window_(std::move(window)),
+      slot_bytes_(slot_bytes),
+      slice_bytes_(slot_bytes),
+      alive_(alive),
+      piece_(kStreamPiece) {}
+
+void ShmAllreduce::set_slice_bytes(size_t bytes) {
+  slice_bytes_ = std::min(slot_bytes_, std::max(kCacheLine, bytes / kCacheLine * kCacheLine));
+}
 
 uint64_t* ShmAllreduce::counter(int rank, int which) const {
   return reinterpret_cast<uint64_t*>(window_->segment(rank) + which * kCacheLine);
@@ -432,7 +440,7 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
     stream = streaming_;
   }
   const bool stream_output = stream && static_cast<size_t>(count) * elem >= kStreamOutputMinBytes;
-  const int64_t per_slice = static_cast<int64_t>(slot_bytes_ / elem);
+  const int64_t per_slice = static_cast<int64_t>(slice_bytes_ / elem);
   const int64_t slices = (count + per_slice - 1) / per_slice;
   auto slice = [&](int64_t k) {
     Slice s;

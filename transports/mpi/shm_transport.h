@@ -63,6 +63,12 @@ class ShmAllreduce {
   static Status create(MPI_Comm local, size_t slot_bytes, Liveness* alive,
                        std::unique_ptr<ShmAllreduce>* out);
 
+  // Slices of `bytes` (rounded down to a cache line, at most the slot the window
+  // was created with) from the next run() on; the same on every rank of the node.
+  // The slots do not move: a smaller slice uses the front of each.
+  void set_slice_bytes(size_t bytes);
+  size_t slice_bytes() const { return slice_bytes_; }
+
   // The same on every rank of the node, before the next run().
   void set_store_mode(StoreMode mode) { store_mode_ = mode; }
   // Whether the last run() that could stream did (for tests and logs).
@@ -105,7 +111,8 @@ class ShmAllreduce {
   char* slot(int rank, uint64_t slice) const;
 
   std::unique_ptr<ShmWindow> window_;
-  size_t slot_bytes_;
+  size_t slot_bytes_;   // each slot's size in the window
+  size_t slice_bytes_;  // the slice run() cuts, <= slot_bytes_
   Liveness* alive_;
   uint64_t next_slice_ = 0;  // slices done so far, the same on every rank
   StoreMode store_mode_ = StoreMode::kAuto;
@@ -126,6 +133,9 @@ class ShmTransport : public transport::Transport {
   const char* name() const override { return "shm"; }
   Status supports(const transport::Bucket& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
+  void tune(const transport::Tuning& tuning) override {
+    if (tuning.shm_slice_bytes > 0) engine_->set_slice_bytes(tuning.shm_slice_bytes);
+  }
 
  private:
   std::unique_ptr<ShmAllreduce> engine_;

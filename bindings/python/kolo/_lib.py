@@ -122,6 +122,8 @@ _SIGNATURES = {
     "kolo_local_size": (ctypes.c_int, []),
     "kolo_cross_rank": (ctypes.c_int, []),
     "kolo_cross_size": (ctypes.c_int, []),
+    "kolo_autotune_state": (
+        _status, [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(_i64), ctypes.POINTER(ctypes.c_uint64)]),
     "kolo_version": (_cstr, []),
     "kolo_build_info_json": (_cstr, []),
     "kolo_transport_built": (ctypes.c_int, [_cstr, ctypes.POINTER(_cstr)]),

@@ -46,6 +46,11 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
       "KOLO_TRANSPORT",                "KOLO_FLIGHT_RECORDER",
       "KOLO_FLIGHT_RECORDER_DIR",      "KOLO_PEER_TIMEOUT_SECONDS",
       "KOLO_TEST_DIE_AT",              "KOLO_TEST_NODE_SIZE",
+      "KOLO_LARGE_TENSOR_BYTES",       "KOLO_SHM_SLICE_BYTES",
+      "KOLO_RING_SEGMENT_BYTES",       "KOLO_TRANSPORT_SMALL",
+      "KOLO_TRANSPORT_LARGE",          "KOLO_AUTOTUNE",
+      "KOLO_AUTOTUNE_LOG",             "KOLO_AUTOTUNE_WARMUP_SAMPLES",
+      "KOLO_AUTOTUNE_SAMPLE_SECONDS",  "KOLO_AUTOTUNE_MAX_SAMPLES",
   };
   const auto& specs = knob_specs();
   ASSERT_EQ(specs.size(), std::size(expected));
@@ -56,6 +61,19 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
   }
   EXPECT_EQ(specs[0].type, KnobType::kBytes);
   EXPECT_EQ(specs[9].type, KnobType::kChoice);
+}
+
+// The autotune knobs' ranges: a bad value names the variable and what it takes.
+TEST(KnobsTest, TunedSizesAndAutotuneKnobsAreChecked) {
+  EXPECT_NE(load_error("KOLO_SHM_SLICE_BYTES", "1K").find("from 4K to 64M"), std::string::npos);
+  EXPECT_NE(load_error("KOLO_RING_SEGMENT_BYTES", "12").find("KOLO_RING_SEGMENT_BYTES"),
+            std::string::npos);
+  EXPECT_NE(load_error("KOLO_AUTOTUNE", "maybe").find("KOLO_AUTOTUNE=\"maybe\""), std::string::npos);
+  EXPECT_NE(load_error("KOLO_AUTOTUNE_SAMPLE_SECONDS", "0").find("0.001"), std::string::npos);
+  EXPECT_NE(load_error("KOLO_AUTOTUNE_MAX_SAMPLES", "1").find("from 2 to 1000"), std::string::npos);
+  const Config c = load_ok({{"KOLO_LARGE_TENSOR_BYTES", "4M"}, {"KOLO_TRANSPORT_SMALL", "MPI"}});
+  EXPECT_EQ(c.large_tensor_bytes, 4 << 20);
+  EXPECT_EQ(c.transport_small, "mpi");
 }
 
 TEST(KnobsTest, DefaultsWhenUnset) {
@@ -76,12 +94,24 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.peer_timeout_seconds, 10.0);
   EXPECT_EQ(c.test_die_at, "");
   EXPECT_EQ(c.test_node_size, 0);
+  EXPECT_EQ(c.large_tensor_bytes, 1 << 20);
+  EXPECT_EQ(c.shm_slice_bytes, 512 << 10);
+  EXPECT_EQ(c.ring_segment_bytes, 256 << 10);
+  EXPECT_EQ(c.transport_small, "auto");
+  EXPECT_EQ(c.transport_large, "auto");
+  EXPECT_FALSE(c.autotune);
+  EXPECT_EQ(c.autotune_log, "");
+  EXPECT_EQ(c.autotune_warmup_samples, 3);
+  EXPECT_EQ(c.autotune_sample_seconds, 0.5);
+  EXPECT_EQ(c.autotune_max_samples, 40);
 
   const std::vector<std::string> values = knob_values(env_of({}));
   const std::vector<std::string> expected = {"64M", "1",    "1024",    "",     "0",
                                              "60",  "0",    "0",       "-1",   "warning",
                                              "auto", "1024", ".",      "10",   "",
-                                             "0"};
+                                             "0",   "1M",   "512K",    "256K", "auto",
+                                             "auto", "0",   "",        "3",    "0.5",
+                                             "40"};
   EXPECT_EQ(values, expected);
 }
 

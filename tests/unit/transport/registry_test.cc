@@ -270,6 +270,32 @@ TEST(SelectorTest, AutoOrderOnSeveralNodes) {
   EXPECT_EQ(odd.auto_order(cpu_bucket(kLarge)), (Names{"hierarchical", "ring", "mpi", "shm"}));
 }
 
+// KOLO_TRANSPORT_SMALL / _LARGE (and autotune): the class's first choice moves
+// to the front of the auto order, for host buckets only; "auto" changes nothing;
+// a name the world does not offer is refused by name.
+TEST(SelectorTest, FirstChoicePerSizeClass) {
+  Fakes f;
+  f.add("mpi");
+  f.add("ring");
+  f.add("shm");
+  f.add("nccl");
+  Selector selector(f.offered, "auto", nodes(0, 4, 4));
+  using Names = std::vector<std::string>;
+  selector.set_first_choices("mpi", "ring");
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kSmall)), (Names{"mpi", "shm", "ring", "nccl"}));
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kLarge)), (Names{"ring", "shm", "mpi", "nccl"}));
+  Bucket gpu = cpu_bucket(kLarge);
+  gpu.device.kind = DeviceKind::kCuda;
+  EXPECT_EQ(selector.auto_order(gpu).front(), "nccl");
+  selector.set_first_choices("auto", "auto");
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kLarge)), (Names{"shm", "ring", "mpi", "nccl"}));
+  EXPECT_EQ(selector.host_transports(), (Names{"mpi", "ring", "shm"}));
+  EXPECT_TRUE(selector.validate_first_choice("KOLO_TRANSPORT_SMALL", "shm").ok());
+  const Status bad = selector.validate_first_choice("KOLO_TRANSPORT_LARGE", "nccl");
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.message().find("KOLO_TRANSPORT_LARGE=\"nccl\""), std::string::npos) << bad.message();
+}
+
 // Unequal nodes (3 ranks in nodes of 2): cross sizes differ between ranks, but
 // the world offers the same transports everywhere, so every rank still agrees.
 TEST(SelectorTest, SameChoiceOnEveryRankWithUnequalNodes) {
@@ -424,7 +450,7 @@ class FakeFactory : public TransportFactory {
 
   Status native(std::unique_ptr<Transport>* out) override { return make("mpi", out, native_answer); }
   Status ring(std::unique_ptr<Transport>* out) override { return make("ring", out); }
-  Status shared_memory(std::unique_ptr<Transport>* out) override { return make("shm", out); }
+  Status shared_memory(size_t, std::unique_ptr<Transport>* out) override { return make("shm", out); }
   Status equal_nodes(bool* out) override {
     *out = equal;
     return Status::OK();
