@@ -311,6 +311,25 @@ KNOB_FLAGS = [
      "where each rank writes its flight recorder dump"),
     ("--peer-timeout-seconds", "KOLO_PEER_TIMEOUT_SECONDS", "S",
      number_check(0.05, "a number >= 0.05", high=1e6), "a peer silent this long has failed"),
+    ("--large-tensor-bytes", "KOLO_LARGE_TENSOR_BYTES", "SIZE", non_empty("a byte count"),
+     "host tensors of this size and up skip the fusion buffer (K/M/G suffixes)"),
+    ("--shm-slice-bytes", "KOLO_SHM_SLICE_BYTES", "SIZE", non_empty("a byte count"),
+     "the shm transport's slice (K/M/G suffixes)"),
+    ("--ring-segment-bytes", "KOLO_RING_SEGMENT_BYTES", "SIZE", non_empty("a byte count"),
+     "the ring allreduce's pipelined segment (K/M/G suffixes)"),
+    ("--transport-small", "KOLO_TRANSPORT_SMALL", "NAME", non_empty("auto or a transport name"),
+     "the transport tried first for host buckets under 64 KiB"),
+    ("--transport-large", "KOLO_TRANSPORT_LARGE", "NAME", non_empty("auto or a transport name"),
+     "the transport tried first for host buckets of 64 KiB and up"),
+    ("--autotune-log-file", "KOLO_AUTOTUNE_LOG", "FILE", non_empty("a file name"),
+     "rank 0 logs autotune's samples here (CSV); a frozen setting in it is reused"),
+    ("--autotune-warmup-samples", "KOLO_AUTOTUNE_WARMUP_SAMPLES", "N",
+     number_check(0, "an integer from 0 to 1000", True, 1000), "autotune samples discarded first"),
+    ("--autotune-sample-seconds", "KOLO_AUTOTUNE_SAMPLE_SECONDS", "S",
+     number_check(0.001, "a number from 0.001 to 3600", high=3600), "autotune's sample length"),
+    ("--autotune-max-samples", "KOLO_AUTOTUNE_MAX_SAMPLES", "N",
+     number_check(2, "an integer from 2 to 1000", True, 1000),
+     "autotune freezes after at most N scored samples"),
 ]
 # Flags with a fixed value: (flag, variable, value, help).
 KNOB_SWITCHES = [
@@ -321,6 +340,9 @@ KNOB_SWITCHES = [
     ("--no-stall-check", "KOLO_STALL_CHECK_TIME_SECONDS", "0", "no stall warnings"),
     ("--timeline-mark-cycles", "KOLO_TIMELINE_MARK_CYCLES", "1",
      "mark each negotiation cycle in the timeline"),
+    ("--autotune", "KOLO_AUTOTUNE", "1",
+     "tune fusion, sizes and transport order on the running job (README: Autotune)"),
+    ("--no-autotune", "KOLO_AUTOTUNE", "0", "no autotune"),
 ]
 TEST_ONLY_KNOBS = ("KOLO_TEST_DIE_AT", "KOLO_TEST_NODE_SIZE")
 
