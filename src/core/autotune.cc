@@ -234,9 +234,10 @@ Status AutotuneDriver::create(const Config& config, tune::Space space, const Tun
 AutotuneDriver::AutotuneDriver(tune::Autotuner tuner, std::string log_path)
     : tuner_(std::move(tuner)), log_path_(std::move(log_path)) {}
 
-std::optional<TunedSetting> AutotuneDriver::cycle_done(uint64_t bytes, Clock::time_point end) {
+std::optional<TunedSetting> AutotuneDriver::cycle_done(uint64_t bytes, Clock::time_point end,
+                                                       bool at_rest) {
   const bool changed =
-      tuner_.cycle_done(bytes, std::chrono::duration<double>(end - epoch_).count());
+      tuner_.cycle_done(bytes, std::chrono::duration<double>(end - epoch_).count(), at_rest);
   write_rows();
   if (!changed) return std::nullopt;
   TunedSetting next = setting_at(tuner_.space(), tuner_.current());

@@ -93,7 +93,7 @@ class AutotuneDriver {
   const std::optional<TunedSetting>& reused() const { return reused_; }
   // After each cycle: the bytes it reduced and its end. A setting to announce,
   // if it changes.
-  std::optional<TunedSetting> cycle_done(uint64_t bytes, Clock::time_point end);
+  std::optional<TunedSetting> cycle_done(uint64_t bytes, Clock::time_point end, bool at_rest);
 
  private:
   AutotuneDriver(tune::Autotuner tuner, std::string log_path);

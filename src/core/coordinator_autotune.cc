@@ -69,7 +69,11 @@ void Coordinator::take_announced_setting() {
 void Coordinator::tune_after_cycle() {
   if (!autotune_) return;
   const uint64_t total = executor_.allreduced_bytes();
-  std::optional<TunedSetting> next = autotune_->cycle_done(total - bytes_before_cycle_, Clock::now());
+  // At rest: nothing of this rank's in flight or queued. See Note [Samples end
+  // at rest] (a step whose submissions straddle a cycle is not at rest between).
+  const bool at_rest = pending_.empty() && !executor_.busy() && !queue_.has_queued();
+  std::optional<TunedSetting> next =
+      autotune_->cycle_done(total - bytes_before_cycle_, Clock::now(), at_rest);
   bytes_before_cycle_ = total;
   if (next) negotiator_.announce(encode_setting(*next));
 }

@@ -11,7 +11,7 @@ Autotuner Autotuner::frozen_at(Space space, Point point) {
   return t;
 }
 
-bool Autotuner::cycle_done(uint64_t bytes, double now) {
+bool Autotuner::cycle_done(uint64_t bytes, double now, bool at_rest) {
   if (frozen_) return false;
   if (!started_) {  // the clock starts at the end of the first cycle seen
     started_ = true;
@@ -19,15 +19,18 @@ bool Autotuner::cycle_done(uint64_t bytes, double now) {
     return false;
   }
   if (settling_) {
-    if (bytes > 0) {
-      settling_ = false;
+    settled_bytes_ = settled_bytes_ || bytes > 0;
+    if (settled_bytes_ && at_rest) {
+      settling_ = settled_bytes_ = false;
       began_ = now;
     }
     return false;
   }
   bytes_ += bytes;
   ++cycles_;
-  if (bytes_ == 0 || now - began_ < options_.sample_seconds) return false;
+  const double elapsed = now - began_;
+  if (bytes_ == 0 || elapsed < options_.sample_seconds) return false;
+  if (!at_rest && elapsed < 4 * options_.sample_seconds) return false;
   const Point before = current_;
   finish_sample(now);
   return frozen_ || current_ != before;

@@ -4,12 +4,16 @@
 // every rank (Note [Announcements] in core/negotiator.h).
 //
 // A sample is a run of whole cycles measured at one setting: it ends at the end
-// of the first cycle at which `sample_seconds` have passed since it began and
-// some bytes were reduced, and it scores bytes reduced / seconds elapsed (idle
-// time between cycles included: a setting that makes steps slower shows as
-// fewer bytes per second). After a change, the first cycle that reduces
-// anything is not measured (it pays for the switch: buffers warming, a new
-// pipeline depth), and the sample starts at its end. The first `warmup_samples`
+// of the first cycle after which the rank is at rest (nothing of its own in
+// flight: in a data-parallel job, the end of a step's gradients) and at which
+// `sample_seconds` have passed since it began and some bytes were reduced — or,
+// if the rank is never at rest, once 4 x `sample_seconds` have passed. It scores
+// bytes reduced / seconds elapsed, idle time between cycles included: samples
+// that start and end at rest cover whole steps and the gaps between them, so the
+// score is proportional to steps per second (Note [Samples end at rest]). After a
+// change, the cycles up to the first rest after a cycle that reduced anything are
+// not measured (they pay for the switch: buffers warming, a step half done at the
+// old setting), and the sample starts there. The first `warmup_samples`
 // samples of the job are discarded (caches, page faults, the user's own
 // warm-up). When the search is done, the tuner freezes at the search's best.
 #pragma once
@@ -46,9 +50,9 @@ class Autotuner {
   static Autotuner frozen_at(Space space, Point point);
 
   // After every cycle: `bytes` reduced in it, `now` its end in seconds (any
-  // epoch, non-decreasing). True when current() changed (or froze) and must be
-  // applied from the next cycle on.
-  bool cycle_done(uint64_t bytes, double now);
+  // epoch, non-decreasing), whether the rank is `at_rest` after it. True when
+  // current() changed (or froze) and must be applied from the next cycle on.
+  bool cycle_done(uint64_t bytes, double now, bool at_rest = true);
 
   const Point& current() const { return current_; }
   bool frozen() const { return frozen_; }
@@ -64,7 +68,8 @@ class Autotuner {
   AutotuneOptions options_;
   Point current_;
   bool frozen_ = false;
-  bool settling_ = false;     // the first cycle after a change is not measured
+  bool settling_ = false;     // after a change: not measured until rest after some bytes
+  bool settled_bytes_ = false;  // settling has seen a cycle with bytes
   bool started_ = false;      // the first cycle_done() sets the clock
   int sample_ = 0;
   double began_ = 0;
@@ -72,5 +77,13 @@ class Autotuner {
   uint64_t cycles_ = 0;
   std::vector<SampleRow> rows_;
 };
+
+// Note [Samples end at rest]
+// A first version ended samples at any cycle after sample_seconds. On
+// kolo-allreduce-perf -m resnet50 (2 ranks, ~200 ms steps, 0.5 s samples) a
+// sample then held 1, 2 or 3 steps' bytes but always about 0.5 s, and the scores
+// of one setting scattered by 3x: the window cut steps apart. Ending at rest
+// makes each sample whole steps plus the gaps between them, so the score is
+// bytes per step x steps per second, which is what a setting changes.
 
 }  // namespace kolo::tune

@@ -87,7 +87,7 @@ TEST(AutotuneTest, TheFrozenSettingIsLoggedAndReused) {
   std::optional<TunedSetting> last;
   for (int i = 0; i < 100 && !(last && last->frozen); ++i) {
     t += std::chrono::milliseconds(2);
-    if (auto next = driver->cycle_done(1000 + i, t)) last = next;
+    if (auto next = driver->cycle_done(1000 + i, t, true)) last = next;
   }
   ASSERT_TRUE(last && last->frozen);
   driver.reset();  // closes the log
@@ -102,7 +102,7 @@ TEST(AutotuneTest, TheFrozenSettingIsLoggedAndReused) {
   ASSERT_TRUE(AutotuneDriver::create(c, autotune_space(c, start, host), start, &driver).ok());
   ASSERT_TRUE(driver->reused());
   EXPECT_EQ(*driver->reused(), *last);
-  EXPECT_FALSE(driver->cycle_done(1000, t + std::chrono::seconds(1)));  // no search
+  EXPECT_FALSE(driver->cycle_done(1000, t + std::chrono::seconds(1), true));  // no search
   std::remove(c.autotune_log.c_str());
 }
 

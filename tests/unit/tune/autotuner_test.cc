@@ -78,6 +78,31 @@ TEST(AutotunerTest, FreezesAtTheBest) {
   EXPECT_FALSE(tuner.cycle_done(100, t += 1.0));  // frozen: nothing changes any more
 }
 
+// A sample ends only at rest (whole steps), unless it runs 4 x sample_seconds;
+// settling after a change also lasts until rest.
+TEST(AutotunerTest, SamplesEndAtRest) {
+  AutotuneOptions options;
+  options.warmup_samples = 0;
+  options.sample_seconds = 1.0;
+  Autotuner tuner(small_space(), {0, 0}, options);
+  double t = 0;
+  tuner.cycle_done(0, t);
+  EXPECT_FALSE(tuner.cycle_done(100, t += 1.5, false));  // mid-step: goes on
+  EXPECT_TRUE(tuner.take_rows().empty());
+  EXPECT_TRUE(tuner.cycle_done(100, t += 0.5, true));  // rest: 200 bytes in 2 s
+  auto rows = tuner.take_rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].score, 100.0);
+  EXPECT_FALSE(tuner.cycle_done(100, t += 1, false));  // settling: bytes, not at rest
+  EXPECT_FALSE(tuner.cycle_done(0, t += 1, true));     // settled here
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(tuner.cycle_done(10, t += 1, false));
+  tuner.cycle_done(10, t += 1, false);  // never at rest: ends at 4 x sample_seconds
+  rows = tuner.take_rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].bytes, 40u);
+  EXPECT_DOUBLE_EQ(rows[0].seconds, 4.0);
+}
+
 TEST(AutotunerTest, FrozenAtDoesNotSearch) {
   Autotuner tuner = Autotuner::frozen_at(small_space(), {1, 1});
   EXPECT_TRUE(tuner.frozen());
