@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <chrono>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -187,6 +188,35 @@ kolo_status_t submit_named(kolo::core::Collective collective, const char* name,
   fill(a);
   if (kolo_status_t s = read_options(options, 1, "tensor '" + a.name + "'", &a); s != KOLO_OK)
     return s;
+  return submit(std::move(a), handle);
+}
+
+// The grouped calls' common part: checks n, names and the per-member arrays
+// (each named, as the caller knows it), lets `member` add member i, reads the
+// options (one shape per member) and submits.
+template <typename Member>
+kolo_status_t submit_group(kolo::core::Collective collective, int n, const char* const* names,
+                           std::initializer_list<std::pair<const char*, const void*>> arrays,
+                           kolo_dtype_t dtype, kolo_device_t device,
+                           const kolo_options_t* options, kolo_handle_t* handle, Member member) {
+  if (!take_handle_pointer(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+  if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the group size");
+  if (n > 0 && names == nullptr) return invalid("names is NULL");
+  for (const auto& [what, array] : arrays)
+    if (n > 0 && array == nullptr) return invalid(std::string(what) + " is NULL");
+  kolo::core::CollectiveArgs a;
+  a.collective = collective;
+  for (int i = 0; i < n; ++i) {
+    if (names[i] == nullptr) return invalid("names[" + std::to_string(i) + "] is NULL");
+    a.member_names.emplace_back(names[i]);
+    member(a, i);
+  }
+  if (n > 0) {
+    kolo_status_t s = read_options(options, n, kolo::core::collective_name(collective), &a);
+    if (s != KOLO_OK) return s;
+  }
+  a.dtype = static_cast<kolo::DataType>(dtype);
+  a.device = device_of(device);
   return submit(std::move(a), handle);
 }
 
@@ -455,27 +485,50 @@ kolo_status_t kolo_grouped_allreduce_async_ex(int n, const char* const* names,
                                               kolo_device_t device, const kolo_options_t* options,
                                               kolo_handle_t* handle) {
   return guarded([&] {
-    if (!take_handle_pointer(handle)) return KOLO_ERR_INVALID_ARGUMENT;
-    if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the group size");
-    if (n > 0 && names == nullptr) return invalid("names is NULL");
-    if (n > 0 && inputs == nullptr) return invalid("inputs is NULL");
-    if (n > 0 && outputs == nullptr) return invalid("outputs is NULL");
-    if (n > 0 && counts == nullptr) return invalid("counts is NULL");
-    kolo::core::CollectiveArgs a;
-    a.collective = kolo::core::Collective::kGroupedAllreduce;
-    for (int i = 0; i < n; ++i) {
-      if (names[i] == nullptr) return invalid("names[" + std::to_string(i) + "] is NULL");
-      a.member_names.emplace_back(names[i]);
-      a.members.push_back({inputs[i], outputs[i], counts[i]});
-    }
-    if (kolo_status_t s = read_options(options, n, "grouped allreduce", &a); s != KOLO_OK)
-      return s;
-    a.dtype = static_cast<kolo::DataType>(dtype);
-    a.op = static_cast<kolo::ReduceOp>(op);
-    a.prescale = prescale;
-    a.postscale = postscale;
-    a.device = device_of(device);
-    return submit(std::move(a), handle);
+    return submit_group(kolo::core::Collective::kGroupedAllreduce, n, names,
+                        {{"inputs", inputs}, {"outputs", outputs}, {"counts", counts}}, dtype,
+                        device, options, handle, [&](kolo::core::CollectiveArgs& a, int i) {
+                          a.members.push_back({inputs[i], outputs[i], counts[i]});
+                          a.op = static_cast<kolo::ReduceOp>(op);
+                          a.prescale = prescale;
+                          a.postscale = postscale;
+                        });
+  });
+}
+
+kolo_status_t kolo_grouped_allgather_async(int n, const char* const* names,
+                                           const void* const* inputs, const int64_t* rows,
+                                           const int64_t* row_counts, kolo_dtype_t dtype,
+                                           kolo_device_t device, const kolo_options_t* options,
+                                           kolo_handle_t* handle) {
+  return guarded([&] {
+    return submit_group(kolo::core::Collective::kGroupedAllgather, n, names,
+                        {{"inputs", inputs}, {"rows", rows}, {"row_counts", row_counts}}, dtype,
+                        device, options, handle, [&](kolo::core::CollectiveArgs& a, int i) {
+                          a.members.push_back({inputs[i], nullptr, rows[i]});
+                          a.member_row_counts.push_back(row_counts[i]);
+                        });
+  });
+}
+
+kolo_status_t kolo_grouped_reducescatter_async(int n, const char* const* names,
+                                               const void* const* inputs, void* const* outputs,
+                                               const int64_t* rows, const int64_t* row_counts,
+                                               kolo_dtype_t dtype, kolo_op_t op, double prescale,
+                                               double postscale, kolo_device_t device,
+                                               const kolo_options_t* options,
+                                               kolo_handle_t* handle) {
+  return guarded([&] {
+    return submit_group(kolo::core::Collective::kGroupedReducescatter, n, names,
+                        {{"inputs", inputs}, {"outputs", outputs}, {"rows", rows},
+                         {"row_counts", row_counts}},
+                        dtype, device, options, handle, [&](kolo::core::CollectiveArgs& a, int i) {
+                          a.members.push_back({inputs[i], outputs[i], rows[i]});
+                          a.member_row_counts.push_back(row_counts[i]);
+                          a.op = static_cast<kolo::ReduceOp>(op);
+                          a.prescale = prescale;
+                          a.postscale = postscale;
+                        });
   });
 }
 

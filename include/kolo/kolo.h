@@ -412,6 +412,34 @@ KOLO_API kolo_status_t kolo_grouped_allreduce_async_ex(
     double postscale, kolo_device_t device, const kolo_options_t* options,
     kolo_handle_t* handle);
 
+/* Grouped allgather: n allgathers (tensor i: rows[i] rows of row_counts[i]
+ * elements from inputs[i]; ranks may differ in rows) negotiated as one unit, as
+ * kolo_grouped_allreduce_async is — ready together, and a mismatch in any member
+ * fails the whole group on every rank — and run member after member with no other
+ * tensor between them. All share dtype and device. One handle: its output
+ * (kolo_handle_output) is member 0's gathered rows, then member 1's, ...; its
+ * splits (kolo_handle_splits, n * size values) are member-major: splits[i * size
+ * + r] is the rows member i received from rank r. options->shapes, when given,
+ * holds n shapes. Names must be distinct. */
+KOLO_API kolo_status_t kolo_grouped_allgather_async(int n, const char* const* names,
+                                                    const void* const* inputs,
+                                                    const int64_t* rows,
+                                                    const int64_t* row_counts,
+                                                    kolo_dtype_t dtype, kolo_device_t device,
+                                                    const kolo_options_t* options,
+                                                    kolo_handle_t* handle);
+
+/* Grouped reducescatter: n reducescatters (tensor i: rows[i] rows of
+ * row_counts[i] elements from inputs[i]; this rank's shard of it into outputs[i],
+ * kolo_reducescatter_shard_rows(rows[i], rank, size) rows) negotiated as one unit
+ * like the grouped allreduce, sharing dtype, op (SUM or AVERAGE), scale factors
+ * and device. options->shapes, when given, holds n shapes. */
+KOLO_API kolo_status_t kolo_grouped_reducescatter_async(
+    int n, const char* const* names, const void* const* inputs, void* const* outputs,
+    const int64_t* rows, const int64_t* row_counts, kolo_dtype_t dtype, kolo_op_t op,
+    double prescale, double postscale, kolo_device_t device, const kolo_options_t* options,
+    kolo_handle_t* handle);
+
 /* Blocks until every rank has entered the barrier. */
 KOLO_API kolo_status_t kolo_barrier(void);
 KOLO_API kolo_status_t kolo_barrier_ex(const kolo_options_t* options);
@@ -514,14 +542,16 @@ KOLO_API kolo_status_t kolo_handle_status(kolo_handle_t handle);
  * until release. */
 KOLO_API const char* kolo_handle_message(kolo_handle_t handle);
 
-/* The handle-owned output of an allgather or alltoall, valid until release:
+/* The handle-owned output of an allgather, grouped allgather or alltoall, valid
+ * until release:
  * *data and *bytes (either may be NULL). Other operations have no such output
  * (*bytes = 0). KOLO_ERR_INVALID_ARGUMENT before completion. */
 KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_t* bytes);
 
 /* Per-rank row counts of an allgather (rows each rank contributed) or alltoall
  * (rows received from each rank): copies min(n, size) values into splits, which
- * has room for n (n >= 0; splits may be NULL only when n is 0).
+ * has room for n (n >= 0; splits may be NULL only when n is 0). A grouped
+ * allgather of m tensors has m * size values, member-major.
  * KOLO_ERR_INVALID_ARGUMENT before completion. */
 KOLO_API kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n);
 

@@ -166,12 +166,51 @@ uint64_t hash_names(const std::vector<std::string>& names) {
   return h;
 }
 
-Status make_grouped(const CollectiveArgs& a, int world_size, TensorEntry* e) {
-  if (a.members.empty()) return invalid_argument("grouped allreduce of no tensors");
+// The collective each member of a group is; its checks are that collective's.
+Collective member_collective(Collective group) {
+  if (group == Collective::kGroupedAllgather) return Collective::kAllgather;
+  if (group == Collective::kGroupedReducescatter) return Collective::kReducescatter;
+  return Collective::kAllreduce;
+}
+
+// Member i of a group, checked as a tensor of its collective; *elements its size.
+Status check_member(const std::string& prefix, const CollectiveArgs& a, size_t i,
+                    const transport::Topology& topo, int64_t* elements) {
+  CollectiveArgs m = a;
+  m.collective = member_collective(a.collective);
+  m.rows = a.members[i].count;
+  m.row_count = a.member_row_counts.empty() ? 1 : a.member_row_counts[i];
+  KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, m, elements));
+  if (!a.member_shapes.empty())
+    KOLO_RETURN_IF_ERROR_AS_IS(check_given_shape(prefix, m, a.member_shapes[i]));
+  const TensorEntry::Member& t = a.members[i];
+  switch (m.collective) {
+    case Collective::kAllgather:
+      return check_buffers(prefix, t.input, nullptr, *elements, a.dtype, true, false);
+    case Collective::kReducescatter: {
+      if (*elements > 0 && t.input == nullptr) return invalid_argument(prefix + "input is NULL");
+      const int64_t shard = shard_rows(m.rows, topo.rank, topo.size) * m.row_count;
+      if (shard > 0 && t.output == nullptr) return invalid_argument(prefix + "output is NULL");
+      return Status::OK();
+    }
+    default:
+      return check_buffers(prefix, t.input, t.output, *elements, a.dtype, true, true);
+  }
+}
+
+// A group: its members checked one by one, negotiated under one name. See Note
+// [Grouped collectives] in executor.h.
+Status make_grouped(const CollectiveArgs& a, const transport::Topology& topo, TensorEntry* e) {
+  const std::string what = collective_name(a.collective);
+  const bool rows = a.collective != Collective::kGroupedAllreduce;
+  if (a.members.empty()) return invalid_argument(what + " of no tensors");
   if (a.member_names.size() != a.members.size())
-    return invalid_argument("grouped allreduce: names and tensors differ in number");
+    return invalid_argument(what + ": names and tensors differ in number");
   if (!a.member_shapes.empty() && a.member_shapes.size() != a.members.size())
-    return invalid_argument("grouped allreduce: shapes and tensors differ in number");
+    return invalid_argument(what + ": shapes and tensors differ in number");
+  if (rows && a.member_row_counts.size() != a.members.size())
+    return invalid_argument(what + ": row sizes and tensors differ in number");
+  TensorParams& p = e->request.params;
   std::set<std::string> seen;
   int64_t total = 0;
   for (size_t i = 0; i < a.members.size(); ++i) {
@@ -179,28 +218,31 @@ Status make_grouped(const CollectiveArgs& a, int world_size, TensorEntry* e) {
     const std::string prefix = "tensor '" + a.member_names[i] + "' (grouped): ";
     if (!seen.insert(a.member_names[i]).second)
       return invalid_argument(prefix + "appears twice in the group");
-    CollectiveArgs m = a;
-    m.collective = Collective::kAllreduce;
-    m.rows = a.members[i].count;
-    m.row_count = 1;
     int64_t n = 0;
-    KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, m, &n));
-    if (!a.member_shapes.empty()) {
-      KOLO_RETURN_IF_ERROR_AS_IS(check_given_shape(prefix, m, a.member_shapes[i]));
-      append_shape(a.member_shapes[i], &e->request.params.shapes);
-    }
-    KOLO_RETURN_IF_ERROR_AS_IS(check_buffers(prefix, a.members[i].input, a.members[i].output, n, a.dtype, true, true));
-    e->request.params.member_counts.push_back(n);
+    KOLO_RETURN_IF_ERROR_AS_IS(check_member(prefix, a, i, topo, &n));
+    if (!a.member_shapes.empty()) append_shape(a.member_shapes[i], &p.shapes);
+    p.member_counts.push_back(n);
+    if (rows) p.member_row_counts.push_back(a.member_row_counts[i]);
+    e->members.push_back({a.members[i].input, a.members[i].output, n});
     if (total > std::numeric_limits<int64_t>::max() / 16 - n)
       return invalid_argument(prefix + "the group's total size overflows");
     total += n;
   }
-  KOLO_RETURN_IF_ERROR_AS_IS(check_reduction("grouped allreduce: ", a));
-  KOLO_RETURN_IF_ERROR_AS_IS(check_adasum("grouped allreduce: ", a, world_size));
-  e->members = a.members;
-  e->request.name = "group:" + a.member_names[0] + ":" + std::to_string(a.members.size());
-  e->request.params.count = total;
-  e->request.params.names_hash = hash_names(a.member_names);
+  if (a.collective == Collective::kGroupedReducescatter && a.op != ReduceOp::kSum &&
+      a.op != ReduceOp::kAverage)
+    return invalid_argument(what + " takes op sum or average, not " + op_name(a.op));
+  if (a.collective != Collective::kGroupedAllgather) {
+    KOLO_RETURN_IF_ERROR_AS_IS(check_reduction(what + ": ", a));
+    KOLO_RETURN_IF_ERROR_AS_IS(check_adasum(what + ": ", a, topo.size));
+    p.op = a.op;
+    p.prescale = a.prescale;
+    p.postscale = a.postscale;
+  }
+  // The grouped allreduce keeps its name ("group:"); the others say what they are.
+  const std::string kind = rows ? what + " group:" : std::string("group:");
+  e->request.name = kind + a.member_names[0] + ":" + std::to_string(a.members.size());
+  p.count = total;
+  p.names_hash = hash_names(a.member_names);
   return Status::OK();
 }
 
@@ -219,12 +261,7 @@ Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
   e->input = a.input;
   e->output = a.output;
   e->device = a.device;
-  if (a.collective == Collective::kGroupedAllreduce) {
-    p.op = a.op;
-    p.prescale = a.prescale;
-    p.postscale = a.postscale;
-    return make_grouped(a, topo.size, e);
-  }
+  if (is_group(a.collective)) return make_grouped(a, topo, e);
   KOLO_RETURN_IF_ERROR_AS_IS(check_name(a.name));
   e->request.name = a.name;
   const std::string prefix = "tensor '" + a.name + "': ";

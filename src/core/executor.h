@@ -104,6 +104,16 @@ class Executor {
                              std::unique_ptr<transport::Work>* work);
   Status start_on_transport(transport::CollectiveOp op, transport::CollectiveView view,
                             std::unique_ptr<transport::Work>* work);
+  // executor_groups.cc: grouped allgather and reducescatter.
+  Status start_grouped_allgather(TensorEntry& entry, const Response& response,
+                                 std::unique_ptr<transport::Work>* work);
+  Status start_grouped_reducescatter(TensorEntry& entry, const TensorParams& params,
+                                     std::unique_ptr<transport::Work>* work);
+  Status start_group_part(TensorEntry& entry, transport::CollectiveOp op,
+                          const transport::CollectiveView& view,
+                          std::vector<std::unique_ptr<transport::Work>>* parts);
+  Status finish_group(std::vector<std::unique_ptr<transport::Work>> parts,
+                      std::unique_ptr<transport::Work>* work);
   Status allocate_output(TensorEntry& entry, size_t bytes);
   transport::CollectiveView view_of(const TensorEntry& entry) const;
 
@@ -147,6 +157,16 @@ class Executor {
 // Work's done event (kolo_handle_stream_wait), and the coordinator polls it
 // whenever it is awake (the transport wakes it when device work finishes). Names
 // stay in flight (duplicates refused) until their Work completes.
+
+// Note [Grouped collectives]
+// A group (kolo_grouped_*_async) is one name in negotiation — its members are
+// ready on every rank together or not at all, and a mismatch in any member fails
+// the whole group on every rank — and one entry here. A grouped allreduce is one
+// bucket (never split, never mixed). A grouped allgather or reducescatter runs as
+// one transport call per member, in member order, within the group's slot of the
+// cycle: the same transports and the same results as the members alone, with no
+// other tensor between them. Host parts run one after another (transports reuse
+// their scratch); device parts queue in order on the transport's stream.
 
 // Note [Scaling and average]
 // What AVERAGE and the factors become is decided in one place,

@@ -22,6 +22,9 @@ Status Executor::start_collective(TensorEntry& entry, const Response& response,
     case Collective::kAllgather: return start_allgather(entry, response, work);
     case Collective::kAlltoall: return start_alltoall(entry, response, work);
     case Collective::kReducescatter: return start_reducescatter(entry, response.params, work);
+    case Collective::kGroupedAllgather: return start_grouped_allgather(entry, response, work);
+    case Collective::kGroupedReducescatter:
+      return start_grouped_reducescatter(entry, response.params, work);
     case Collective::kBarrier: return Status::OK();  // negotiation was the barrier
     case Collective::kJoin:
       entry.handle->last_joined = response.last_joined;

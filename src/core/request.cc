@@ -16,6 +16,8 @@ const char* collective_name(Collective c) {
     case Collective::kBarrier: return "barrier";
     case Collective::kJoin: return "join";
     case Collective::kGroupedAllreduce: return "grouped allreduce";
+    case Collective::kGroupedAllgather: return "grouped allgather";
+    case Collective::kGroupedReducescatter: return "grouped reducescatter";
   }
   return "invalid";
 }
@@ -85,28 +87,44 @@ std::string show_shapes(const TensorParams& p) {
   if (p.shapes.empty()) return "(no shape)";
   std::vector<std::vector<int64_t>> each;
   if (!split_shapes(p.shapes, &each)) return "(bad shape)";
-  if (p.collective != Collective::kGroupedAllreduce) return format_shape(each.front());
+  if (!is_group(p.collective)) return format_shape(each.front());
   std::string out = "[";
   for (size_t i = 0; i < each.size(); ++i) out += (i ? ", " : "") + format_shape(each[i]);
   return out + "]";
 }
 
-// Allgather and alltoall: ranks agree on ndim and dims[1..] only.
+// Allgather and alltoall (a group's members alike): ranks agree on ndim and
+// dims[1..] of each shape only.
 std::string shape_past_rows(const TensorParams& p) {
-  if (p.shapes.size() < 2) return show_shapes(p);
-  std::vector<int64_t> rest(p.shapes.begin() + 2, p.shapes.end());
-  return std::to_string(p.shapes[0]) + ":" + format_shape(rest);
+  std::vector<std::vector<int64_t>> each;
+  if (p.shapes.empty() || !split_shapes(p.shapes, &each)) return show_shapes(p);
+  std::string out;
+  for (const auto& dims : each) {
+    if (dims.empty()) {
+      out += "0:[];";
+      continue;
+    }
+    const std::vector<int64_t> rest(dims.begin() + 1, dims.end());
+    out += std::to_string(dims.size()) + ":" + format_shape(rest) + ";";
+  }
+  return out;
 }
 
 bool always(Collective) { return true; }
 bool has_dtype(Collective c) { return c != Collective::kBarrier && c != Collective::kJoin; }
-bool has_count(Collective c) {
-  return is_allreduce(c) || c == Collective::kBroadcast || c == Collective::kReducescatter;
+bool is_reducescatter(Collective c) {
+  return c == Collective::kReducescatter || c == Collective::kGroupedReducescatter;
 }
-bool has_rows(Collective c) { return has_per_rank_sizes(c) || c == Collective::kReducescatter; }
-bool has_op(Collective c) { return is_allreduce(c) || c == Collective::kReducescatter; }
+bool has_count(Collective c) {
+  return is_allreduce(c) || c == Collective::kBroadcast || is_reducescatter(c);
+}
+bool has_rows(Collective c) {
+  return (has_per_rank_sizes(c) || c == Collective::kReducescatter) && !is_group(c);
+}
+bool has_op(Collective c) { return is_allreduce(c) || is_reducescatter(c); }
 bool has_root(Collective c) { return c == Collective::kBroadcast; }
-bool is_group(Collective c) { return c == Collective::kGroupedAllreduce; }
+bool group_of_counts(Collective c) { return is_group(c) && has_count(c); }
+bool group_of_rows(Collective c) { return is_group(c) && c != Collective::kGroupedAllreduce; }
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> kFields = {
@@ -123,7 +141,8 @@ const std::vector<Field>& fields() {
       {"prescale", has_op, [](const TensorParams& p) { return format_double(p.prescale); }},
       {"postscale", has_op, [](const TensorParams& p) { return format_double(p.postscale); }},
       {"root", has_root, [](const TensorParams& p) { return std::to_string(p.root); }},
-      {"group member counts", is_group, [](const TensorParams& p) { return join_values(p.member_counts); }},
+      {"group member counts", group_of_counts, [](const TensorParams& p) { return join_values(p.member_counts); }},
+      {"group member row sizes", group_of_rows, [](const TensorParams& p) { return join_values(p.member_row_counts); }},
       {"group member names", is_group, [](const TensorParams& p) { return std::to_string(p.names_hash); }},
   };
   return kFields;
@@ -158,6 +177,11 @@ Response validate(const std::vector<std::optional<Request>>& per_rank) {
   const Collective c = response.params.collective;
   if (c == Collective::kAllgather) {
     for (const auto& r : per_rank) response.rows_per_rank.push_back(r->params.count / r->params.row_count);
+  } else if (c == Collective::kGroupedAllgather) {
+    const TensorParams& p = response.params;  // row sizes agree (compared above)
+    for (size_t m = 0; m < p.member_row_counts.size(); ++m)
+      for (const auto& r : per_rank)
+        response.rows_per_rank.push_back(r->params.member_counts.at(m) / p.member_row_counts[m]);
   } else if (c == Collective::kAlltoall) {
     for (const auto& r : per_rank)
       response.rows_matrix.insert(response.rows_matrix.end(), r->params.send_rows.begin(),

@@ -25,8 +25,10 @@ enum class Collective : uint8_t {
   kBarrier = 5,
   kJoin = 6,
   kGroupedAllreduce = 7,
+  kGroupedAllgather = 8,
+  kGroupedReducescatter = 9,
 };
-constexpr int kNumCollectives = 8;
+constexpr int kNumCollectives = 10;
 
 // Allreduce-like: reduced with the fusion buffer, and a joined rank contributes
 // zeros to them (see Note [Join]).
@@ -36,11 +38,19 @@ inline bool is_allreduce(Collective c) {
 // Per-rank shapes differ (allgather rows, alltoall splits): the response carries
 // every rank's sizes, and the response cache does not apply.
 inline bool has_per_rank_sizes(Collective c) {
-  return c == Collective::kAllgather || c == Collective::kAlltoall;
+  return c == Collective::kAllgather || c == Collective::kAlltoall ||
+         c == Collective::kGroupedAllgather;
 }
 inline bool is_cacheable(Collective c) {
   return c == Collective::kAllreduce || c == Collective::kGroupedAllreduce ||
-         c == Collective::kBroadcast || c == Collective::kReducescatter;
+         c == Collective::kBroadcast || c == Collective::kReducescatter ||
+         c == Collective::kGroupedReducescatter;
+}
+// Several named tensors negotiated as one unit (one name in the tables, see
+// Note [Grouped collectives] in executor.h).
+inline bool is_group(Collective c) {
+  return c == Collective::kGroupedAllreduce || c == Collective::kGroupedAllgather ||
+         c == Collective::kGroupedReducescatter;
 }
 
 const char* collective_name(Collective c);
@@ -62,8 +72,10 @@ struct TensorParams {
   // reducescatter; count = rows * row_count). 1 otherwise.
   int64_t row_count = 1;
   std::vector<int64_t> send_rows;      // alltoall: rows sent to each rank, in rank order
-  std::vector<int64_t> member_counts;  // grouped allreduce: each member's element count
-  // Grouped allreduce: a hash of the member names, so ranks agree on membership.
+  std::vector<int64_t> member_counts;  // groups: each member's element count
+  // Grouped allgather and reducescatter: each member's row size (elements per row).
+  std::vector<int64_t> member_row_counts;
+  // Groups: a hash of the member names, so ranks agree on membership.
   uint64_t names_hash = 0;
   // The shapes the caller gave, each as ndim then the dims ([2, 3] is {2, 2, 3});
   // a grouped call's members one after the other. Empty: none given. See Note
@@ -75,7 +87,8 @@ struct TensorParams {
            device == o.device && count == o.count && prescale == o.prescale &&
            postscale == o.postscale && root == o.root && row_count == o.row_count &&
            send_rows == o.send_rows && member_counts == o.member_counts &&
-           names_hash == o.names_hash && shapes == o.shapes;
+           names_hash == o.names_hash && shapes == o.shapes &&
+           member_row_counts == o.member_row_counts;
   }
   bool operator!=(const TensorParams& o) const { return !(*this == o); }
 
@@ -92,7 +105,9 @@ struct Response {
   TensorParams params;          // the agreed parameters (rank 0's on error)
   Code code = Code::kOk;        // kOk: execute; otherwise complete with this error
   std::string message;          // why, for errors
-  std::vector<int64_t> rows_per_rank;  // allgather: the rows each rank contributed
+  // allgather: the rows each rank contributed; grouped allgather: member-major,
+  // [m * size + r] is member m's rows from rank r.
+  std::vector<int64_t> rows_per_rank;
   std::vector<int64_t> rows_matrix;    // alltoall: rows sent, size x size, [source][destination]
   int32_t last_joined = -1;            // join: the last rank to join
 };

@@ -50,8 +50,12 @@ struct CollectiveArgs {
                                            // runtime; Runtime::submit translates a
                                            // global rank given with process_set)
   const int64_t* send_rows = nullptr;      // alltoall: rows per destination, or null (even)
-  std::vector<std::string> member_names;   // grouped allreduce
+  // Groups: each member's name and buffers; members[i].count is its element count
+  // (grouped allreduce) or its rows (grouped allgather and reducescatter, whose
+  // rows are member_row_counts[i] elements each).
+  std::vector<std::string> member_names;
   std::vector<TensorEntry::Member> members;
+  std::vector<int64_t> member_row_counts;
   int32_t process_set = 0;                 // 0: the global set
   // The caller's shape (dimensions), when given: checked against rows and
   // row_count, and negotiated in full (Note [Negotiated shapes]). Grouped calls

@@ -26,7 +26,7 @@ namespace kolo::core {
 using Clock = std::chrono::steady_clock;
 
 struct TensorEntry {
-  struct Member {  // one tensor of a grouped allreduce
+  struct Member {  // one tensor of a group
     const void* input;
     void* output;
     int64_t count;
@@ -34,7 +34,7 @@ struct TensorEntry {
   Request request;
   const void* input = nullptr;
   void* output = nullptr;
-  std::vector<Member> members;  // grouped allreduce only
+  std::vector<Member> members;  // groups only; count in elements
   Device device;
   // Device tensors: the point on the caller's stream after which the inputs are
   // ready, recorded at submission (Note [Device streams]); null otherwise.

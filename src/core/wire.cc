@@ -11,7 +11,7 @@ namespace kolo::core {
 namespace {
 
 constexpr uint32_t kMagic = 0x4f4c4f4b;  // "KOLO" read as little-endian u32
-constexpr uint8_t kVersion = 3;  // 2: send_rows and member_counts apart; 3: shapes
+constexpr uint8_t kVersion = 4;  // 2: send_rows, member_counts; 3: shapes; 4: member rows
 constexpr uint8_t kKindRequests = 1;
 constexpr uint8_t kKindResponses = 2;
 constexpr uint8_t kKindRankReport = 3;
@@ -99,6 +99,7 @@ void write_request(Writer* w, const std::string& name, const TensorParams& p) {
   w->put_values(p.member_counts);
   w->put<uint64_t>(p.names_hash);
   w->put_values(p.shapes);
+  w->put_values(p.member_row_counts);
 }
 
 Status corrupt(const char* what) {
@@ -124,7 +125,7 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
       !r->get(&p->count) || !r->get(&p->prescale) || !r->get(&p->postscale) ||
       !r->get(&p->root) || !r->get(&p->row_count) || !r->get_values(&p->send_rows) ||
       !r->get_values(&p->member_counts) || !r->get(&p->names_hash) ||
-      !r->get_values(&p->shapes))
+      !r->get_values(&p->shapes) || !r->get_values(&p->member_row_counts))
     return corrupt("truncated item");
   if (collective >= kNumCollectives) return corrupt("bad collective");
   p->collective = static_cast<Collective>(collective);
@@ -138,6 +139,8 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
   if (p->row_count < 1) return corrupt("row size below 1");
   std::vector<std::vector<int64_t>> dims;
   if (!split_shapes(p->shapes, &dims)) return corrupt("bad shape");
+  for (int64_t rc : p->member_row_counts)
+    if (rc < 1) return corrupt("member row size below 1");
   for (const auto& shape : dims)
     for (int64_t d : shape)
       if (d < 0) return corrupt("negative dimension");
@@ -145,7 +148,7 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
 }
 
 // Each item needs at least this many bytes, which bounds a claimed item count.
-constexpr size_t kMinItemBytes = 4 + 1 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 4 + 8 + 4;
+constexpr size_t kMinItemBytes = 4 + 1 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 8 + 4 + 4 + 8 + 4 + 4;
 
 }  // namespace
 

@@ -21,7 +21,8 @@ def write(target, name, data):
 
 
 def wire_item(name, collective=0, dtype=8, op=0, device=0, count=4, pre=1.0, post=1.0,
-              root=-1, row_count=1, send_rows=(), member_counts=(), names_hash=0, shapes=()):
+              root=-1, row_count=1, send_rows=(), member_counts=(), names_hash=0, shapes=(),
+              member_row_counts=()):
     b = struct.pack("<I", len(name)) + name
     b += struct.pack("<BiiiqddiqI", collective, dtype, op, device, count, pre, post, root,
                      row_count, len(send_rows))
@@ -29,17 +30,21 @@ def wire_item(name, collective=0, dtype=8, op=0, device=0, count=4, pre=1.0, pos
     b += struct.pack("<I", len(member_counts))
     b += b"".join(struct.pack("<q", s) for s in member_counts)
     b += struct.pack("<Q", names_hash) + struct.pack("<I", len(shapes))
-    return b + b"".join(struct.pack("<q", s) for s in shapes)
+    b += b"".join(struct.pack("<q", s) for s in shapes) + struct.pack("<I", len(member_row_counts))
+    return b + b"".join(struct.pack("<q", s) for s in member_row_counts)
 
 
 def wire_header(kind, count):
-    return struct.pack("<IBBI", 0x4F4C4F4B, 3, kind, count)  # wire version 3
+    return struct.pack("<IBBI", 0x4F4C4F4B, 4, kind, count)  # wire version 4
 
 
 def wire_seeds():
     write("wire", "requests-empty", b"\0" + wire_header(1, 0))
     write("wire", "requests-two", b"\0" + wire_header(1, 2) + wire_item(b"layer1/grad", shapes=(2, 2, 2)) +
           wire_item(b"a2a", collective=3, dtype=5, count=6, row_count=2, send_rows=(1, 2)))
+    write("wire", "requests-group", b"\0" + wire_header(1, 1) +
+          wire_item(b"group", collective=8, count=10, member_counts=(4, 6),
+                    member_row_counts=(2, 3), shapes=(2, 2, 2, 2, 2, 3), names_hash=7))
     resp = (wire_item(b"w", collective=1, count=8, row_count=4) + struct.pack("<iI", 0, 0) +
             struct.pack("<I", 2) + struct.pack("<qq", 1, 1) + struct.pack("<Ii", 0, -1))
     resp += (wire_item(b"x") + struct.pack("<iI", 6, 9) + b"mismatch!" +

@@ -19,9 +19,10 @@ from ._core import (Adasum, Average, Handle, Max, Min, Product, Sum, barrier, cr
                     cross_size, init, is_initialized, join, local_rank, local_size, rank,
                     shutdown, size, start_timeline, stop_timeline, transport_built, version)
 from ._numpy_ops import (allgather, allgather_async, allreduce, allreduce_async, alltoall,
-                         alltoall_async, broadcast, broadcast_async, grouped_allreduce,
-                         grouped_allreduce_async, poll, reducescatter, reducescatter_async,
-                         synchronize)
+                         alltoall_async, broadcast, broadcast_async, grouped_allgather,
+                         grouped_allgather_async, grouped_allreduce, grouped_allreduce_async,
+                         grouped_reducescatter, grouped_reducescatter_async, poll,
+                         reducescatter, reducescatter_async, synchronize)
 from ._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from .exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInternalError,
                          HostsUpdatedInterrupt, KoloError, KoloTimeoutError, KoloTypeError,
@@ -48,9 +49,10 @@ __all__ = [
     "add_process_set", "global_process_set", "remove_process_set",
     "allgather", "allgather_async", "allreduce", "allreduce_async", "alltoall",
     "alltoall_async", "barrier", "broadcast", "broadcast_async", "build_info", "cross_rank",
-    "cross_size", "grouped_allreduce", "grouped_allreduce_async", "init", "is_initialized",
-    "join", "library_path", "local_rank", "local_size", "poll", "rank", "reducescatter",
-    "reducescatter_async", "shutdown", "size", "start_timeline",
+    "cross_size", "grouped_allgather", "grouped_allgather_async", "grouped_allreduce",
+    "grouped_allreduce_async", "grouped_reducescatter", "grouped_reducescatter_async", "init",
+    "is_initialized", "join", "library_path", "local_rank", "local_size", "poll", "rank",
+    "reducescatter", "reducescatter_async", "shutdown", "size", "start_timeline",
     "stop_timeline", "synchronize", "transport_built", "version",
     "CollectiveRefusedError", "DuplicateNameError", "HorovodInternalError",
     "HostsUpdatedInterrupt", "KoloError", "KoloTimeoutError", "KoloTypeError", "KoloValueError",

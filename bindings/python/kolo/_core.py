@@ -429,6 +429,40 @@ def submit_grouped(base, inputs, outputs, counts, dtype, op, prescale, postscale
                   "grouped_allreduce %r" % base, shapes, process_set)
 
 
+def submit_grouped_rows(kind, base, inputs, outputs, shapes, dtype, device, keep, finish,
+                        op=None, prescale=1.0, postscale=1.0):
+    """kolo_grouped_allgather_async (kind "allgather"; outputs None) or
+    kolo_grouped_reducescatter_async (kind "reducescatter") over raw addresses and the
+    members' shapes (each at least one dimension); tensor i is named "<base>.<i>"."""
+    n = len(inputs)
+    names = [("%s.%d" % (base, i)).encode() for i in range(n)]
+    rows = [s[0] if len(s) else 1 for s in shapes]  # kolo refuses a 0-dimensional shape
+    row_counts = [int(_prod(s[1:])) for s in shapes]
+    c_names = (ctypes.c_char_p * n)(*names)
+    c_in = (ctypes.c_void_p * n)(*inputs)
+    c_rows = (ctypes.c_int64 * n)(*rows)
+    c_row_counts = (ctypes.c_int64 * n)(*row_counts)
+    opts = _lib.options(shapes)
+    keep = (keep, names, c_names, c_in, c_rows, c_row_counts, opts)
+    if kind == "allgather":
+        args = (n, c_names, c_in, c_rows, c_row_counts, dtype, device, ctypes.byref(opts))
+    else:
+        c_out = (ctypes.c_void_p * n)(*outputs)
+        keep = keep + (c_out,)
+        args = (n, c_names, c_in, c_out, c_rows, c_row_counts, dtype,
+                check_op(op, (Sum, Average)), float(prescale), float(postscale), device,
+                ctypes.byref(opts))
+    return submit("kolo_grouped_%s_async" % kind, args, keep, finish,
+                  "grouped_%s %r" % (kind, base))
+
+
+def _prod(values):
+    out = 1
+    for v in values:
+        out *= int(v)
+    return out
+
+
 def rows_shape(shape):
     """The shape that allgather and alltoall give kolo: a 0-dimensional tensor goes as
     one row of one element, as its rows and row count do."""

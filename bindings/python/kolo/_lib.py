@@ -166,6 +166,13 @@ _SIGNATURES = {
         _status, [ctypes.c_int, ctypes.POINTER(_cstr), ctypes.POINTER(_ptr), ctypes.POINTER(_ptr),
                   _c_int64_p, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device, _opts_p,
                   _handle_p]),
+    "kolo_grouped_allgather_async": (
+        _status, [ctypes.c_int, ctypes.POINTER(_cstr), ctypes.POINTER(_ptr), _c_int64_p,
+                  _c_int64_p, ctypes.c_int, Device, _opts_p, _handle_p]),
+    "kolo_grouped_reducescatter_async": (
+        _status, [ctypes.c_int, ctypes.POINTER(_cstr), ctypes.POINTER(_ptr), ctypes.POINTER(_ptr),
+                  _c_int64_p, _c_int64_p, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device,
+                  _opts_p, _handle_p]),
     "kolo_barrier_ex": (_status, [_opts_p]),
     "kolo_join_ex": (_status, [_opts_p, _c_int_p]),
     "kolo_timeline_start": (_status, [_cstr, ctypes.c_int]),

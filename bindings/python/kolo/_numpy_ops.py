@@ -166,6 +166,73 @@ def allgather(array, name=None, process_set=None):
     return allgather_async(array, name, process_set).wait()
 
 
+def _group_inputs(arrays, what):
+    inputs = [_as_input(a, what) for a in arrays]
+    if not inputs:
+        raise KoloValueError("%s: the group is empty" % what)
+    if len({d for _, d in inputs}) != 1:
+        raise KoloValueError("%s: all arrays must share one dtype, got %s" % (
+            what, sorted({str(a.dtype) for a, _ in inputs})))
+    return [a for a, _ in inputs], inputs[0][1]
+
+
+def grouped_allgather_async(arrays, name=None):
+    """Starts one allgather of a group of arrays (one dtype), negotiated as a unit. Names
+    are "<name>.<i>"; the result is the list of gathered arrays."""
+    what = "grouped_allgather"
+    _core.require_initialized(what)
+    arrs, dtype = _group_inputs(arrays, what)
+    shapes = [_core.rows_shape(a.shape) for a in arrs]
+    nranks = _core.size()
+
+    def finish(ptr):
+        addr, nbytes = _core.handle_output(ptr)
+        splits = _core.handle_splits(ptr, nranks * len(arrs))
+        outs, offset = [], 0
+        for m, shape in enumerate(shapes):
+            out = np.empty((sum(splits[m * nranks:(m + 1) * nranks]),) + tuple(shape[1:]),
+                           dtype=arrs[m].dtype)
+            if out.nbytes:
+                ctypes.memmove(out.ctypes.data, addr + offset, out.nbytes)
+            offset += out.nbytes
+            outs.append(out)
+        if offset != nbytes:
+            raise _core.KoloError("%s: kolo returned %d bytes, expected %d" % (
+                what, nbytes, offset))
+        return outs
+
+    base = _core.op_name("grouped_allgather", name)
+    return _core.submit_grouped_rows("allgather", base, [a.ctypes.data for a in arrs], None,
+                                     shapes, dtype, _lib.CPU_DEVICE, (arrs,), finish)
+
+
+def grouped_allgather(arrays, name=None):
+    return grouped_allgather_async(arrays, name).wait()
+
+
+def grouped_reducescatter_async(arrays, op=Average, name=None, prescale_factor=1.0,
+                                postscale_factor=1.0):
+    """Starts one reducescatter of a group of arrays (Sum or Average), negotiated as a
+    unit; the result is this rank's shard of each."""
+    what = "grouped_reducescatter"
+    _core.require_initialized(what)
+    arrs, dtype = _group_inputs(arrays, what)
+    rank, size = _core.rank(), _core.size()
+    outs = [np.empty((_core.reducescatter_shard_rows(a.shape[0], rank, size),) + a.shape[1:],
+                     dtype=a.dtype) if a.ndim else np.empty(0, dtype=a.dtype) for a in arrs]
+    base = _core.op_name("grouped_reducescatter", name)
+    return _core.submit_grouped_rows("reducescatter", base, [a.ctypes.data for a in arrs],
+                                     [o.ctypes.data for o in outs], [a.shape for a in arrs],
+                                     dtype, _lib.CPU_DEVICE, (arrs, outs), _result(outs), op=op,
+                                     prescale=prescale_factor, postscale=postscale_factor)
+
+
+def grouped_reducescatter(arrays, op=Average, name=None, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    return grouped_reducescatter_async(arrays, op, name, prescale_factor,
+                                       postscale_factor).wait()
+
+
 def broadcast_async(array, root_rank, name=None, out=None, process_set=None):
     """Starts a broadcast of root_rank's array; ``out=array`` broadcasts in place."""
     what = "broadcast"

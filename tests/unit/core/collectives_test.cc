@@ -162,6 +162,63 @@ TEST(Collectives, GroupedAllreduceIsOneBucketAndExact) {
   }
 }
 
+// Note [Grouped collectives]: each member's result is the lone collective's, at
+// every world size; a member may be empty.
+TEST(Collectives, GroupedAllgatherAndReducescatterAtEveryWorldSize) {
+  for (int size : {1, 2, 3, 4}) {
+    LoopbackJob job(size);
+    job.run([&](int rank, Runtime& rt) {
+      const std::vector<int64_t> rows = {rank + 1, 0, 7}, row_counts = {2, 3, 1};
+      std::vector<std::vector<int32_t>> in(3), out(3);
+      CollectiveArgs g, rs;
+      g.collective = Collective::kGroupedAllgather;
+      rs.collective = Collective::kGroupedReducescatter;
+      g.dtype = rs.dtype = DataType::kInt32;
+      rs.op = ReduceOp::kSum;
+      for (int m = 0; m < 3; ++m) {
+        for (int64_t i = 0; i < rows[m] * row_counts[m]; ++i) in[m].push_back(1000 * m + 10 * rank + int32_t(i));
+        out[m].assign(shard_rows(rows[m], rank, size) * row_counts[m], -1);
+        for (CollectiveArgs* a : {&g, &rs}) {
+          a->member_names.push_back("m" + std::to_string(m));
+          a->member_row_counts.push_back(row_counts[m]);
+        }
+        g.members.push_back({in[m].data(), nullptr, rows[m]});
+        rs.members.push_back({in[m].data(), out[m].data(), rows[m]});
+      }
+      // Reducescatter rows agree on every rank: member 0 has 3 there.
+      std::vector<int32_t> in0(3 * row_counts[0]);
+      for (size_t i = 0; i < in0.size(); ++i) in0[i] = 10 * rank + int32_t(i);
+      out[0].assign(shard_rows(3, rank, size) * row_counts[0], -1);
+      rs.members[0] = {in0.data(), out[0].data(), 3};
+      auto hg = submit_args(rt, g);
+      ASSERT_EQ(wait_code(hg), Code::kOk) << hg->message();
+      std::vector<int32_t> want;
+      std::vector<int64_t> splits;
+      for (int m = 0; m < 3; ++m)
+        for (int r = 0; r < size; ++r) {
+          const int64_t rr = m == 0 ? r + 1 : rows[m];
+          splits.push_back(rr);
+          for (int64_t i = 0; i < rr * row_counts[m]; ++i) want.push_back(1000 * m + 10 * r + int32_t(i));
+        }
+      EXPECT_EQ(hg->splits, splits);
+      ASSERT_EQ(hg->output.size(), want.size() * sizeof(int32_t));
+      EXPECT_EQ(0, std::memcmp(hg->output.data(), want.data(), hg->output.size()));
+      auto hr = submit_args(rt, rs);
+      ASSERT_EQ(wait_code(hr), Code::kOk) << hr->message();
+      for (int m : {0, 2}) {
+        const int64_t member_rows = m == 0 ? 3 : rows[m];
+        int64_t first = 0;
+        for (int r = 0; r < rank; ++r) first += shard_rows(member_rows, r, size);
+        for (size_t k = 0; k < out[m].size(); ++k) {
+          const int64_t i = first * row_counts[m] + int64_t(k);
+          ASSERT_EQ(out[m][k], size * (1000 * m + int32_t(i)) + 10 * size * (size - 1) / 2)
+              << "member " << m << " element " << k;
+        }
+      }
+    });
+  }
+}
+
 TEST(Collectives, GroupMembershipMismatchIsReported) {
   LoopbackJob job(2);
   job.run([&](int rank, Runtime& rt) {

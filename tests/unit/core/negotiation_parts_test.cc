@@ -111,6 +111,26 @@ TEST(Validate, GroupMemberShapesAreCompared) {
       << r.message;
 }
 
+// A grouped allgather's response carries every member's rows from every rank,
+// member-major; its members' row sizes must agree, their rows need not.
+TEST(Validate, GroupedAllgatherCarriesRowsPerMemberAndRank) {
+  auto group = [](std::vector<int64_t> counts, std::vector<int64_t> row_counts) {
+    Request r = req("g", 0);
+    r.params.collective = Collective::kGroupedAllgather;
+    r.params.member_counts = counts;
+    r.params.member_row_counts = row_counts;
+    return std::optional<Request>(r);
+  };
+  Response r = validate({group({6, 0}, {3, 2}), group({3, 4}, {3, 2}), group({0, 2}, {3, 2})});
+  EXPECT_EQ(r.code, Code::kOk) << r.message;
+  EXPECT_EQ(r.rows_per_rank, (std::vector<int64_t>{2, 1, 0, 0, 2, 1}));
+  r = validate({group({6, 0}, {3, 2}), group({6, 0}, {2, 3})});
+  EXPECT_EQ(r.code, Code::kMismatch);
+  EXPECT_NE(r.message.find("group member row sizes: [3,2] on rank 0; [2,3] on rank 1"),
+            std::string::npos)
+      << r.message;
+}
+
 TEST(ResponseCache, HitMissStale) {
   ResponseCache cache(4);
   uint32_t bit = 99;

@@ -25,6 +25,7 @@ std::vector<Request> sample_requests() {
     r.params.names_hash = 0x9e3779b97f4a7c15ull * i;
     if (i % 2) r.params.shapes = {2, i, 3};  // [i, 3]
     if (i == 4) r.params.shapes = {0, 1, 7, 3, 2, 0, 5};  // a group: [], [7], [2, 0, 5]
+    if (i == 4) r.params.member_row_counts = {1, 7, 5};
     out.push_back(r);
   }
   out.push_back(Request{std::string(1024, 'x'), TensorParams{}});

@@ -25,11 +25,14 @@ from .compression import Compression
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                         broadcast_parameters)
 from .mpi_ops import (HorovodAllgather, HorovodAllreduce, HorovodAlltoall, HorovodBroadcast,
-                      HorovodGroupedAllreduce, HorovodReducescatter, ProcessSet, allgather,
+                      HorovodGroupedAllgather, HorovodGroupedAllreduce,
+                      HorovodGroupedReducescatter, HorovodReducescatter, ProcessSet, allgather,
                       allgather_async, allreduce, allreduce_, allreduce_async, allreduce_async_,
                       alltoall, alltoall_async, barrier, broadcast, broadcast_, broadcast_async,
-                      broadcast_async_, global_process_set, grouped_allreduce,
+                      broadcast_async_, global_process_set, grouped_allgather,
+                      grouped_allgather_async, grouped_allreduce,
                       grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
+                      grouped_reducescatter, grouped_reducescatter_async,
                       join, poll, reducescatter, reducescatter_async, synchronize)
 from .optimizer import DistributedOptimizer
 from .sparse import sparse_allreduce_async

@@ -551,6 +551,145 @@ def reducescatter(tensor, op=Average, name=None, prescale_factor=1.0, postscale_
                                       process_set)
 
 
+# ---- grouped allgather and reducescatter ---------------------------------------------
+
+def _global_only(process_set, what):
+    """The grouped allgather and reducescatter run on the global set only (for now)."""
+    if _check_process_set(process_set, what) != 0:
+        raise KoloValueError("%s: only the global process set is supported" % what)
+
+
+def _group_sources(tensors, what):
+    """(contiguous sources, dtype, device) of a group's tensors: one dtype, one device."""
+    tensors = list(tensors)
+    if not tensors:
+        raise KoloValueError("%s: the group is empty" % what)
+    checked = [_check_tensor(t, what) for t in tensors]
+    if len({d for d, _ in checked}) != 1:
+        raise KoloValueError("%s: all tensors must share one dtype, got %s" % (
+            what, sorted({str(t.dtype) for t in tensors})))
+    if len({str(t.device) for t in tensors}) != 1:
+        raise KoloValueError("%s: all tensors must be on one device, got %s" % (
+            what, sorted({str(t.device) for t in tensors})))
+    return [t.detach().contiguous() for t in tensors], checked[0][0], checked[0][1]
+
+
+def _split_group_output(like, shapes, nranks, what):
+    """finish() for a grouped allgather: the handle's output is member 0's gathered
+    rows, then member 1's, ... (kolo.h); each becomes a tensor of its own."""
+
+    def finish(ptr):
+        addr, nbytes = _core.handle_output(ptr)
+        splits = _core.handle_splits(ptr, nranks * len(shapes))
+        outs = [torch.empty((sum(splits[m * nranks:(m + 1) * nranks]),) + tuple(shape[1:]),
+                            dtype=like.dtype, device=like.device)
+                for m, shape in enumerate(shapes)]
+        expected = sum(o.numel() * o.element_size() for o in outs)
+        if nbytes != expected:
+            raise _core.KoloError("%s: kolo returned %d bytes, expected %d" % (
+                what, nbytes, expected))
+        raw = None
+        if nbytes and like.device.type == "cuda":
+            raw = torch.as_tensor(_DeviceBytes(addr, nbytes), device=like.device)
+        offset = 0
+        for o in outs:
+            size = o.numel() * o.element_size()
+            if size and raw is not None:
+                o.view(-1).view(torch.uint8).copy_(raw[offset:offset + size])
+            elif size:
+                ctypes.memmove(o.data_ptr(), addr + offset, size)
+            offset += size
+        return outs
+
+    return finish
+
+
+def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
+    """Starts one allgather of a list of tensors (one dtype), negotiated as a unit;
+    synchronize() returns the list of gathered tensors. Names are "<name>.<i>"."""
+    _global_only(process_set, "grouped_allgather")
+    name = _name("grouped_allgather", name)
+    what = "grouped_allgather %r" % name
+    _core.require_initialized("grouped_allgather")
+    srcs, dtype, device = _group_sources(tensors, what)
+    shapes = [_core.rows_shape(s.shape) for s in srcs]
+    finish = _split_group_output(srcs[0], shapes, _core.size(), what)
+    return _core.submit_grouped_rows("allgather", name, [s.data_ptr() for s in srcs], None,
+                                     shapes, dtype, device, (tensors, srcs), finish)
+
+
+class HorovodGroupedAllgather(torch.autograd.Function):
+    """Grouped allgather; each member's gradient is its rows of the averaged gradient
+    (as HorovodAllgather's)."""
+
+    @staticmethod
+    def forward(ctx, name, *tensors):
+        ctx.dims = [t.shape[0] if t.dim() else 1 for t in tensors]
+        return tuple(grouped_allgather_async(list(tensors), name).wait())
+
+    @staticmethod
+    def backward(ctx, *grads):
+        reduced = grouped_allreduce([g.contiguous() for g in grads], op=Average)
+        dims = grouped_allgather([torch.tensor([d], dtype=torch.int64) for d in ctx.dims])
+        r = _core.rank()
+        return (None,) + tuple(g.narrow(0, int(d[:r].sum()), dim)
+                               for g, d, dim in zip(reduced, dims, ctx.dims))
+
+
+def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    """Allgather of a list of tensors as one unit (differentiable); returns a list."""
+    _global_only(process_set, "grouped_allgather")
+    return list(HorovodGroupedAllgather.apply(name, *list(tensors)))
+
+
+def grouped_reducescatter_async(tensors, op=Average, name=None, prescale_factor=1.0,
+                                postscale_factor=1.0, process_set=global_process_set):
+    """Starts one reducescatter of a list of tensors (Sum or Average), negotiated as a
+    unit; synchronize() returns this rank's shards."""
+    _global_only(process_set, "grouped_reducescatter")
+    name = _name("grouped_reducescatter", name)
+    what = "grouped_reducescatter %r" % name
+    _core.require_initialized("grouped_reducescatter")
+    op = _core.check_op(op, (Sum, Average))
+    srcs, dtype, device = _group_sources(tensors, what)
+    shapes = [tuple(s.shape) for s in srcs]
+    rank, size = _core.rank(), _core.size()
+    outs = [torch.empty((_core.reducescatter_shard_rows(s.shape[0], rank, size),)
+                        + tuple(s.shape[1:]), dtype=s.dtype, device=s.device)
+            if s.dim() else torch.empty(0, dtype=s.dtype, device=s.device) for s in srcs]
+    return _core.submit_grouped_rows("reducescatter", name, [s.data_ptr() for s in srcs],
+                                     [o.data_ptr() for o in outs], shapes, dtype, device,
+                                     (tensors, srcs, outs), lambda p: outs, op=op,
+                                     prescale=prescale_factor, postscale=postscale_factor)
+
+
+class HorovodGroupedReducescatter(torch.autograd.Function):
+    """Grouped reducescatter; each member's gradient is the allgather of its shard's
+    gradient, scaled as HorovodReducescatter's."""
+
+    @staticmethod
+    def forward(ctx, op, name, prescale_factor, postscale_factor, *tensors):
+        ctx.scale = prescale_factor * postscale_factor / (_core.size() if op == Average else 1)
+        return tuple(grouped_reducescatter_async(list(tensors), op, name, prescale_factor,
+                                                 postscale_factor).wait())
+
+    @staticmethod
+    def backward(ctx, *grads):
+        gathered = grouped_allgather([g.contiguous() for g in grads])
+        if ctx.scale != 1.0:
+            gathered = [g * ctx.scale for g in gathered]
+        return (None, None, None, None) + tuple(gathered)
+
+
+def grouped_reducescatter(tensors, op=Average, name=None, prescale_factor=1.0,
+                          postscale_factor=1.0, process_set=global_process_set):
+    """Reducescatter of a list of tensors as one unit (differentiable); returns this
+    rank's shard of each."""
+    _global_only(process_set, "grouped_reducescatter")
+    return list(HorovodGroupedReducescatter.apply(op, name, prescale_factor, postscale_factor,
+                                                  *list(tensors)))
+
+
 # ---- handles and synchronisation -----------------------------------------------------
 
 def poll(handle):
