@@ -41,12 +41,11 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                                  for group in self.param_groups for p in group["params"]}
         self._register_hooks()
 
+    # The same as the averaging optimizer's: naming, and the hook that counts backward
+    # passes and calls this class's _allreduce_grad_async on the last one.
     _names = _DistributedOptimizer.__dict__["_names"]
-
-    def set_backward_passes_per_step(self, passes):
-        self.backward_passes_per_step = passes
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = passes
+    set_backward_passes_per_step = _DistributedOptimizer.__dict__["set_backward_passes_per_step"]
+    _make_hook = _DistributedOptimizer.__dict__["_make_hook"]
 
     def _register_hooks(self):
         for group in self.param_groups:
@@ -59,23 +58,6 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                     grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
                     grad_acc.register_hook(self._make_hook(p))
                     self._grad_accs.append(grad_acc)
-
-    def _make_hook(self, p):
-        def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than backward_passes_per_step times "
-                        "before call to step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
-            handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
-                handle, ctx = self._allreduce_grad_async(p)
-            self._handles[p] = (handle, ctx)
-        return hook
 
     def _allreduce_grad_async(self, p):
         """The local step for p alone, then the Adasum allreduce of its delta."""
