@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings/c/c_api_state.h"
 #include "bindings/c/firewall.h"
 #include "bindings/c/options.h"
 #include "common/dtype.h"
@@ -27,11 +28,23 @@
 #include "common/test_hooks.h"
 #include "core/collective_args.h"
 #include "core/init_agreement.h"
-#include "core/process_sets.h"
 #include "core/runtime.h"
 #include "kolo_build_config.h"
 #include "transport/registry.h"
 #include "transports/mpi/mpi_world.h"
+
+namespace kolo::c_api {
+std::mutex g_lifecycle_mu;
+std::unique_ptr<core::Runtime> g_runtime;
+
+kolo_status_t not_initialized() {
+  return report(Code::kNotInitialized, "kolo is not initialised (call kolo_init first)");
+}
+
+kolo_status_t invalid(const std::string& message) {
+  return report(Code::kInvalidArgument, message);
+}
+}  // namespace kolo::c_api
 
 struct kolo_handle {
   std::shared_ptr<kolo::core::HandleState> state;
@@ -41,7 +54,11 @@ namespace {
 
 using kolo::Code;
 using kolo::Status;
+using kolo::c_api::g_lifecycle_mu;
+using kolo::c_api::g_runtime;
 using kolo::c_api::guarded;
+using kolo::c_api::invalid;
+using kolo::c_api::not_initialized;
 using kolo::c_api::read_options;
 using kolo::c_api::report;
 
@@ -83,12 +100,6 @@ static_assert(same(kolo::DeviceKind::kCpu, KOLO_DEVICE_CPU) &&
               same(kolo::DeviceKind::kCuda, KOLO_DEVICE_CUDA),
               "kolo::DeviceKind and kolo_device_kind_t differ");
 
-std::mutex g_lifecycle_mu;                        // kolo_init / kolo_shutdown
-std::unique_ptr<kolo::core::Runtime> g_runtime;  // set while initialised
-
-kolo_status_t not_initialized() {
-  return report(Code::kNotInitialized, "kolo is not initialised (call kolo_init first)");
-}
 
 // What every rank must have alike (see Note [Knobs that must agree]): the knobs that
 // must agree, and what else decides which transports exist and how buckets travel.
@@ -102,9 +113,6 @@ kolo::core::Fingerprint fingerprint_of(const kolo::Config& config) {
   return f;
 }
 
-kolo_status_t invalid(const std::string& message) {
-  return report(Code::kInvalidArgument, message);
-}
 
 // Note [kolo_init on a stopped kolo]
 // Another rank's shutdown (or a failure) stops this rank's coordinator, but this
@@ -240,24 +248,6 @@ int topology_value(int kolo::transport::Topology::*field) {
   });
 }
 
-// A process set's query: fn(set, this rank's global rank), or -1 (with
-// kolo_last_error) when not initialised or the id is unknown.
-template <typename Fn>
-int process_set_value(int32_t id, Fn fn) {
-  return guarded(-1, [&] {
-    if (!g_runtime) {
-      not_initialized();
-      return -1;
-    }
-    std::shared_ptr<const kolo::core::ProcessSet> set;
-    if (Status s = g_runtime->process_sets()->find(id, &set); !s.ok()) {
-      report(s);
-      return -1;
-    }
-    return fn(*set, g_runtime->topology().rank);
-  });
-}
-
 // The handle functions' common check: a NULL handle is refused by name.
 bool check_handle(kolo_handle_t handle) {
   if (handle != nullptr) return true;
@@ -315,18 +305,6 @@ kolo_status_t kolo_shutdown(void) {
 
 int kolo_is_initialized(void) {
   return guarded(0, [] { return g_runtime && g_runtime->running() ? 1 : 0; });
-}
-
-kolo_status_t kolo_autotune_state(int* frozen, int64_t* changes, uint64_t* digest) {
-  return guarded([&] {
-    std::lock_guard<std::mutex> lock(g_lifecycle_mu);
-    if (!g_runtime) return not_initialized();
-    const kolo::core::AutotuneRecord::State s = g_runtime->autotune_state();
-    if (frozen != nullptr) *frozen = s.frozen ? 1 : 0;
-    if (changes != nullptr) *changes = s.changes;
-    if (digest != nullptr) *digest = s.digest;
-    return report(Status::OK());
-  });
 }
 
 int kolo_rank(void) { return topology_value(&kolo::transport::Topology::rank); }
@@ -566,85 +544,6 @@ kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank) {
     if (s == KOLO_OK && last_rank != nullptr) *last_rank = in_set ? set->ranks[last] : last;
     kolo_handle_release(h);
     return s;
-  });
-}
-
-kolo_status_t kolo_timeline_start(const char* path, int mark_cycles) {
-  return guarded([&] {
-    if (!g_runtime) return not_initialized();
-    if (path == nullptr) return invalid("kolo_timeline_start: path is NULL");
-    Status s = g_runtime->start_timeline(path, mark_cycles != 0);
-    if (!s.ok()) return report(s.code(), "kolo_timeline_start: " + s.message());
-    return report(Status::OK());
-  });
-}
-
-kolo_status_t kolo_process_set_add(const int* ranks, int n, int32_t* id) {
-  return guarded([&] {
-    if (!g_runtime) return not_initialized();
-    if (id == nullptr) return invalid("id is NULL (the int32_t* that receives the new set's id)");
-    // Unusable arguments still take part in the exchange, so every rank fails alike.
-    std::string local_error;
-    std::vector<int> members;
-    if (n < 0) {
-      local_error = "n is negative (" + std::to_string(n) + "): the number of ranks";
-    } else if (n > 0 && ranks == nullptr) {
-      local_error = "ranks is NULL";
-    } else {
-      members.assign(ranks, ranks + n);
-    }
-    int32_t added = 0;
-    if (Status s = g_runtime->process_sets()->add(std::move(members), local_error, &added); !s.ok())
-      return report(s);
-    *id = added;
-    return report(Status::OK());
-  });
-}
-
-kolo_status_t kolo_timeline_stop(void) {
-  return guarded([&] {
-    if (!g_runtime) return not_initialized();
-    Status s = g_runtime->stop_timeline();
-    if (!s.ok()) return report(s.code(), "kolo_timeline_stop: " + s.message());
-    return report(Status::OK());
-  });
-}
-
-kolo_status_t kolo_process_set_remove(int32_t id) {
-  return guarded([&] {
-    if (!g_runtime) return not_initialized();
-    return report(g_runtime->process_sets()->remove(id));
-  });
-}
-
-int kolo_process_set_rank(int32_t id) {
-  return process_set_value(id, [](const kolo::core::ProcessSet& set, int rank) {
-    return set.rank_of(rank);
-  });
-}
-
-int kolo_process_set_size(int32_t id) {
-  return process_set_value(id, [](const kolo::core::ProcessSet& set, int) {
-    return static_cast<int>(set.ranks.size());
-  });
-}
-
-int kolo_process_set_included(int32_t id) {
-  return process_set_value(id, [](const kolo::core::ProcessSet& set, int rank) {
-    return set.rank_of(rank) >= 0 ? 1 : 0;
-  });
-}
-
-kolo_status_t kolo_process_set_ranks(int32_t id, int* ranks, int n, int* size) {
-  return guarded([&] {
-    if (!g_runtime) return not_initialized();
-    if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the length of ranks");
-    if (n > 0 && ranks == nullptr) return invalid("ranks is NULL");
-    std::shared_ptr<const kolo::core::ProcessSet> set;
-    if (Status s = g_runtime->process_sets()->find(id, &set); !s.ok()) return report(s);
-    for (int i = 0; i < n && i < static_cast<int>(set->ranks.size()); ++i) ranks[i] = set->ranks[i];
-    if (size != nullptr) *size = static_cast<int>(set->ranks.size());
-    return report(Status::OK());
   });
 }
 
