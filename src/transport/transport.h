@@ -156,6 +156,8 @@ class Transport {
 
   // Device transports: `wake` is to be called (from any thread) when device work
   // completes, so that the coordinator polls its Work. Host transports ignore it.
+  // No call may run once the transport is destroyed: `wake` rings the control
+  // plane, which is released right after the transports.
   virtual void set_completion_waker(std::function<void()> wake) {}
 
   // Takes the sizes it has (Tuning); the coordinator thread calls it between

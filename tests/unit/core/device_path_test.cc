@@ -43,18 +43,21 @@ struct Gate {
   std::vector<Bucket> buckets;  // as handed over
   std::vector<const DeviceEvent*> stream_waits;
   int recorded = 0;
+  // The coordinator's waker rings its control plane, which goes when the world
+  // does: the fake clears it in its destructor, and a call in flight holds
+  // wake_mu, so none runs past the transport (set_completion_waker's contract).
+  std::mutex wake_mu;
   std::function<void()> wake;
 
   void release(Status s = Status::OK()) {
-    std::function<void()> w;
     {
       std::lock_guard<std::mutex> lock(mu);
       open = true;
       outcome = std::move(s);
-      w = wake;
     }
     cv.notify_all();
-    if (w) w();
+    std::lock_guard<std::mutex> lock(wake_mu);
+    if (wake) wake();
   }
   size_t bucket_count() {
     std::lock_guard<std::mutex> lock(mu);
@@ -95,6 +98,10 @@ class GateWork : public transport::Work {
 class FakeDevice : public transport::Transport, public transport::DeviceSupport {
  public:
   explicit FakeDevice(std::shared_ptr<Gate> gate) : gate_(std::move(gate)) {}
+  ~FakeDevice() override {
+    std::lock_guard<std::mutex> lock(gate_->wake_mu);
+    gate_->wake = nullptr;
+  }
   const char* name() const override { return "nccl"; }
   Status supports(const Bucket& b) const override {
     return b.device.kind == DeviceKind::kCuda ? Status::OK() : unsupported("fake: CUDA only");
@@ -105,7 +112,7 @@ class FakeDevice : public transport::Transport, public transport::DeviceSupport 
     return std::make_unique<GateWork>(gate_, b);
   }
   void set_completion_waker(std::function<void()> wake) override {
-    std::lock_guard<std::mutex> lock(gate_->mu);
+    std::lock_guard<std::mutex> lock(gate_->wake_mu);
     gate_->wake = std::move(wake);
   }
   Status resolve(Device* d) override {

@@ -97,7 +97,9 @@ TEST(ProcessSets, OverlappingAndDisjointSetsReduceTheirOwnMembersAtEverySize) {
 
 TEST(ProcessSets, AStallInOneSetDoesNotHoldUpAnother) {
   LoopbackJob job(4, small());
-  std::atomic<bool> others_done{false};
+  // Rank 1 sends "s" only after both others have seen it still pending: rank 0
+  // may finish its steps before rank 2 has looked.
+  std::atomic<int> seen_pending{0};
   job.run([&](int rank, Runtime& rt) {
     const std::vector<int> a = {0, 1, 2}, b = {0, 2};
     const int32_t ia = add_set(rt, a);
@@ -110,10 +112,10 @@ TEST(ProcessSets, AStallInOneSetDoesNotHoldUpAnother) {
       for (int step = 0; step < 20; ++step)
         allreduce_in(rt, rank, ib, b, "step." + std::to_string(step), 5);
       EXPECT_FALSE(stalled->done());
+      ++seen_pending;
     }
-    if (rank == 0) others_done = true;
     if (rank == 1) {
-      while (!others_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      while (seen_pending < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       stalled = submit_args(rt, allreduce("s", in.data(), out.data(), 4, ia));
     }
     if (stalled) {
