@@ -18,6 +18,7 @@ install(TARGETS kolo EXPORT koloTargets
 install(FILES
   ${PROJECT_SOURCE_DIR}/include/kolo/kolo.h
   ${PROJECT_SOURCE_DIR}/include/kolo/kolo.hpp
+  ${PROJECT_SOURCE_DIR}/include/kolo/kolo_groups.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kolo)
 if(TARGET kolo-info)
   install(TARGETS kolo-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -7,10 +7,14 @@
 //   kolo::allreduce_async typed submission: a throwing form that returns a Handle,
 //                         and a non-throwing form that returns kolo_status_t.
 //   the collective set    allgather_async, broadcast_async, alltoall_async,
-//                         reducescatter_async, grouped_allreduce_async, in the same
-//                         two forms; Handle::output<T>() / splits() read the
+//                         reducescatter_async, in the same two forms; Handle::output<T>() / splits() read the
 //                         kolo-allocated results; barrier() and join().
 //   kolo::Error           the exception thrown by the throwing wrappers only.
+//   kolo::Options         the *_ex calls' options (process set, shapes) as the
+//                         last argument of every submission, barrier and join.
+//   kolo::ProcessSet      add_process_set / remove_process_set and the queries.
+//   grouped_allreduce_async, grouped_allgather_async, grouped_reducescatter_async
+//                         (in kolo_groups.hpp, which this header includes).
 //
 // Everything here calls the C functions of kolo.h and adds no state of its own, so
 // C++ and C callers may be mixed freely in one process. The thread rules are the C
@@ -99,6 +103,55 @@ constexpr kolo_device_t cpu_device() noexcept {
   return kolo_device_t{KOLO_DEVICE_CPU, 0, nullptr};
 }
 
+// A tensor's dimension sizes (empty: a scalar of one element).
+using Shape = std::vector<std::int64_t>;
+
+// The optional arguments of the C API's *_ex calls, taken by every submission,
+// barrier and join below as their last argument. The defaults are the plain
+// calls'. See kolo_options_t in kolo.h for the rules.
+struct Options {
+  // 0: the global set; otherwise ProcessSet::id() (see add_process_set).
+  std::int32_t process_set = 0;
+  // Empty: no shape given (ranks agree on counts only). Otherwise one shape per
+  // tensor (one for the single-tensor calls, n for the grouped ones), negotiated
+  // in full: ranks whose shapes differ all fail with KOLO_ERR_MISMATCH. Another
+  // number of shapes is KOLO_ERR_INVALID_ARGUMENT (kolo_last_error() is not
+  // updated for it).
+  std::vector<Shape> shapes;
+};
+
+namespace detail {
+
+// A kolo_options_t over an Options, valid while both live.
+class COptions {
+ public:
+  explicit COptions(const Options& options) {
+    c_.process_set = options.process_set;
+    c_.reserved_ = 0;
+    c_.shapes = nullptr;
+    if (options.shapes.empty()) return;
+    shapes_.reserve(options.shapes.size());
+    for (const Shape& shape : options.shapes)
+      shapes_.push_back(kolo_shape_t{static_cast<std::int32_t>(shape.size()), shape.data()});
+    c_.shapes = shapes_.data();
+  }
+  const kolo_options_t* get() const noexcept { return &c_; }
+
+ private:
+  kolo_options_t c_;
+  std::vector<kolo_shape_t> shapes_;
+};
+
+// The size of options' process set, for Handle::splits(); kolo_size() when the
+// set is unknown (the submission then fails and says why).
+inline int set_size(const Options& options) noexcept {
+  if (options.process_set == 0) return kolo_size();
+  const int size = kolo_process_set_size(options.process_set);
+  return size >= 0 ? size : kolo_size();
+}
+
+}  // namespace detail
+
 // Owns one asynchronous operation's kolo_handle_t. Move-only.
 //
 // The destructor waits for the operation to complete, then releases the handle:
@@ -113,14 +166,19 @@ constexpr kolo_device_t cpu_device() noexcept {
 class Handle {
  public:
   Handle() noexcept = default;
-  explicit Handle(kolo_handle_t handle) noexcept : handle_(handle) {}
+  // split_count: how many values splits() returns (the wrappers below pass the
+  // process set's size, times n for a grouped allgather); -1: kolo_size().
+  explicit Handle(kolo_handle_t handle, int split_count = -1) noexcept
+      : handle_(handle), split_count_(split_count) {}
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
-  Handle(Handle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Handle(Handle&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), split_count_(other.split_count_) {}
   Handle& operator=(Handle&& other) noexcept {
     if (this != &other) {
       reset();
       handle_ = std::exchange(other.handle_, nullptr);
+      split_count_ = other.split_count_;
     }
     return *this;
   }
@@ -201,17 +259,20 @@ class Handle {
   }
 
   // The per-rank rows of a completed allgather (rows each rank contributed) or
-  // alltoall (rows received from each rank): copies min(n, world size) values.
+  // alltoall (rows received from each rank), in set-rank order; a grouped
+  // allgather's are member-major (member i, rank r at i * size + r). Copies at
+  // most n values.
   // Returns the operation's status while it is not KOLO_OK.
   kolo_status_t splits(std::int64_t* splits, int n) const noexcept {
     const kolo_status_t state = status();
     return state != KOLO_OK ? state : kolo_handle_splits(handle_, splits, n);
   }
 
-  // The same as a vector of kolo_size() values; throws Error where the form above
-  // is not KOLO_OK.
+  // The same as a vector: the set's size values (n times that for a grouped
+  // allgather; kolo_size() for a Handle made from a raw handle without a count).
+  // Throws Error where the form above is not KOLO_OK.
   std::vector<std::int64_t> splits() const {
-    const int size = kolo_size();
+    const int size = split_count_ >= 0 ? split_count_ : kolo_size();
     if (size < 0) throw Error(KOLO_ERR_NOT_INITIALIZED, "kolo::Handle::splits", kolo_last_error());
     std::vector<std::int64_t> rows(static_cast<size_t>(size), 0);
     const kolo_status_t got = splits(rows.data(), size);
@@ -241,20 +302,29 @@ class Handle {
   }
 
   kolo_handle_t handle_ = nullptr;
+  int split_count_ = -1;
 };
 
 namespace detail {
 
 // The non-throwing forms' common tail: *handle is emptied, then owns what `start`
-// (a callable taking kolo_handle_t*) enqueued, if it succeeded.
+// (a callable taking kolo_options_t const* and kolo_handle_t*) enqueued, if it
+// succeeded. `shapes` is how many shapes options may carry (0 or this many).
 template <class Start>
-kolo_status_t submit(Handle* handle, Start&& start) noexcept {
+kolo_status_t submit(Handle* handle, const Options& options, size_t shapes, int split_count,
+                     Start&& start) noexcept {
   if (handle == nullptr) return KOLO_ERR_INVALID_ARGUMENT;
   *handle = Handle();
-  kolo_handle_t raw = nullptr;
-  const kolo_status_t status = start(&raw);
-  if (status == KOLO_OK) *handle = Handle(raw);
-  return status;
+  if (!options.shapes.empty() && options.shapes.size() != shapes) return KOLO_ERR_INVALID_ARGUMENT;
+  try {
+    const COptions c_options(options);
+    kolo_handle_t raw = nullptr;
+    const kolo_status_t status = start(c_options.get(), &raw);
+    if (status == KOLO_OK) *handle = Handle(raw, split_count);
+    return status;
+  } catch (const std::bad_alloc&) {
+    return KOLO_ERR_INTERNAL;
+  }
 }
 
 // The throwing forms' common tail.
@@ -266,6 +336,23 @@ inline Handle handle_or_throw(kolo_status_t status, Handle handle, const char* c
   return handle;
 }
 
+// The throwing forms' check of what the non-throwing forms refuse without a
+// message: the number of shapes.
+inline void check_shapes(const Options& options, size_t shapes, const char* call) {
+  if (options.shapes.empty() || options.shapes.size() == shapes) return;
+  throw Error(KOLO_ERR_INVALID_ARGUMENT, std::string("kolo::") + call,
+              "options.shapes has " + std::to_string(options.shapes.size()) +
+                  " shapes for " + std::to_string(shapes) + " tensors");
+}
+
+// C views of a group's names and pointers (may throw std::bad_alloc).
+struct GroupNames {
+  explicit GroupNames(const std::vector<std::string>& names) {
+    for (const std::string& name : names) c.push_back(name.c_str());
+  }
+  std::vector<const char*> c;
+};
+
 }  // namespace detail
 
 // Starts an allreduce of count elements of T named `name` (see
@@ -276,11 +363,11 @@ template <class T>
 kolo_status_t allreduce_async(const std::string& name, const T* input, T* output,
                               std::int64_t count, Handle* handle,
                               kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
-                              double postscale = 1.0,
-                              kolo_device_t device = cpu_device()) noexcept {
-  return detail::submit(handle, [&](kolo_handle_t* raw) {
-    return kolo_allreduce_async(name.c_str(), input, output, count, dtype_of<T>(), op,
-                                prescale, postscale, device, raw);
+                              double postscale = 1.0, kolo_device_t device = cpu_device(),
+                              const Options& options = Options()) noexcept {
+  return detail::submit(handle, options, 1, -1, [&](const kolo_options_t* o, kolo_handle_t* raw) {
+    return kolo_allreduce_async_ex(name.c_str(), input, output, count, dtype_of<T>(), op,
+                                   prescale, postscale, device, o, raw);
   });
 }
 
@@ -290,10 +377,11 @@ template <class T>
 Handle allreduce_async(const std::string& name, const T* input, T* output,
                        std::int64_t count, kolo_op_t op = KOLO_OP_SUM,
                        double prescale = 1.0, double postscale = 1.0,
-                       kolo_device_t device = cpu_device()) {
+                       kolo_device_t device = cpu_device(), const Options& options = Options()) {
+  detail::check_shapes(options, 1, "allreduce_async");
   Handle handle;
   const kolo_status_t status = allreduce_async(name, input, output, count, &handle,
-                                               op, prescale, postscale, device);
+                                               op, prescale, postscale, device, options);
   return detail::handle_or_throw(status, std::move(handle), "allreduce_async", name);
 }
 
@@ -303,7 +391,8 @@ Handle allreduce_async(const std::string& name, const T* input, T* output,
 // one that takes Handle* and returns kolo_status_t (on failure *handle is empty,
 // nothing was enqueued and kolo_last_error() says why), and a throwing one that
 // returns the Handle. See kolo.h for the semantics; rows are along the first
-// dimension, row_count elements each (1 for a vector).
+// dimension, row_count elements each (1 for a vector). In a process set
+// (options.process_set) ranks, sizes, outputs and splits are the set's.
 
 // Allgather: every rank's rows concatenated in rank order, kolo-allocated. After
 // completion read them with handle.output<T>() and the rows per rank with
@@ -311,75 +400,88 @@ Handle allreduce_async(const std::string& name, const T* input, T* output,
 template <class T>
 kolo_status_t allgather_async(const std::string& name, const T* input, std::int64_t rows,
                               Handle* handle, std::int64_t row_count = 1,
-                              kolo_device_t device = cpu_device()) noexcept {
-  return detail::submit(handle, [&](kolo_handle_t* raw) {
-    return kolo_allgather_async(name.c_str(), input, rows, row_count, dtype_of<T>(), device, raw);
-  });
+                              kolo_device_t device = cpu_device(),
+                              const Options& options = Options()) noexcept {
+  return detail::submit(handle, options, 1, detail::set_size(options),
+                        [&](const kolo_options_t* o, kolo_handle_t* raw) {
+                          return kolo_allgather_async_ex(name.c_str(), input, rows, row_count,
+                                                         dtype_of<T>(), device, o, raw);
+                        });
 }
 
 template <class T>
 Handle allgather_async(const std::string& name, const T* input, std::int64_t rows,
-                       std::int64_t row_count = 1, kolo_device_t device = cpu_device()) {
+                       std::int64_t row_count = 1, kolo_device_t device = cpu_device(),
+                       const Options& options = Options()) {
+  detail::check_shapes(options, 1, "allgather_async");
   Handle handle;
-  const kolo_status_t status = allgather_async(name, input, rows, &handle, row_count, device);
+  const kolo_status_t status =
+      allgather_async(name, input, rows, &handle, row_count, device, options);
   return detail::handle_or_throw(status, std::move(handle), "allgather_async", name);
 }
 
 // Broadcast count elements from rank `root` into output on every rank (in place
-// when input == output; input is ignored, and may be null, on other ranks).
+// when input == output; input is ignored, and may be null, on other ranks). root
+// is a global rank, also in a process set (as in Horovod).
 template <class T>
 kolo_status_t broadcast_async(const std::string& name, const T* input, T* output,
                               std::int64_t count, int root, Handle* handle,
-                              kolo_device_t device = cpu_device()) noexcept {
-  return detail::submit(handle, [&](kolo_handle_t* raw) {
-    return kolo_broadcast_async(name.c_str(), input, output, count, dtype_of<T>(), root, device,
-                                raw);
+                              kolo_device_t device = cpu_device(),
+                              const Options& options = Options()) noexcept {
+  return detail::submit(handle, options, 1, -1, [&](const kolo_options_t* o, kolo_handle_t* raw) {
+    return kolo_broadcast_async_ex(name.c_str(), input, output, count, dtype_of<T>(), root,
+                                   device, o, raw);
   });
 }
 
 template <class T>
 Handle broadcast_async(const std::string& name, const T* input, T* output, std::int64_t count,
-                       int root, kolo_device_t device = cpu_device()) {
+                       int root, kolo_device_t device = cpu_device(),
+                       const Options& options = Options()) {
+  detail::check_shapes(options, 1, "broadcast_async");
   Handle handle;
-  const kolo_status_t status = broadcast_async(name, input, output, count, root, &handle, device);
+  const kolo_status_t status =
+      broadcast_async(name, input, output, count, root, &handle, device, options);
   return detail::handle_or_throw(status, std::move(handle), "broadcast_async", name);
 }
 
 // Alltoall: (*send_splits)[d] consecutive rows go to rank d; null splits an even
 // share (rows divisible by the world size). The rows received, in source-rank
 // order, are handle.output<T>(); the rows from each rank handle.splits().
-// send_splits must hold one value per rank: another size is refused with
-// KOLO_ERR_INVALID_ARGUMENT (kolo_last_error() is not updated for it).
+// send_splits must hold one value per rank of the set: another size is refused
+// with KOLO_ERR_INVALID_ARGUMENT (kolo_last_error() is not updated for it).
 template <class T>
 kolo_status_t alltoall_async(const std::string& name, const T* input, std::int64_t rows,
                              const std::vector<std::int64_t>* send_splits, Handle* handle,
-                             std::int64_t row_count = 1,
-                             kolo_device_t device = cpu_device()) noexcept {
-  const int size = kolo_size();  // -1 before kolo_init: the C call says so
+                             std::int64_t row_count = 1, kolo_device_t device = cpu_device(),
+                             const Options& options = Options()) noexcept {
+  const int size = detail::set_size(options);  // -1 before kolo_init: the C call says so
   if (send_splits && size >= 0 && send_splits->size() != static_cast<size_t>(size)) {
     if (handle) *handle = Handle();
     return KOLO_ERR_INVALID_ARGUMENT;
   }
-  return detail::submit(handle, [&](kolo_handle_t* raw) {
-    return kolo_alltoall_async(name.c_str(), input, rows, row_count,
-                               send_splits ? send_splits->data() : nullptr, dtype_of<T>(),
-                               device, raw);
+  return detail::submit(handle, options, 1, size, [&](const kolo_options_t* o, kolo_handle_t* raw) {
+    return kolo_alltoall_async_ex(name.c_str(), input, rows, row_count,
+                                  send_splits ? send_splits->data() : nullptr, dtype_of<T>(),
+                                  device, o, raw);
   });
 }
 
 template <class T>
 Handle alltoall_async(const std::string& name, const T* input, std::int64_t rows,
                       const std::vector<std::int64_t>* send_splits = nullptr,
-                      std::int64_t row_count = 1, kolo_device_t device = cpu_device()) {
-  const int size = kolo_size();
+                      std::int64_t row_count = 1, kolo_device_t device = cpu_device(),
+                      const Options& options = Options()) {
+  const int size = detail::set_size(options);
   if (send_splits && size >= 0 && send_splits->size() != static_cast<size_t>(size)) {
     throw Error(KOLO_ERR_INVALID_ARGUMENT, "kolo::alltoall_async('" + name + "')",
                 "send_splits has " + std::to_string(send_splits->size()) +
-                    " values for a world of " + std::to_string(size));
+                    " values for a set of " + std::to_string(size) + " ranks");
   }
+  detail::check_shapes(options, 1, "alltoall_async");
   Handle handle;
   const kolo_status_t status =
-      alltoall_async(name, input, rows, send_splits, &handle, row_count, device);
+      alltoall_async(name, input, rows, send_splits, &handle, row_count, device, options);
   return detail::handle_or_throw(status, std::move(handle), "alltoall_async", name);
 }
 
@@ -395,11 +497,11 @@ template <class T>
 kolo_status_t reducescatter_async(const std::string& name, const T* input, T* output,
                                   std::int64_t rows, Handle* handle, std::int64_t row_count = 1,
                                   kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
-                                  double postscale = 1.0,
-                                  kolo_device_t device = cpu_device()) noexcept {
-  return detail::submit(handle, [&](kolo_handle_t* raw) {
-    return kolo_reducescatter_async(name.c_str(), input, output, rows, row_count, dtype_of<T>(),
-                                    op, prescale, postscale, device, raw);
+                                  double postscale = 1.0, kolo_device_t device = cpu_device(),
+                                  const Options& options = Options()) noexcept {
+  return detail::submit(handle, options, 1, -1, [&](const kolo_options_t* o, kolo_handle_t* raw) {
+    return kolo_reducescatter_async_ex(name.c_str(), input, output, rows, row_count,
+                                       dtype_of<T>(), op, prescale, postscale, device, o, raw);
   });
 }
 
@@ -407,78 +509,95 @@ template <class T>
 Handle reducescatter_async(const std::string& name, const T* input, T* output,
                            std::int64_t rows, std::int64_t row_count = 1,
                            kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
-                           double postscale = 1.0, kolo_device_t device = cpu_device()) {
+                           double postscale = 1.0, kolo_device_t device = cpu_device(),
+                           const Options& options = Options()) {
+  detail::check_shapes(options, 1, "reducescatter_async");
   Handle handle;
-  const kolo_status_t status = reducescatter_async(name, input, output, rows, &handle,
-                                                   row_count, op, prescale, postscale, device);
+  const kolo_status_t status = reducescatter_async(
+      name, input, output, rows, &handle, row_count, op, prescale, postscale, device, options);
   return detail::handle_or_throw(status, std::move(handle), "reducescatter_async", name);
 }
 
-// Grouped allreduce: tensor i is names[i], counts[i] elements from inputs[i] into
-// outputs[i]; the group is negotiated as one unit and reduced as one bucket, never
-// split or mixed with other tensors. One Handle for the group. The four vectors
-// must have equal sizes (else KOLO_ERR_INVALID_ARGUMENT; kolo_last_error() is not
-// updated for it, nor for an allocation failure, KOLO_ERR_INTERNAL).
-template <class T>
-kolo_status_t grouped_allreduce_async(const std::vector<std::string>& names,
-                                      const std::vector<const T*>& inputs,
-                                      const std::vector<T*>& outputs,
-                                      const std::vector<std::int64_t>& counts, Handle* handle,
-                                      kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
-                                      double postscale = 1.0,
-                                      kolo_device_t device = cpu_device()) noexcept {
-  const size_t n = names.size();
-  if (inputs.size() != n || outputs.size() != n || counts.size() != n) {
-    if (handle) *handle = Handle();
-    return KOLO_ERR_INVALID_ARGUMENT;
-  }
-  try {
-    std::vector<const char*> c_names;
-    std::vector<const void*> c_inputs(inputs.begin(), inputs.end());
-    std::vector<void*> c_outputs(outputs.begin(), outputs.end());
-    for (const std::string& name : names) c_names.push_back(name.c_str());
-    return detail::submit(handle, [&](kolo_handle_t* raw) {
-      return kolo_grouped_allreduce_async(static_cast<int>(n), c_names.data(), c_inputs.data(),
-                                          c_outputs.data(), counts.data(), dtype_of<T>(), op,
-                                          prescale, postscale, device, raw);
-    });
-  } catch (const std::bad_alloc&) {
-    if (handle) *handle = Handle();
-    return KOLO_ERR_INTERNAL;
-  }
+// Blocks until every rank (of options.process_set) has entered the barrier;
+// throws Error on failure. (The non-throwing form is kolo_barrier_ex() itself.)
+inline void barrier(const Options& options = Options()) {
+  detail::check_shapes(options, 0, "barrier");
+  const detail::COptions c_options(options);
+  detail::check(kolo_barrier_ex(c_options.get()), "kolo::barrier");
 }
-
-template <class T>
-Handle grouped_allreduce_async(const std::vector<std::string>& names,
-                               const std::vector<const T*>& inputs,
-                               const std::vector<T*>& outputs,
-                               const std::vector<std::int64_t>& counts,
-                               kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0,
-                               double postscale = 1.0, kolo_device_t device = cpu_device()) {
-  if (inputs.size() != names.size() || outputs.size() != names.size() ||
-      counts.size() != names.size()) {
-    throw Error(KOLO_ERR_INVALID_ARGUMENT, "kolo::grouped_allreduce_async",
-                "names, inputs, outputs and counts differ in size");
-  }
-  Handle handle;
-  const kolo_status_t status = grouped_allreduce_async(names, inputs, outputs, counts, &handle,
-                                                       op, prescale, postscale, device);
-  const std::string first = names.empty() ? std::string() : names.front();
-  return detail::handle_or_throw(status, std::move(handle), "grouped_allreduce_async", first);
-}
-
-// Blocks until every rank has entered the barrier; throws Error on failure. (The
-// non-throwing form is kolo_barrier() itself.)
-inline void barrier() { detail::check(kolo_barrier(), "kolo::barrier"); }
 
 // This rank has run out of data: until every rank has joined, the others'
 // allreduces count it as zeros (AVERAGE still divides by the full world size), and
-// other collectives fail. Blocks until every rank has joined and returns the last
-// rank to join; throws Error on failure. (The non-throwing form is kolo_join().)
-inline int join() {
+// other collectives fail. Blocks until every rank (of options.process_set) has
+// joined and returns the last rank to join (a global rank); throws Error on
+// failure. (The non-throwing form is kolo_join_ex().)
+inline int join(const Options& options = Options()) {
+  detail::check_shapes(options, 0, "join");
+  const detail::COptions c_options(options);
   int last_rank = -1;
-  detail::check(kolo_join(&last_rank), "kolo::join");
+  detail::check(kolo_join_ex(c_options.get(), &last_rank), "kolo::join");
   return last_rank;
+}
+
+// ---- process sets ---------------------------------------------------------------
+//
+// A process set (see kolo.h): a subset of the ranks with its own negotiation.
+// Pass set.options() (or an Options with process_set = set.id()) to run a
+// collective in it. A ProcessSet is only its id: copying it copies the id, and
+// destroying it removes nothing (removal is collective: remove_process_set).
+class ProcessSet {
+ public:
+  ProcessSet() noexcept = default;  // the global set
+  explicit ProcessSet(std::int32_t id) noexcept : id_(id) {}
+
+  std::int32_t id() const noexcept { return id_; }
+  // This rank's rank in the set, -1 when not a member (or the id is unknown).
+  int rank() const noexcept { return kolo_process_set_rank(id_); }
+  // The set's size, -1 for an unknown id.
+  int size() const noexcept { return kolo_process_set_size(id_); }
+  bool included() const noexcept { return kolo_process_set_included(id_) == 1; }
+  // The members' global ranks, ascending; throws Error for an unknown id.
+  std::vector<int> ranks() const {
+    int size = 0;
+    detail::check(kolo_process_set_ranks(id_, nullptr, 0, &size), "kolo::ProcessSet::ranks");
+    std::vector<int> members(static_cast<size_t>(size));
+    detail::check(kolo_process_set_ranks(id_, members.data(), size, &size),
+                  "kolo::ProcessSet::ranks");
+    return members;
+  }
+  // Options that run a collective in this set.
+  Options options() const {
+    Options o;
+    o.process_set = id_;
+    return o;
+  }
+
+ private:
+  std::int32_t id_ = 0;
+};
+
+// Adds the set of `ranks` (global ranks, any order): collective over every rank,
+// each passing the same members (see kolo_process_set_add). Non-throwing form:
+// on failure *set is the global set and kolo_last_error() says why.
+inline kolo_status_t add_process_set(const std::vector<int>& ranks, ProcessSet* set) noexcept {
+  if (set == nullptr) return KOLO_ERR_INVALID_ARGUMENT;
+  *set = ProcessSet();
+  std::int32_t id = 0;
+  const kolo_status_t status =
+      kolo_process_set_add(ranks.data(), static_cast<int>(ranks.size()), &id);
+  if (status == KOLO_OK) *set = ProcessSet(id);
+  return status;
+}
+
+inline ProcessSet add_process_set(const std::vector<int>& ranks) {
+  ProcessSet set;
+  detail::check(add_process_set(ranks, &set), "kolo::add_process_set");
+  return set;
+}
+
+// Removes the set: collective over every rank (see kolo_process_set_remove).
+inline void remove_process_set(const ProcessSet& set) {
+  detail::check(kolo_process_set_remove(set.id()), "kolo::remove_process_set");
 }
 
 // kolo_init in the constructor (throws Error on failure), kolo_shutdown in the
@@ -504,5 +623,7 @@ class Session {
 };
 
 }  // namespace kolo
+
+#include <kolo/kolo_groups.hpp>
 
 #endif  // KOLO_KOLO_HPP_
