@@ -272,10 +272,31 @@ Status Selector::select(const Bucket& bucket, Transport** chosen) const {
                      offered_names(offered_) + (skipped.empty() ? "" : "; " + skipped) + ")");
 }
 
+// Note [Which transport runs the other collectives]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Host collectives try, in order: the transport KOLO_TRANSPORT names (so "mpi"
+// forces MPI's collectives); with "auto" on one node, "shm" (kolo's shared-memory
+// engine, shm_collectives.h: faster than MPI's from a few KiB up, docs/perf);
+// then every offered transport in the world's order (mpi first), so a preference
+// that implements none of them ("ring") still gets MPI's. The first whose
+// supports_collective() is OK runs it: the same on every rank (topology and
+// preference are).
+std::vector<Transport*> Selector::collective_order(const CollectiveView& view) const {
+  std::vector<Transport*> order;
+  auto add = [&](Transport* t) {
+    if (t != nullptr && std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
+  };
+  const bool host = view.device.kind == DeviceKind::kCpu;
+  if (host && preference_ != "auto" && preference_ != "nccl") add(find(preference_));
+  if (host && preference_ == "auto" && topology_.local_size == topology_.size) add(find("shm"));
+  for (Transport* t : offered_) add(t);
+  return order;
+}
+
 Status Selector::select_collective(CollectiveOp op, const CollectiveView& view,
                                    Transport** chosen) const {
   std::string reasons;
-  for (Transport* t : offered_) {
+  for (Transport* t : collective_order(view)) {
     Status s = t->supports_collective(op, view);
     if (s.ok()) {
       KOLO_LOG(kDebug) << collective_op_name(op) << " " << view.sequence << ": " << t->name();

@@ -58,11 +58,13 @@ class Selector {
   // is logged at debug level with its reason.
   Status select(const Bucket& bucket, Transport** chosen) const;
 
-  // The transport for one of the other collectives: the first offered transport,
-  // in the world's order, whose supports_collective() is OK. KOLO_TRANSPORT steers
-  // allreduce only (the ring, say, implements nothing else); the chosen transport
-  // and the skipped ones are logged at debug level.
+  // The transport for one of the other collectives: the first in
+  // collective_order() whose supports_collective() is OK (Note [Which transport
+  // runs the other collectives]); the chosen transport and the skipped ones are
+  // logged at debug level.
   Status select_collective(CollectiveOp op, const CollectiveView& view, Transport** chosen) const;
+  // The candidates for a collective, in the order they are tried (exposed for tests).
+  std::vector<Transport*> collective_order(const CollectiveView& view) const;
 
   // The auto order for a bucket (names), exposed for tests.
   std::vector<std::string> auto_order(const Bucket& bucket) const;

@@ -8,6 +8,7 @@
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/shm_collectives.h"
 #include "transports/mpi/shm_transport.h"
 #include "transports/nccl/nccl_factory.h"
 
@@ -34,7 +35,10 @@ Status MpiFactory::shared_memory(size_t slot_bytes, std::unique_ptr<transport::T
   std::unique_ptr<ShmAllreduce> engine;
   KOLO_RETURN_IF_ERROR(
       ShmAllreduce::create(comms_->local, slot_bytes, comms_->liveness.get(), &engine));
-  *out = std::make_unique<ShmTransport>(std::move(engine));
+  std::unique_ptr<ShmCollectives> collectives;
+  KOLO_RETURN_IF_ERROR(ShmCollectives::create(comms_->local, ShmCollectives::kDefaultSlotBytes,
+                                              comms_->liveness.get(), &collectives));
+  *out = std::make_unique<ShmTransport>(std::move(engine), std::move(collectives));
   return Status::OK();
 }
 

@@ -27,6 +27,8 @@
 
 namespace kolo::mpi {
 
+class ShmCollectives;
+
 // ShmAllreduce::ShardStage (below).
 struct ShmShardStage {
   std::function<Status(void* shard, int64_t count)> apply;
@@ -126,9 +128,12 @@ class ShmAllreduce {
 
 // The "shm" transport: ShmAllreduce behind the Transport seam. Offered by the
 // MPI world when every rank is on one node.
+// The other collectives go to `collectives` (shm_collectives.h; null: none).
 class ShmTransport : public transport::Transport {
  public:
-  explicit ShmTransport(std::unique_ptr<ShmAllreduce> engine) : engine_(std::move(engine)) {}
+  explicit ShmTransport(std::unique_ptr<ShmAllreduce> engine,
+                        std::unique_ptr<ShmCollectives> collectives = nullptr);
+  ~ShmTransport() override;
 
   const char* name() const override { return "shm"; }
   Status supports(const transport::Bucket& bucket) const override;
@@ -136,9 +141,15 @@ class ShmTransport : public transport::Transport {
   void tune(const transport::Tuning& tuning) override {
     if (tuning.shm_slice_bytes > 0) engine_->set_slice_bytes(tuning.shm_slice_bytes);
   }
+  // In shm_collectives.cc.
+  Status supports_collective(transport::CollectiveOp op,
+                             const transport::CollectiveView& view) const override;
+  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+                                              const transport::CollectiveView& view) override;
 
  private:
   std::unique_ptr<ShmAllreduce> engine_;
+  std::unique_ptr<ShmCollectives> collectives_;
 };
 
 // What shm and hierarchical accept: CPU memory.

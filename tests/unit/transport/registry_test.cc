@@ -254,6 +254,38 @@ TEST(SelectorTest, AutoOrderOnOneNodeStartsWithShm) {
   EXPECT_EQ(with_nccl.auto_order(gpu), (Names{"nccl", "shm", "ring", "mpi"}));
 }
 
+// Note [Which transport runs the other collectives]: on one node "auto" sends
+// host collectives to shm first; KOLO_TRANSPORT=mpi forces MPI; a preference
+// that implements none of them ("ring") falls back to the world's order.
+TEST(SelectorTest, CollectiveOrder) {
+  Fakes f;
+  f.add("mpi");
+  f.add("ring");
+  f.add("shm");
+  auto names = [](const std::vector<Transport*>& order) {
+    std::vector<std::string> n;
+    for (const Transport* t : order) n.push_back(t->name());
+    return n;
+  };
+  using Names = std::vector<std::string>;
+  CollectiveView host;
+  EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 4, 4)).collective_order(host)),
+            (Names{"shm", "mpi", "ring"}));
+  EXPECT_EQ(names(Selector(f.offered, "mpi", nodes(0, 4, 4)).collective_order(host)),
+            (Names{"mpi", "ring", "shm"}));
+  EXPECT_EQ(names(Selector(f.offered, "ring", nodes(0, 4, 4)).collective_order(host)),
+            (Names{"ring", "mpi", "shm"}));
+  EXPECT_EQ(names(Selector(f.offered, "shm", nodes(0, 4, 4)).collective_order(host)),
+            (Names{"shm", "mpi", "ring"}));
+  // Several nodes: the world's order (hierarchical implements none yet).
+  EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 8, 4)).collective_order(host)),
+            (Names{"mpi", "ring", "shm"}));
+  CollectiveView gpu;
+  gpu.device.kind = DeviceKind::kCuda;
+  EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 4, 4)).collective_order(gpu)),
+            (Names{"mpi", "ring", "shm"}));
+}
+
 TEST(SelectorTest, AutoOrderOnSeveralNodes) {
   Fakes f;  // what the MPI world offers on several nodes of equal size
   f.add("mpi");

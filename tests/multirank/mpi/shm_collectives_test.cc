@@ -1,0 +1,323 @@
+// The "shm" transport's collectives other than allreduce (shm_collectives.h)
+// under mpiexec (one node): allgather(v), broadcast, alltoall(v) and
+// reducescatter, exact in every dtype, with uneven splits and empty blocks, from
+// every root, in place and not, every op with the factors; through an engine
+// with tiny slots (many rounds, both slots reused) and through the world's;
+// ranks that disagree; a failed peer.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/multirank/mpi/allreduce_values.h"
+#include "tests/multirank/mpi/mpi_test_world.h"
+#include "transports/mpi/shm_collectives.h"
+#include "transports/mpi/shm_transport.h"
+
+namespace kolo::mpi {
+namespace {
+
+using namespace testing;  // NOLINT: the test helpers
+using transport::CollectiveOp;
+using transport::CollectiveView;
+
+int rank() { return test_world().control->topology().rank; }
+int size() { return test_world().control->topology().size; }
+
+// Element i of what rank s hands rank d (allgather, alltoall: d = 0), exact in T.
+template <typename T>
+T value(int s, int d, int64_t i) {
+  return Dtype<T>::from(input_value<T>(s, i + 7 * d, ReduceOp::kSum));
+}
+
+template <typename T>
+CollectiveView view_of(const void* in, void* out) {
+  CollectiveView v;
+  v.input = in;
+  v.output = out;
+  v.dtype = Dtype<T>::kValue;
+  return v;
+}
+
+// An engine with a `slot_bytes` slot over a duplicate of the world (one node).
+std::unique_ptr<ShmCollectives> engine(size_t slot_bytes, Liveness* alive = nullptr) {
+  SharedComms comms = dup_world_comms();
+  std::unique_ptr<ShmCollectives> e;
+  Status s = ShmCollectives::create(comms->data, slot_bytes, alive, &e);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return e;
+}
+
+// Rank r's row count: uneven, empty on some ranks (scaled by `base`).
+int64_t rows(int r, int64_t base) { return (r % 3 == 1) ? 0 : base * (r + 1) + r; }
+
+template <typename T>
+void check_allgather(ShmCollectives& e, int64_t base, bool in_place) {
+  SCOPED_TRACE("allgather base " + std::to_string(base) + (in_place ? " in place" : ""));
+  std::vector<int64_t> counts;
+  int64_t total = 0, mine_at = 0;
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank()) mine_at = total;
+    counts.push_back(rows(r, base));
+    total += counts.back();
+  }
+  std::vector<T> want, out(static_cast<size_t>(total));
+  for (int r = 0; r < size(); ++r)
+    for (int64_t i = 0; i < counts[r]; ++i) want.push_back(value<T>(r, 0, i));
+  std::vector<T> in(want.begin() + mine_at, want.begin() + mine_at + counts[rank()]);
+  if (in_place) std::copy(in.begin(), in.end(), out.begin() + mine_at);
+  CollectiveView v = view_of<T>(in_place ? out.data() + mine_at : in.data(), out.data());
+  v.recv_counts = counts;
+  Status s = e.run(CollectiveOp::kAllgather, v);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(std::memcmp(out.data(), want.data(), want.size() * sizeof(T)), 0);
+}
+
+template <typename T>
+void check_broadcast(ShmCollectives& e, int64_t count, int root, bool in_place) {
+  SCOPED_TRACE("broadcast " + std::to_string(count) + " from " + std::to_string(root) +
+               (in_place ? " in place" : ""));
+  std::vector<T> want(static_cast<size_t>(count)), out(want.size(), Dtype<T>::from(1));
+  for (int64_t i = 0; i < count; ++i) want[i] = value<T>(root, 0, i);
+  std::vector<T> in = want;
+  if (rank() == root && in_place) out = want;
+  CollectiveView v = view_of<T>(rank() == root && !in_place ? in.data() : out.data(), out.data());
+  v.count = count;
+  v.root = root;
+  Status s = e.run(CollectiveOp::kBroadcast, v);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(std::memcmp(out.data(), want.data(), want.size() * sizeof(T)), 0);
+}
+
+// Elements rank s sends rank d: uneven, some pairs empty.
+int64_t pair(int s, int d, int64_t base) { return (s + 2 * d) % 4 == 1 ? 0 : base * (1 + (s + d) % 3) + s; }
+
+template <typename T>
+void check_alltoall(ShmCollectives& e, int64_t base) {
+  SCOPED_TRACE("alltoall base " + std::to_string(base));
+  CollectiveView v = view_of<T>(nullptr, nullptr);
+  std::vector<T> in, want;
+  for (int d = 0; d < size(); ++d) {
+    v.send_counts.push_back(pair(rank(), d, base));
+    for (int64_t i = 0; i < v.send_counts.back(); ++i) in.push_back(value<T>(rank(), d, i));
+    v.recv_counts.push_back(pair(d, rank(), base));
+    for (int64_t i = 0; i < v.recv_counts.back(); ++i) want.push_back(value<T>(d, rank(), i));
+  }
+  std::vector<T> out(want.size());
+  v.input = in.data();
+  v.output = out.data();
+  Status s = e.run(CollectiveOp::kAlltoall, v);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(std::memcmp(out.data(), want.data(), want.size() * sizeof(T)), 0);
+}
+
+template <typename T>
+void check_reducescatter(ShmCollectives& e, int64_t base, ReduceOp op, bool in_place) {
+  SCOPED_TRACE("reducescatter base " + std::to_string(base) + " " + op_name(op) +
+               (in_place ? " in place" : ""));
+  CollectiveView v = view_of<T>(nullptr, nullptr);
+  int64_t total = 0, mine_at = 0;
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank()) mine_at = total;
+    v.recv_counts.push_back(rows(r, base));
+    total += v.recv_counts.back();
+  }
+  v.reduction.op = op;
+  std::vector<T> in = inputs<T>(rank(), total, op);
+  const std::vector<T> all = expected<T>(size(), total, op);
+  std::vector<T> want(all.begin() + mine_at, all.begin() + mine_at + v.recv_counts[rank()]);
+  std::vector<T> out(want.size());
+  v.input = in.data();
+  v.output = in_place ? static_cast<void*>(in.data()) : out.data();
+  Status s = e.run(CollectiveOp::kReducescatter, v);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  const T* got = in_place ? in.data() : out.data();
+  EXPECT_EQ(std::memcmp(got, want.data(), want.size() * sizeof(T)), 0);
+}
+
+template <typename T>
+class ShmCollectivesTest : public ::testing::Test {};
+TYPED_TEST_SUITE(ShmCollectivesTest, AllDtypes);
+
+// A 256-byte slot (a 64-byte region per peer at 4 ranks): blocks of 0 to
+// hundreds of elements cross many rounds; then a default slot, blocks of 0 to
+// thousands of elements.
+TYPED_TEST(ShmCollectivesTest, EveryCollectiveExact) {
+  std::unique_ptr<ShmCollectives> tiny = engine(256);
+  std::unique_ptr<ShmCollectives> large = engine(ShmCollectives::kDefaultSlotBytes);
+  for (ShmCollectives* e : {tiny.get(), large.get()}) {
+    const std::vector<int64_t> bases =
+        e == tiny.get() ? std::vector<int64_t>{1, 65} : std::vector<int64_t>{1000};
+    for (int64_t base : bases) {
+      for (bool in_place : {false, true}) check_allgather<TypeParam>(*e, base, in_place);
+      check_alltoall<TypeParam>(*e, base);
+      for (ReduceOp op : kOps)
+        for (bool in_place : {false, true}) check_reducescatter<TypeParam>(*e, base, op, in_place);
+      for (int root = 0; root < size(); ++root)
+        for (bool in_place : {false, true})
+          check_broadcast<TypeParam>(*e, base * 3 + root, root, in_place);
+    }
+  }
+}
+
+// Blocks larger than the default slot: many full rounds on the default engine.
+TEST(ShmCollectives, LargeBlocks) {
+  std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
+  check_allgather<float>(*e, 100003, false);
+  check_alltoall<int32_t>(*e, 70001);
+  check_reducescatter<double>(*e, 50001, ReduceOp::kSum, false);
+  check_broadcast<uint8_t>(*e, (1 << 20) + 5, size() - 1, true);
+}
+
+// Reducescatter applies the whole Reduction: prescale, postscale, integer division.
+TEST(ShmCollectives, ReducescatterAppliesTheReduction) {
+  std::unique_ptr<ShmCollectives> e = engine(256);
+  const int64_t per = 300;  // 300 elements per rank: several rounds each
+  const int64_t total = per * size();
+  CollectiveView v = view_of<float>(nullptr, nullptr);
+  v.recv_counts.assign(static_cast<size_t>(size()), per);
+  v.reduction.prescale = 2.0;
+  v.reduction.postscale = 0.25;
+  std::vector<float> f(static_cast<size_t>(total)), fout(static_cast<size_t>(per));
+  for (int64_t i = 0; i < total; ++i) f[i] = static_cast<float>((rank() + 1) * (i % 7));
+  v.input = f.data();
+  v.output = fout.data();
+  ASSERT_TRUE(e->run(CollectiveOp::kReducescatter, v).ok());
+  const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
+  for (int64_t j = 0; j < per; ++j)
+    EXPECT_EQ(fout[j], ranks_sum * ((rank() * per + j) % 7) * 2.0f * 0.25f) << j;
+
+  CollectiveView iv = view_of<int32_t>(nullptr, nullptr);
+  iv.recv_counts = v.recv_counts;
+  iv.reduction.divide = size();  // an integer AVERAGE
+  std::vector<int32_t> x(static_cast<size_t>(total)), xout(static_cast<size_t>(per));
+  for (int64_t i = 0; i < total; ++i) x[i] = static_cast<int32_t>(rank() * 3 + i % 11 - 20);
+  iv.input = x.data();
+  iv.output = xout.data();
+  ASSERT_TRUE(e->run(CollectiveOp::kReducescatter, iv).ok());
+  for (int64_t j = 0; j < per; ++j) {
+    const int64_t i = rank() * per + j;
+    int64_t sum = 0;
+    for (int r = 0; r < size(); ++r) sum += r * 3 + i % 11 - 20;
+    EXPECT_EQ(xout[j], static_cast<int32_t>(sum / size())) << j;  // truncates toward zero
+  }
+}
+
+// Many calls of every kind back to back: rounds and slots stay in step.
+TEST(ShmCollectives, RepeatedMixedCalls) {
+  std::unique_ptr<ShmCollectives> e = engine(512);
+  for (int i = 0; i < 60; ++i) {
+    const int64_t base = i % 9;
+    switch (i % 4) {
+      case 0: check_allgather<int16_t>(*e, base, i % 8 == 0); break;
+      case 1: check_broadcast<int32_t>(*e, base * 40, i % size(), false); break;
+      case 2: check_alltoall<uint8_t>(*e, base * 20); break;
+      case 3: check_reducescatter<float>(*e, base * 30, ReduceOp::kMax, false); break;
+    }
+  }
+}
+
+// Ranks that disagree all get the same Mismatch naming the field; the engine
+// stays in step for the next call.
+TEST(ShmCollectives, RanksThatDisagreeFailAlike) {
+  std::unique_ptr<ShmCollectives> e = engine(256);
+  std::vector<float> in(64, 1.0f), out(64 * static_cast<size_t>(size()) + 64);
+  CollectiveView v = view_of<float>(in.data(), out.data());
+  v.recv_counts.assign(static_cast<size_t>(size()), 8);
+  v.recv_counts[0] = rank() == size() - 1 ? 9 : 8;  // the last rank thinks rank 0 sends 9
+  if (rank() == 0) v.recv_counts[0] = 8;
+  Status s = e->run(CollectiveOp::kAllgather, v);
+  EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("recv_counts"), std::string::npos) << s.message();
+
+  CollectiveView b = view_of<float>(out.data(), out.data());
+  b.count = 16;
+  b.root = rank() == 0 ? 0 : size() - 1;  // rank 0 disagrees on the root
+  s = e->run(CollectiveOp::kBroadcast, b);
+  EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("root"), std::string::npos) << s.message();
+
+  CollectiveView a = view_of<float>(in.data(), out.data());
+  a.send_counts.assign(static_cast<size_t>(size()), 4);
+  a.recv_counts.assign(static_cast<size_t>(size()), 4);
+  if (rank() == 1) a.send_counts[0] = 5;  // rank 0 expects 4
+  s = e->run(CollectiveOp::kAlltoall, a);
+  EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("rank 1 sends 5 elements to rank 0, which expects 4"),
+            std::string::npos)
+      << s.message();
+
+  CollectiveView d = view_of<float>(in.data(), out.data());
+  d.recv_counts.assign(static_cast<size_t>(size()), 4);
+  if (rank() == 0) d.dtype = DataType::kInt32;
+  s = e->run(CollectiveOp::kReducescatter, d);
+  EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("dtype"), std::string::npos) << s.message();
+
+  check_allgather<float>(*e, 100, false);  // still in step
+}
+
+// A Liveness the test turns off: as the PeerMonitor reports a dead rank.
+class Switch : public Liveness {
+ public:
+  Status check() override {
+    return dead_ ? Status(Code::kRankFailed, "rank 0 failed (test)") : Status::OK();
+  }
+  bool failed() const override { return dead_; }
+  void kill() { dead_ = true; }
+
+ private:
+  bool dead_ = false;
+};
+
+// Rank 0 never comes: the others fail with the Liveness's error instead of
+// waiting forever, and the engine fails every later call at once.
+TEST(ShmCollectives, FailedPeerFailsTheCall) {
+  Switch alive;
+  std::unique_ptr<ShmCollectives> e = engine(256, &alive);
+  alive.kill();  // every rank: the window is then left to the process (no collective free)
+  if (rank() != 0) {
+    std::vector<float> in(100, 1.0f), out(100 * static_cast<size_t>(size()));
+    CollectiveView v = view_of<float>(in.data(), out.data());
+    v.recv_counts.assign(static_cast<size_t>(size()), 100);
+    Status s = e->run(CollectiveOp::kAllgather, v);
+    EXPECT_EQ(s.code(), Code::kRankFailed) << s.to_string();
+    EXPECT_NE(s.message().find("local rank 0"), std::string::npos) << s.message();
+    s = e->run(CollectiveOp::kAllgather, v);
+    EXPECT_EQ(s.code(), Code::kRankFailed) << s.to_string();
+    EXPECT_NE(s.message().find("unusable"), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(arrive(MPI_COMM_WORLD, nullptr).ok());
+}
+
+// The transport's answers: CPU memory only; counts for every rank.
+TEST(ShmCollectives, TransportSupports) {
+  transport::Transport& shm = *find_transport("shm");
+  CollectiveView v = view_of<float>(nullptr, nullptr);
+  v.recv_counts.assign(static_cast<size_t>(size()), 1);
+  EXPECT_TRUE(shm.supports_collective(CollectiveOp::kAllgather, v).ok());
+  v.device.kind = DeviceKind::kCuda;
+  EXPECT_EQ(shm.supports_collective(CollectiveOp::kAllgather, v).code(), Code::kUnsupported);
+  v.device.kind = DeviceKind::kCpu;
+  v.recv_counts.pop_back();
+  EXPECT_EQ(shm.supports_collective(CollectiveOp::kAllgather, v).code(), Code::kInvalidArgument);
+  v.recv_counts.assign(static_cast<size_t>(size()), 1);
+  v.reduction.op = ReduceOp::kAdasum;
+  EXPECT_EQ(shm.supports_collective(CollectiveOp::kReducescatter, v).code(), Code::kUnsupported);
+  CollectiveView b = view_of<float>(nullptr, nullptr);
+  b.root = size();
+  EXPECT_EQ(shm.supports_collective(CollectiveOp::kBroadcast, b).code(), Code::kInvalidArgument);
+  // Through the transport: a real allgather.
+  std::vector<int32_t> in(5, rank()), out(5 * static_cast<size_t>(size()));
+  CollectiveView g = view_of<int32_t>(in.data(), out.data());
+  g.recv_counts.assign(static_cast<size_t>(size()), 5);
+  ASSERT_TRUE(shm.collective(CollectiveOp::kAllgather, g)->wait().ok());
+  for (int r = 0; r < size(); ++r) EXPECT_EQ(out[5 * r + 4], r);
+}
+
+}  // namespace
+}  // namespace kolo::mpi

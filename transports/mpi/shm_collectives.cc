@@ -1,0 +1,471 @@
+// Allgather(v), broadcast, alltoall(v) and reducescatter inside one node.
+//
+// The ranks of a node share one MPI-3 window (shm_window.h). Each rank's segment
+// holds a control block of two counters, each on its own cache line, then two
+// (header, slot) pairs:
+//
+//   segment(r):  [posted | done]  [header 0][slot 0]  [header 1][slot 1]
+//
+// A collective runs in rounds; round g (numbered across calls, the same on every
+// rank) uses pair g % 2, so a fast rank fills one slot while a slow one still
+// reads the other. In round g rank r
+//
+//   1. waits until every peer's done >= g - 1 (nobody still reads pair g % 2),
+//      writes its part of the round into its slot (and, in a call's first round,
+//      a header describing its view of the call), then posted = g + 1;
+//   2. waits until the peers it reads from have posted >= g + 1, copies (or
+//      reduces) their parts from their slots into its output, then done = g + 1.
+//
+// Step 1 of round g + 1 runs before step 2 of round g (as in shm_transport.cc,
+// Note [Pipelined slices]). What a round carries, with n local ranks and a slot
+// of S bytes:
+//
+//   allgather      each rank: the next S bytes of its own block; every rank copies
+//                  each peer's piece to that peer's displacement in its output.
+//   broadcast      the root: the next S bytes of its buffer; the others copy it.
+//   alltoall       each rank: for each peer d, the next S/(n-1) bytes of its block
+//                  for d, in region d of its slot; d copies it out.
+//   reducescatter  each rank: for each peer d, the next S/(n-1) bytes of block d of
+//                  its input (prescaled on the way); d reduces its own input with
+//                  the peers' pieces straight into its output, then applies the
+//                  output factor there, in cache.
+//
+// Every byte crosses between cores once: written by its owner into the owner's
+// slot (which stays in cache, a slot being small), read by its reader into the
+// final output. A call needs as many rounds as its largest piece; every rank
+// computes the same number from the headers.
+//
+// The headers: in its first round each rank publishes op, dtype, root, count,
+// reduce op and its counts (alltoall: its row and its column). After that round
+// every rank reads every header, so every rank reaches the same verdict: either
+// the views agree, or every rank returns the same error and the call ends after
+// that one round (the engine stays in step). Alltoall needs the headers anyway:
+// a rank knows only its own row and column, not the largest piece of the call.
+#include "transports/mpi/shm_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/check.h"
+#include "reduce/reduce.h"
+#include "transport/reduction.h"
+#include "transports/mpi/mpi_check.h"
+#include "transports/mpi/shm_transport.h"
+
+namespace kolo::mpi {
+namespace {
+
+using transport::CollectiveOp;
+using transport::CollectiveView;
+
+enum Counter { kPosted = 0, kDone = 1 };
+constexpr size_t kCacheLine = 64;
+constexpr size_t kControlBytes = 4096;  // two counters, one per cache line; pages after
+// Acquire loads between pauses before the polite Backoff (as shm_transport.cc).
+constexpr int kSpinLoads = 64;
+// Header words before the counts: op, dtype, root, count, reduce op.
+enum Field { kOp = 0, kDtype, kRoot, kCount, kReduceOp, kFields = 8 };
+const char* const kFieldNames[] = {"collective", "dtype", "root", "count", "reduce op"};
+
+// Note [Collective slot size]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A slot is written once and read once per round, by different cores; small
+// enough that it (and its twin) stay in the writer's and reader's L2 between the
+// two, large enough that the two counter round trips per round are a small part of
+// the round. 256 KiB measured best of 64 KiB, 256 KiB and 1 MiB for allgather and
+// broadcast at 1 MiB and 64 MiB (docs/perf, "Design measurements").
+
+bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const char* x = static_cast<const char*>(a);
+  const char* y = static_cast<const char*>(b);
+  return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
+}
+
+int64_t total(const std::vector<int64_t>& counts) {
+  int64_t t = 0;
+  for (int64_t c : counts) t += c;
+  return t;
+}
+
+void prefix(const std::vector<int64_t>& counts, std::vector<int64_t>* displs) {
+  int64_t at = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    (*displs)[i] = at;
+    at += counts[i];
+  }
+}
+
+Status mismatch(std::string message) { return Status(Code::kMismatch, std::move(message)); }
+
+std::string list(const int64_t* v, int n) {
+  std::string s = "[";
+  for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+Status check_counts(const std::string& what, const char* field,
+                    const std::vector<int64_t>& counts, int n) {
+  bool ok = counts.size() == static_cast<size_t>(n);
+  for (int64_t c : counts) ok = ok && c >= 0;
+  if (ok) return Status::OK();
+  return invalid_argument(what + ": " + field + " needs one count >= 0 for each of " +
+                          std::to_string(n) + " local ranks, got " +
+                          std::to_string(counts.size()));
+}
+
+}  // namespace
+
+// One call as this rank runs it.
+struct ShmCollectives::Call {
+  CollectiveOp op = CollectiveOp::kAllgather;
+  const CollectiveView* view = nullptr;
+  const char* in = nullptr;  // the view's input, or staging_ when it overlaps the output
+  char* out = nullptr;
+  size_t elem = 4;
+  int n = 1, me = 0;
+  uint64_t first = 0;       // the call's first round
+  int64_t rounds = 1;
+  int64_t piece = 0;        // elements per slot region and round
+  size_t region_bytes = 0;  // alltoall, reducescatter: a peer's region of a slot
+  const std::vector<int64_t>* displs_in = nullptr;   // of the input's blocks
+  const std::vector<int64_t>* displs_out = nullptr;  // of the output's blocks
+
+  // [lo, lo + m) of `count`: round k's piece; m == 0 when past the end.
+  int64_t lo(int64_t k) const { return k * piece; }
+  int64_t len(int64_t count, int64_t k) const {
+    return std::max<int64_t>(0, std::min(piece, count - k * piece));
+  }
+  // Writer w's slot region for reader d (no region for itself).
+  size_t region(int w, int d) const { return static_cast<size_t>(d < w ? d : d - 1) * region_bytes; }
+  size_t bytes(int64_t elements) const { return static_cast<size_t>(elements) * elem; }
+};
+
+Status ShmCollectives::create(MPI_Comm local, size_t slot_bytes, Liveness* alive,
+                              std::unique_ptr<ShmCollectives>* out) {
+  int n = 1;
+  KOLO_MPI_CHECK(MPI_Comm_size(local, &n));
+  slot_bytes = std::max(slot_bytes / kCacheLine * kCacheLine,
+                        kCacheLine * static_cast<size_t>(std::max(1, n - 1)));
+  const size_t header_bytes =
+      (sizeof(int64_t) * (kFields + 2 * static_cast<size_t>(n)) + kCacheLine - 1) / kCacheLine *
+      kCacheLine;
+  std::unique_ptr<ShmWindow> window;
+  KOLO_RETURN_IF_ERROR(ShmWindow::create(local, kControlBytes + 2 * (header_bytes + slot_bytes),
+                                         alive, &window));
+  out->reset(new ShmCollectives(std::move(window), slot_bytes, alive));
+  (*out)->header_bytes_ = header_bytes;
+  return Status::OK();
+}
+
+ShmCollectives::ShmCollectives(std::unique_ptr<ShmWindow> window, size_t slot_bytes,
+                               Liveness* alive)
+    : window_(std::move(window)), slot_bytes_(slot_bytes), header_bytes_(0), alive_(alive) {
+  displs_in_.resize(static_cast<size_t>(local_size()));
+  displs_out_.resize(static_cast<size_t>(local_size()));
+}
+
+uint64_t* ShmCollectives::counter(int rank, int which) const {
+  return reinterpret_cast<uint64_t*>(window_->segment(rank) + which * kCacheLine);
+}
+
+int64_t* ShmCollectives::header(int rank, uint64_t round) const {
+  return reinterpret_cast<int64_t*>(window_->segment(rank) + kControlBytes +
+                                    (round % 2) * (header_bytes_ + slot_bytes_));
+}
+
+char* ShmCollectives::slot(int rank, uint64_t round) const {
+  return reinterpret_cast<char*>(header(rank, round)) + header_bytes_;
+}
+
+Status ShmCollectives::wait_peers(int which, uint64_t target, int only) {
+  for (int p = 0; p < local_size(); ++p) {
+    if (p == local_rank() || (only >= 0 && p != only)) continue;
+    Status s = wait_for_counter(counter(p, which), target, kSpinLoads, alive_);
+    if (!s.ok()) {
+      return Status(s.code(), "shm collective: waiting for local rank " + std::to_string(p) +
+                                  " (round " + std::to_string(target) + "): " + s.message());
+    }
+  }
+  return Status::OK();
+}
+
+Status ShmCollectives::supports(CollectiveOp op, const CollectiveView& view) const {
+  const std::string what = std::string("shm ") + collective_op_name(op);
+  if (view.device.kind != DeviceKind::kCpu)
+    return unsupported(what + ": CPU memory only, not " + device_name(view.device));
+  if (!is_valid(view.dtype)) return unsupported(what + ": invalid dtype " + dtype_name(view.dtype));
+  const int n = local_size();
+  switch (op) {
+    case CollectiveOp::kBroadcast:
+      if (view.root < 0 || view.root >= n || view.count < 0) {
+        return invalid_argument(what + ": root " + std::to_string(view.root) + " count " +
+                                std::to_string(view.count) + " on a node of " +
+                                std::to_string(n) + " ranks");
+      }
+      return Status::OK();
+    case CollectiveOp::kAllgather:
+      return check_counts(what, "recv_counts", view.recv_counts, n);
+    case CollectiveOp::kAlltoall:
+      KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "send_counts", view.send_counts, n));
+      return check_counts(what, "recv_counts", view.recv_counts, n);
+    case CollectiveOp::kReducescatter:
+      if (!is_elementwise(view.reduction.op)) {
+        return unsupported(what + ": sum, min, max or product, not " +
+                           op_name(view.reduction.op));
+      }
+      return check_counts(what, "recv_counts", view.recv_counts, n);
+  }
+  return internal_error(what + ": unknown collective");
+}
+
+Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
+  KOLO_RETURN_IF_ERROR_AS_IS(supports(op, view));
+  KOLO_RETURN_IF_ERROR(broken_);
+  Call c;
+  c.op = op;
+  c.view = &view;
+  c.elem = dtype_size(view.dtype);
+  c.n = local_size();
+  c.me = local_rank();
+  c.out = static_cast<char*>(view.output);
+  c.in = static_cast<const char*>(view.input);
+  c.displs_in = &displs_in_;
+  c.displs_out = &displs_out_;
+  // Bytes each side spans, and the input blocks' displacements.
+  size_t in_bytes = 0, out_bytes = 0;
+  switch (op) {
+    case CollectiveOp::kAllgather:
+      prefix(view.recv_counts, &displs_out_);
+      in_bytes = c.bytes(view.recv_counts[c.me]);
+      out_bytes = c.bytes(total(view.recv_counts));
+      // Exactly in place (the input is this rank's block of the output) is fine.
+      if (c.in == c.out + c.bytes(displs_out_[c.me])) in_bytes = 0;
+      break;
+    case CollectiveOp::kBroadcast:
+      break;  // the root copies its input first (memmove); others read no input
+    case CollectiveOp::kAlltoall:
+      prefix(view.send_counts, &displs_in_);
+      prefix(view.recv_counts, &displs_out_);
+      in_bytes = c.bytes(total(view.send_counts));
+      out_bytes = c.bytes(total(view.recv_counts));
+      break;
+    case CollectiveOp::kReducescatter:
+      prefix(view.recv_counts, &displs_in_);
+      in_bytes = c.bytes(total(view.recv_counts));
+      out_bytes = c.bytes(view.recv_counts[c.me]);
+      break;
+  }
+  // An input that overlaps the output (reducescatter in place) is read from a
+  // copy: the output's pieces are written while later input pieces are unread.
+  if (overlaps(c.in, in_bytes, c.out, out_bytes)) {
+    if (staging_.size() < in_bytes) staging_.resize(in_bytes);
+    std::memcpy(staging_.data(), c.in, in_bytes);
+    c.in = staging_.data();
+  }
+  if (op == CollectiveOp::kBroadcast && c.me == view.root && view.input != view.output)
+    std::memmove(c.out, view.input, c.bytes(view.count));
+  if (c.n == 1) {
+    run_alone(c);
+    return Status::OK();
+  }
+  Status status = run_call(c);
+  if (!status.ok() && status.code() != Code::kMismatch)
+    broken_ = status.with_context("shm collectives are unusable after an earlier failure");
+  return status;
+}
+
+// One rank: the output from the input, the reduction's factors applied.
+void ShmCollectives::run_alone(const Call& c) {
+  const CollectiveView& v = *c.view;
+  switch (c.op) {
+    case CollectiveOp::kAllgather:
+    case CollectiveOp::kAlltoall:
+      if (c.in != c.out && v.recv_counts[0] > 0) std::memmove(c.out, c.in, c.bytes(v.recv_counts[0]));
+      return;
+    case CollectiveOp::kBroadcast:
+      return;  // the root's memmove was all
+    case CollectiveOp::kReducescatter:
+      reduce::copy_scaled(c.out, c.in, v.recv_counts[0], v.dtype, v.reduction.prescale);
+      transport::finish_output(v.reduction, c.out, v.recv_counts[0], v.dtype);
+      return;
+  }
+}
+
+void ShmCollectives::write_header(const Call& c, int64_t* h) const {
+  const CollectiveView& v = *c.view;
+  const bool bcast = c.op == CollectiveOp::kBroadcast;
+  const bool reduces = c.op == CollectiveOp::kReducescatter;
+  h[kOp] = static_cast<int64_t>(c.op);
+  h[kDtype] = static_cast<int64_t>(v.dtype);
+  h[kRoot] = bcast ? v.root : 0;
+  h[kCount] = bcast ? v.count : 0;
+  h[kReduceOp] = reduces ? static_cast<int64_t>(v.reduction.op) : 0;
+  for (int i = 0; i < c.n; ++i) {
+    h[kFields + i] = c.op == CollectiveOp::kAlltoall ? v.send_counts[i]
+                     : bcast                         ? 0
+                                                     : v.recv_counts[i];
+    h[kFields + c.n + i] = c.op == CollectiveOp::kAlltoall ? v.recv_counts[i] : 0;
+  }
+}
+
+// Every rank reads every header, so every rank finds the same first difference.
+Status ShmCollectives::check_headers(const Call& c) const {
+  const std::string what = std::string("shm ") + collective_op_name(c.op) + ": local ranks disagree";
+  const int64_t* zero = header(0, c.first);
+  for (int r = 1; r < c.n; ++r) {
+    const int64_t* h = header(r, c.first);
+    for (int f = kOp; f <= kReduceOp; ++f) {
+      if (h[f] == zero[f]) continue;
+      return mismatch(what + " on the " + kFieldNames[f] + ": rank 0 has " +
+                              std::to_string(zero[f]) + ", rank " + std::to_string(r) + " has " +
+                              std::to_string(h[f]));
+    }
+    if (c.op == CollectiveOp::kAlltoall) continue;
+    if (!std::equal(h + kFields, h + kFields + c.n, zero + kFields)) {
+      return mismatch(what + " on recv_counts: rank 0 has " + list(zero + kFields, c.n) +
+                              ", rank " + std::to_string(r) + " has " + list(h + kFields, c.n));
+    }
+  }
+  if (c.op != CollectiveOp::kAlltoall) return Status::OK();
+  for (int s = 0; s < c.n; ++s) {
+    for (int d = 0; d < c.n; ++d) {
+      const int64_t sent = header(s, c.first)[kFields + d];
+      const int64_t expected = header(d, c.first)[kFields + c.n + s];
+      if (sent == expected) continue;
+      return mismatch(what + ": rank " + std::to_string(s) + " sends " +
+                              std::to_string(sent) + " elements to rank " + std::to_string(d) +
+                              ", which expects " + std::to_string(expected));
+    }
+  }
+  return Status::OK();
+}
+
+// Step 1 of round k of the call: this rank's part into its slot.
+void ShmCollectives::post(const Call& c, int64_t k) {
+  const CollectiveView& v = *c.view;
+  char* mine = slot(c.me, c.first + static_cast<uint64_t>(k));
+  const int64_t lo = c.lo(k);
+  switch (c.op) {
+    case CollectiveOp::kAllgather:
+      std::memcpy(mine, c.in + c.bytes(lo), c.bytes(c.len(v.recv_counts[c.me], k)));
+      return;
+    case CollectiveOp::kBroadcast:
+      if (c.me == v.root) std::memcpy(mine, c.out + c.bytes(lo), c.bytes(c.len(v.count, k)));
+      return;
+    case CollectiveOp::kAlltoall:
+    case CollectiveOp::kReducescatter: {
+      const std::vector<int64_t>& counts =
+          c.op == CollectiveOp::kAlltoall ? v.send_counts : v.recv_counts;
+      for (int d = 0; d < c.n; ++d) {
+        const int64_t m = c.len(counts[d], k);
+        if (d == c.me || m == 0) continue;
+        reduce::copy_scaled(mine + c.region(c.me, d), c.in + c.bytes((*c.displs_in)[d] + lo), m,
+                            v.dtype, c.op == CollectiveOp::kReducescatter ? v.reduction.prescale : 1.0);
+      }
+      return;
+    }
+  }
+}
+
+// Step 2 of round k of the call: the peers' parts into the output.
+void ShmCollectives::consume(const Call& c, int64_t k) {
+  const CollectiveView& v = *c.view;
+  const uint64_t g = c.first + static_cast<uint64_t>(k);
+  const int64_t lo = c.lo(k);
+  if (c.op == CollectiveOp::kBroadcast) {
+    if (c.me != v.root) std::memcpy(c.out + c.bytes(lo), slot(v.root, g), c.bytes(c.len(v.count, k)));
+    return;
+  }
+  if (c.op == CollectiveOp::kReducescatter) {
+    const int64_t m = c.len(v.recv_counts[c.me], k);
+    if (m == 0) return;
+    char* dst = c.out + c.bytes(lo);
+    const char* a = c.in + c.bytes((*c.displs_in)[c.me] + lo);
+    if (v.reduction.scales_input()) {
+      reduce::copy_scaled(dst, a, m, v.dtype, v.reduction.prescale);
+      a = dst;
+    }
+    for (int p = 0; p < c.n; ++p) {
+      if (p == c.me) continue;
+      reduce::reduce(dst, a, slot(p, g) + c.region(p, c.me), m, v.dtype, v.reduction.op);
+      a = dst;
+    }
+    transport::finish_output(v.reduction, dst, m, v.dtype);
+    return;
+  }
+  // Allgather, alltoall: from each rank p, its piece for this rank.
+  for (int p = 0; p < c.n; ++p) {
+    const int64_t m = c.len(v.recv_counts[p], k);
+    if (m == 0) continue;
+    char* dst = c.out + c.bytes((*c.displs_out)[p] + lo);
+    const char* src = nullptr;
+    if (p != c.me) {
+      src = slot(p, g) + (c.op == CollectiveOp::kAlltoall ? c.region(p, c.me) : 0);
+    } else {
+      src = c.in + c.bytes((c.op == CollectiveOp::kAlltoall ? (*c.displs_in)[c.me] : 0) + lo);
+    }
+    if (src != dst) std::memcpy(dst, src, c.bytes(m));
+  }
+}
+
+Status ShmCollectives::run_call(Call& c) {
+  const CollectiveView& v = *c.view;
+  const uint64_t g0 = next_round_;
+  const bool split = c.op == CollectiveOp::kAlltoall || c.op == CollectiveOp::kReducescatter;
+  c.first = g0;
+  c.region_bytes = split ? slot_bytes_ / static_cast<size_t>(c.n - 1) / kCacheLine * kCacheLine
+                         : slot_bytes_;
+  c.piece = static_cast<int64_t>(c.region_bytes / c.elem);
+  // The first round: the header and the first pieces.
+  if (g0 >= 1) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g0 - 1));
+  write_header(c, header(c.me, g0));
+  post(c, 0);
+  __atomic_store_n(counter(c.me, kPosted), g0 + 1, __ATOMIC_RELEASE);
+  KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kPosted, g0 + 1));
+  Status agreed = check_headers(c);
+  if (!agreed.ok()) {
+    __atomic_store_n(counter(c.me, kDone), g0 + 1, __ATOMIC_RELEASE);
+    next_round_ = g0 + 1;
+    return agreed;
+  }
+  // Rounds: the largest piece of the call, from the headers (every rank alike).
+  int64_t largest = c.op == CollectiveOp::kBroadcast ? v.count : 0;
+  for (int r = 0; r < c.n && c.op != CollectiveOp::kBroadcast; ++r) {
+    for (int i = 0; i < c.n; ++i) largest = std::max(largest, header(r, g0)[kFields + i]);
+  }
+  c.rounds = std::max<int64_t>(1, (largest + c.piece - 1) / c.piece);
+  const int reads_from = c.op == CollectiveOp::kBroadcast ? v.root : -1;
+  for (int64_t k = 0; k < c.rounds; ++k) {
+    const uint64_t g = g0 + static_cast<uint64_t>(k);
+    if (k + 1 < c.rounds) {  // Step 1 of the next round first (see the top of the file).
+      KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g));
+      post(c, k + 1);
+      __atomic_store_n(counter(c.me, kPosted), g + 2, __ATOMIC_RELEASE);
+    }
+    if (k > 0) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kPosted, g + 1, reads_from));
+    consume(c, k);
+    __atomic_store_n(counter(c.me, kDone), g + 1, __ATOMIC_RELEASE);
+  }
+  next_round_ = g0 + static_cast<uint64_t>(c.rounds);
+  return Status::OK();
+}
+
+ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine,
+                           std::unique_ptr<ShmCollectives> collectives)
+    : engine_(std::move(engine)), collectives_(std::move(collectives)) {}
+
+ShmTransport::~ShmTransport() = default;
+
+Status ShmTransport::supports_collective(CollectiveOp op, const CollectiveView& view) const {
+  if (!collectives_) return Transport::supports_collective(op, view);
+  return collectives_->supports(op, view);
+}
+
+std::unique_ptr<transport::Work> ShmTransport::collective(CollectiveOp op,
+                                                          const CollectiveView& view) {
+  if (!collectives_) return Transport::collective(op, view);
+  return std::make_unique<transport::CompletedWork>(collectives_->run(op, view));
+}
+
+}  // namespace kolo::mpi

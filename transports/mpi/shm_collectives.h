@@ -1,0 +1,82 @@
+// ShmCollectives: allgather(v), broadcast, alltoall(v) and reducescatter inside
+// one node, through kolo's own shared-memory window; the "shm" transport's
+// collectives other than allreduce (ShmTransport::collective).
+//
+// Contract (see transport/transport.h, CollectiveView): called by the coordinator
+// thread only, for collectives in the same order on every rank of the node; CPU
+// memory; every dtype; reducescatter with SUM, MIN, MAX, PRODUCT and the whole
+// Reduction (prescale, postscale, integer division) applied here. The view's
+// rank indices are local ranks (shm is offered when the world is one node). The
+// algorithm is explained at the top of shm_collectives.cc. After create() no MPI
+// call happens: ranks synchronise through counters in the shared window.
+//
+// Errors: supports() answers the same on every rank for the same view. Ranks
+// whose views disagree (op, dtype, counts, root) all return the same
+// Mismatch naming the field and two ranks' values, and the engine stays
+// usable. A peer that has failed (the Liveness given to create() says so) fails
+// the call; the engine is then broken and fails every later call. Waiting spins
+// briefly, then yields, then sleeps (mpi_wait.h, wait_for_counter).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/transport.h"
+#include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/shm_window.h"
+
+namespace kolo::mpi {
+
+class ShmCollectives {
+ public:
+  // Bytes of one slot: what a rank publishes per round. See Note [Collective slot size].
+  static constexpr size_t kDefaultSlotBytes = size_t{256} << 10;
+
+  // Collective over `local` (the node communicator): allocates and pre-faults the
+  // window (a control block, then two headers and two slots per rank). Every
+  // wait consults `alive` (may be null; outlives the engine).
+  static Status create(MPI_Comm local, size_t slot_bytes, Liveness* alive,
+                       std::unique_ptr<ShmCollectives>* out);
+
+  // OK, or why not (the same on every rank for the same view).
+  Status supports(transport::CollectiveOp op, const transport::CollectiveView& view) const;
+  // Runs the collective to completion (synchronous).
+  Status run(transport::CollectiveOp op, const transport::CollectiveView& view);
+
+  int local_rank() const { return window_->local_rank(); }
+  int local_size() const { return window_->local_size(); }
+  size_t slot_bytes() const { return slot_bytes_; }
+
+ private:
+  struct Call;
+  ShmCollectives(std::unique_ptr<ShmWindow> window, size_t slot_bytes, Liveness* alive);
+
+  Status run_call(Call& call);
+  void write_header(const Call& call, int64_t* header) const;
+  Status check_headers(const Call& call) const;
+  void post(const Call& call, int64_t k);
+  void consume(const Call& call, int64_t k);
+  void run_alone(const Call& call);
+  // Waits until counter `which` of every local rank in [0, n) other than this one
+  // (or only of `only` when >= 0) is at least `target`.
+  Status wait_peers(int which, uint64_t target, int only = -1);
+
+  uint64_t* counter(int rank, int which) const;
+  int64_t* header(int rank, uint64_t round) const;
+  char* slot(int rank, uint64_t round) const;
+
+  std::unique_ptr<ShmWindow> window_;
+  size_t slot_bytes_;
+  size_t header_bytes_;
+  Liveness* alive_;
+  uint64_t next_round_ = 0;   // rounds done so far, the same on every rank
+  std::vector<char> staging_;  // an input that overlaps the output (grow-only)
+  std::vector<int64_t> displs_in_, displs_out_;  // one per local rank, reused
+  Status broken_;
+};
+
+}  // namespace kolo::mpi
