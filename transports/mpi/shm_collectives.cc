@@ -451,6 +451,9 @@ Status ShmCollectives::run_call(Call& c) {
   return Status::OK();
 }
 
+ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine)
+    : engine_(std::move(engine)) {}
+
 ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine,
                            std::unique_ptr<ShmCollectives> collectives)
     : engine_(std::move(engine)), collectives_(std::move(collectives)) {}

@@ -131,8 +131,8 @@ class ShmAllreduce {
 // The other collectives go to `collectives` (shm_collectives.h; null: none).
 class ShmTransport : public transport::Transport {
  public:
-  explicit ShmTransport(std::unique_ptr<ShmAllreduce> engine,
-                        std::unique_ptr<ShmCollectives> collectives = nullptr);
+  explicit ShmTransport(std::unique_ptr<ShmAllreduce> engine);
+  ShmTransport(std::unique_ptr<ShmAllreduce> engine, std::unique_ptr<ShmCollectives> collectives);
   ~ShmTransport() override;
 
   const char* name() const override { return "shm"; }
