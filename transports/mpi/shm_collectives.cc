@@ -73,8 +73,11 @@ const char* const kFieldNames[] = {"collective", "dtype", "root", "count", "redu
 // A slot is written once and read once per round, by different cores; small
 // enough that it (and its twin) stay in the writer's and reader's L2 between the
 // two, large enough that the two counter round trips per round are a small part of
-// the round. 256 KiB measured best of 64 KiB, 256 KiB and 1 MiB for allgather and
-// broadcast at 1 MiB and 64 MiB (docs/perf, "Design measurements").
+// the round. 256 KiB: two slots of it, the reader's copy of the peer's and its
+// own output piece fit the 1-2 MiB L2 of the development VM's cores with room;
+// half the allreduce's slot, which holds a whole slice where this one holds one
+// rank's part. Not yet measured against other sizes on a quiet machine (the
+// machine was loaded 25-30 deep on 2 cores when this was written).
 
 bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   const char* x = static_cast<const char*>(a);
