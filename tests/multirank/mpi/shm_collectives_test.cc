@@ -311,6 +311,16 @@ TEST(ShmCollectives, TransportSupports) {
   CollectiveView b = view_of<float>(nullptr, nullptr);
   b.root = size();
   EXPECT_EQ(shm.supports_collective(CollectiveOp::kBroadcast, b).code(), Code::kInvalidArgument);
+  // Note [Which collectives shm takes]: large ones and alltoall go to MPI.
+  b.root = 0;
+  b.count = (4 << 20) / 4 - 1;
+  EXPECT_TRUE(shm.supports_collective(CollectiveOp::kBroadcast, b).ok());
+  b.count += 1;
+  EXPECT_EQ(shm.supports_collective(CollectiveOp::kBroadcast, b).code(), Code::kUnsupported);
+  CollectiveView a = view_of<float>(nullptr, nullptr);
+  a.send_counts.assign(static_cast<size_t>(size()), 1);
+  a.recv_counts = a.send_counts;
+  EXPECT_EQ(shm.supports_collective(CollectiveOp::kAlltoall, a).code(), Code::kUnsupported);
   // Through the transport: a real allgather.
   std::vector<int32_t> in(5, rank()), out(5 * static_cast<size_t>(size()));
   CollectiveView g = view_of<int32_t>(in.data(), out.data());
