@@ -43,6 +43,8 @@
 // a rank knows only its own row and column, not the largest piece of the call.
 #include "transports/mpi/shm_collectives.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -51,6 +53,7 @@
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_check.h"
+#include "transports/mpi/peer_read.h"
 #include "transports/mpi/shm_transport.h"
 
 namespace kolo::mpi {
@@ -64,8 +67,10 @@ constexpr size_t kCacheLine = 64;
 constexpr size_t kControlBytes = 4096;  // two counters, one per cache line; pages after
 // Acquire loads between pauses before the polite Backoff (as shm_transport.cc).
 constexpr int kSpinLoads = 64;
-// Header words before the counts: op, dtype, root, count, reduce op.
-enum Field { kOp = 0, kDtype, kRoot, kCount, kReduceOp, kFields = 8 };
+// Header words before the counts: op, dtype, root, count, reduce op (compared),
+// then where this rank's data is for single-copy reads: pid, address.
+enum Field { kOp = 0, kDtype, kRoot, kCount, kReduceOp, kPid, kAddress, kFields = 8 };
+constexpr size_t kProbeOffset = 2 * 64;  // probe_peer_reads' lines in the control block
 const char* const kFieldNames[] = {"collective", "dtype", "root", "count", "reduce op"};
 
 // Note [Collective slot size]
@@ -156,8 +161,13 @@ Status ShmCollectives::create(MPI_Comm local, size_t slot_bytes, Liveness* alive
   std::unique_ptr<ShmWindow> window;
   KOLO_RETURN_IF_ERROR(ShmWindow::create(local, kControlBytes + 2 * (header_bytes + slot_bytes),
                                          alive, &window));
-  out->reset(new ShmCollectives(std::move(window), slot_bytes, alive));
-  (*out)->header_bytes_ = header_bytes;
+  std::unique_ptr<ShmCollectives> e(new ShmCollectives(std::move(window), slot_bytes, alive));
+  e->header_bytes_ = header_bytes;
+  if (n > 1) {
+    KOLO_RETURN_IF_ERROR(probe_peer_reads(local, *e->window_, kProbeOffset, alive, &e->single_copy_));
+  }
+  e->scratch_.assign(slot_bytes, 0);  // pre-faulted
+  *out = std::move(e);
   return Status::OK();
 }
 
@@ -304,6 +314,8 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   h[kRoot] = bcast ? v.root : 0;
   h[kCount] = bcast ? v.count : 0;
   h[kReduceOp] = reduces ? static_cast<int64_t>(v.reduction.op) : 0;
+  h[kPid] = static_cast<int64_t>(getpid());
+  h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(bcast ? c.out : c.in));
   for (int i = 0; i < c.n; ++i) {
     h[kFields + i] = c.op == CollectiveOp::kAlltoall ? v.send_counts[i]
                      : bcast                         ? 0
@@ -437,6 +449,15 @@ Status ShmCollectives::run_call(Call& c) {
   for (int r = 0; r < c.n && c.op != CollectiveOp::kBroadcast; ++r) {
     for (int i = 0; i < c.n; ++i) largest = std::max(largest, header(r, g0)[kFields + i]);
   }
+  if (single_copy_ && c.bytes(largest) >= single_copy_min_bytes_) {
+    // Note [Single copy for large calls]: done only once every peer is done
+    // reading this rank's buffer, which the caller may change once run() returns.
+    Status copied = copy_direct(c);
+    __atomic_store_n(counter(c.me, kDone), g0 + 1, __ATOMIC_RELEASE);
+    next_round_ = g0 + 1;
+    KOLO_RETURN_IF_ERROR_AS_IS(copied);
+    return wait_peers(kDone, g0 + 1);
+  }
   c.rounds = std::max<int64_t>(1, (largest + c.piece - 1) / c.piece);
   const int reads_from = c.op == CollectiveOp::kBroadcast ? v.root : -1;
   for (int64_t k = 0; k < c.rounds; ++k) {
@@ -463,22 +484,98 @@ ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine,
 
 ShmTransport::~ShmTransport() = default;
 
+// Note [Single copy for large calls]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Through the slots every byte is copied twice. Where the node allows it
+// (peer_read.h), a call whose largest block is at least kSingleCopyMinBytes
+// instead reads the peers' buffers straight into the output, once, at the
+// addresses the headers give: the first round's slot pieces are then unused
+// (at most a slot, a quarter of such a call's smallest block and less as it
+// grows). Reducescatter reads each peer's piece into a private scratch that
+// stays in cache and reduces from there. Every rank decides from the headers,
+// so every rank decides alike; each marks done and waits for every peer's done
+// before it returns, so no buffer changes while a peer still reads it.
+Status ShmCollectives::copy_direct(const Call& c) {
+  const CollectiveView& v = *c.view;
+  auto pid = [&](int p) { return static_cast<pid_t>(header(p, c.first)[kPid]); };
+  auto at = [&](int p, int64_t elements) {
+    return reinterpret_cast<const char*>(static_cast<uintptr_t>(header(p, c.first)[kAddress])) +
+           c.bytes(elements);
+  };
+  switch (c.op) {
+    case CollectiveOp::kBroadcast:
+      if (c.me == v.root) return Status::OK();
+      return read_peer(pid(v.root), at(v.root, 0), c.out, c.bytes(v.count));
+    case CollectiveOp::kReducescatter:
+      return reduce_direct(c);
+    case CollectiveOp::kAllgather:
+    case CollectiveOp::kAlltoall:
+      break;
+  }
+  const bool alltoall = c.op == CollectiveOp::kAlltoall;
+  for (int p = 0; p < c.n; ++p) {
+    const int64_t m = v.recv_counts[p];
+    char* dst = c.out + c.bytes((*c.displs_out)[p]);
+    if (p == c.me) {
+      const char* src = c.in + c.bytes(alltoall ? (*c.displs_in)[c.me] : 0);
+      if (src != dst) std::memcpy(dst, src, c.bytes(m));
+      continue;
+    }
+    int64_t skip = 0;  // alltoall: where p's block for this rank starts in p's input
+    for (int d = 0; alltoall && d < c.me; ++d) skip += header(p, c.first)[kFields + d];
+    KOLO_RETURN_IF_ERROR_AS_IS(read_peer(pid(p), at(p, skip), dst, c.bytes(m)));
+  }
+  return Status::OK();
+}
+
+// This rank's block, a scratch-sized piece at a time: its own input (prescaled
+// into the output) combined with each peer's piece read into the scratch.
+Status ShmCollectives::reduce_direct(const Call& c) {
+  const CollectiveView& v = *c.view;
+  const transport::Reduction& r = v.reduction;
+  const int64_t count = v.recv_counts[c.me];
+  const int64_t per = static_cast<int64_t>(scratch_.size() / c.elem);
+  const int64_t first = (*c.displs_in)[c.me];
+  for (int64_t lo = 0; lo < count; lo += per) {
+    const int64_t m = std::min(per, count - lo);
+    char* dst = c.out + c.bytes(lo);
+    const char* a = c.in + c.bytes(first + lo);
+    if (r.scales_input()) {
+      reduce::copy_scaled(dst, a, m, v.dtype, r.prescale);
+      a = dst;
+    }
+    for (int p = 0; p < c.n; ++p) {
+      if (p == c.me) continue;
+      const int64_t* h = header(p, c.first);
+      const char* remote =
+          reinterpret_cast<const char*>(static_cast<uintptr_t>(h[kAddress])) + c.bytes(first + lo);
+      KOLO_RETURN_IF_ERROR_AS_IS(
+          read_peer(static_cast<pid_t>(h[kPid]), remote, scratch_.data(), c.bytes(m)));
+      if (r.scales_input()) reduce::scale(scratch_.data(), scratch_.data(), m, v.dtype, r.prescale);
+      reduce::reduce(dst, a, scratch_.data(), m, v.dtype, r.op);
+      a = dst;
+    }
+    transport::finish_output(r, dst, m, v.dtype);
+  }
+  return Status::OK();
+}
+
 // Note [Which collectives shm takes]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The engine moves every byte twice (into its owner's slot, out into its reader's
-// output). MPICH moves large messages once (a single kernel copy between the two
-// processes' buffers), and beat the engine 2-2.5x at 16 MiB in
-// shm_collectives_bench (engine time and CPU time alike, 2 ranks) while the
-// engine won at 4 KiB to 1 MiB. So shm takes allgather, broadcast and
-// reducescatter below kShmCollectiveMaxBytes (their sizes are the same on every
-// rank) and leaves larger ones to MPI. Alltoall stays on MPI for now: a rank
-// knows only its own row of the counts, so no size rule is the same on every
-// rank without an exchange.
+// With single-copy reads (Note [Single copy for large calls]) shm takes every
+// collective. Without them the engine moves every byte twice, and MPICH (which
+// may have a single copy of its own) beat it 2-2.5x at 16 MiB in
+// shm_collectives_bench while the engine won at 4 KiB to 1 MiB: so shm then takes
+// allgather, broadcast and reducescatter below kShmCollectiveMaxBytes (sizes that
+// are the same on every rank) and leaves larger ones, and alltoall (a rank knows
+// only its own row of the counts), to MPI. single_copy() is the same on every
+// rank of the node.
 constexpr int64_t kShmCollectiveMaxBytes = int64_t{4} << 20;
 
 Status ShmTransport::supports_collective(CollectiveOp op, const CollectiveView& view) const {
   if (!collectives_) return Transport::supports_collective(op, view);
   KOLO_RETURN_IF_ERROR_AS_IS(collectives_->supports(op, view));
+  if (collectives_->single_copy()) return Status::OK();
   const std::string what = std::string("shm ") + collective_op_name(op);
   if (op == CollectiveOp::kAlltoall)
     return unsupported(what + ": left to MPI (Note [Which collectives shm takes])");

@@ -47,6 +47,16 @@ class ShmCollectives {
   // Runs the collective to completion (synchronous).
   Status run(transport::CollectiveOp op, const transport::CollectiveView& view);
 
+  // Whether the node's ranks can read each other's memory with one copy
+  // (peer_read.h; probed at create(), the same on every rank of the node).
+  bool single_copy() const { return single_copy_; }
+  // Calls whose largest block has at least this many bytes copy straight from
+  // the peers' buffers when single_copy() (Note [Single copy for large calls]);
+  // the same on every rank, before the next run(). Tests set 0 (always) or
+  // SIZE_MAX (never).
+  void set_single_copy_min_bytes(size_t bytes) { single_copy_min_bytes_ = bytes; }
+  static constexpr size_t kSingleCopyMinBytes = size_t{1} << 20;
+
   int local_rank() const { return window_->local_rank(); }
   int local_size() const { return window_->local_size(); }
   size_t slot_bytes() const { return slot_bytes_; }
@@ -61,6 +71,8 @@ class ShmCollectives {
   void post(const Call& call, int64_t k);
   void consume(const Call& call, int64_t k);
   void run_alone(const Call& call);
+  Status copy_direct(const Call& call);
+  Status reduce_direct(const Call& call);
   // Waits until counter `which` of every local rank in [0, n) other than this one
   // (or only of `only` when >= 0) is at least `target`.
   Status wait_peers(int which, uint64_t target, int only = -1);
@@ -77,6 +89,9 @@ class ShmCollectives {
   std::vector<char> staging_;  // an input that overlaps the output (grow-only)
   std::vector<int64_t> displs_in_, displs_out_;  // one per local rank, reused
   Status broken_;
+  bool single_copy_ = false;
+  size_t single_copy_min_bytes_ = kSingleCopyMinBytes;
+  std::vector<char> scratch_;  // reduce_direct's peer piece: slot_bytes_, pre-faulted
 };
 
 }  // namespace kolo::mpi

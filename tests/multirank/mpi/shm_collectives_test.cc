@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -145,13 +146,16 @@ TYPED_TEST_SUITE(ShmCollectivesTest, AllDtypes);
 
 // A 256-byte slot (a 64-byte region per peer at 4 ranks): blocks of 0 to
 // hundreds of elements cross many rounds; then a default slot, blocks of 0 to
-// thousands of elements.
+// thousands of elements; then single copy for every call (reducescatter in
+// pieces of the 256-byte scratch), where the node allows it.
 TYPED_TEST(ShmCollectivesTest, EveryCollectiveExact) {
   std::unique_ptr<ShmCollectives> tiny = engine(256);
   std::unique_ptr<ShmCollectives> large = engine(ShmCollectives::kDefaultSlotBytes);
-  for (ShmCollectives* e : {tiny.get(), large.get()}) {
+  std::unique_ptr<ShmCollectives> direct = engine(256);  // single copy (where the node allows)
+  direct->set_single_copy_min_bytes(0);
+  for (ShmCollectives* e : {tiny.get(), large.get(), direct.get()}) {
     const std::vector<int64_t> bases =
-        e == tiny.get() ? std::vector<int64_t>{1, 65} : std::vector<int64_t>{1000};
+        e == large.get() ? std::vector<int64_t>{1000} : std::vector<int64_t>{1, 65};
     for (int64_t base : bases) {
       for (bool in_place : {false, true}) check_allgather<TypeParam>(*e, base, in_place);
       check_alltoall<TypeParam>(*e, base);
@@ -167,43 +171,53 @@ TYPED_TEST(ShmCollectivesTest, EveryCollectiveExact) {
 // Blocks larger than the default slot: many full rounds on the default engine.
 TEST(ShmCollectives, LargeBlocks) {
   std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
-  check_allgather<float>(*e, 100003, false);
-  check_alltoall<int32_t>(*e, 70001);
-  check_reducescatter<double>(*e, 50001, ReduceOp::kSum, false);
-  check_broadcast<uint8_t>(*e, (1 << 20) + 5, size() - 1, true);
+  for (size_t single_copy_from : {size_t{0}, SIZE_MAX}) {
+    e->set_single_copy_min_bytes(single_copy_from);
+    check_allgather<float>(*e, 100003, false);
+    check_alltoall<int32_t>(*e, 70001);
+    check_reducescatter<double>(*e, 50001, ReduceOp::kSum, false);
+    check_reducescatter<float>(*e, 50001, ReduceOp::kMax, true);
+    check_broadcast<uint8_t>(*e, (1 << 20) + 5, size() - 1, true);
+  }
+  // Informational: whether this node gave the single-copy path above.
+  if (rank() == 0) std::printf("single copy between ranks: %s\n", e->single_copy() ? "yes" : "no");
 }
 
 // Reducescatter applies the whole Reduction: prescale, postscale, integer division.
 TEST(ShmCollectives, ReducescatterAppliesTheReduction) {
-  std::unique_ptr<ShmCollectives> e = engine(256);
-  const int64_t per = 300;  // 300 elements per rank: several rounds each
-  const int64_t total = per * size();
-  CollectiveView v = view_of<float>(nullptr, nullptr);
-  v.recv_counts.assign(static_cast<size_t>(size()), per);
-  v.reduction.prescale = 2.0;
-  v.reduction.postscale = 0.25;
-  std::vector<float> f(static_cast<size_t>(total)), fout(static_cast<size_t>(per));
-  for (int64_t i = 0; i < total; ++i) f[i] = static_cast<float>((rank() + 1) * (i % 7));
-  v.input = f.data();
-  v.output = fout.data();
-  ASSERT_TRUE(e->run(CollectiveOp::kReducescatter, v).ok());
-  const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
-  for (int64_t j = 0; j < per; ++j)
-    EXPECT_EQ(fout[j], ranks_sum * ((rank() * per + j) % 7) * 2.0f * 0.25f) << j;
+  std::unique_ptr<ShmCollectives> slots = engine(256);
+  std::unique_ptr<ShmCollectives> direct = engine(256);  // single copy, where allowed
+  direct->set_single_copy_min_bytes(0);
+  for (ShmCollectives* e : {slots.get(), direct.get()}) {
+    const int64_t per = 300;  // 300 elements per rank: several rounds each
+    const int64_t total = per * size();
+    CollectiveView v = view_of<float>(nullptr, nullptr);
+    v.recv_counts.assign(static_cast<size_t>(size()), per);
+    v.reduction.prescale = 2.0;
+    v.reduction.postscale = 0.25;
+    std::vector<float> f(static_cast<size_t>(total)), fout(static_cast<size_t>(per));
+    for (int64_t i = 0; i < total; ++i) f[i] = static_cast<float>((rank() + 1) * (i % 7));
+    v.input = f.data();
+    v.output = fout.data();
+    ASSERT_TRUE(e->run(CollectiveOp::kReducescatter, v).ok());
+    const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
+    for (int64_t j = 0; j < per; ++j)
+      EXPECT_EQ(fout[j], ranks_sum * ((rank() * per + j) % 7) * 2.0f * 0.25f) << j;
 
-  CollectiveView iv = view_of<int32_t>(nullptr, nullptr);
-  iv.recv_counts = v.recv_counts;
-  iv.reduction.divide = size();  // an integer AVERAGE
-  std::vector<int32_t> x(static_cast<size_t>(total)), xout(static_cast<size_t>(per));
-  for (int64_t i = 0; i < total; ++i) x[i] = static_cast<int32_t>(rank() * 3 + i % 11 - 20);
-  iv.input = x.data();
-  iv.output = xout.data();
-  ASSERT_TRUE(e->run(CollectiveOp::kReducescatter, iv).ok());
-  for (int64_t j = 0; j < per; ++j) {
-    const int64_t i = rank() * per + j;
-    int64_t sum = 0;
-    for (int r = 0; r < size(); ++r) sum += r * 3 + i % 11 - 20;
-    EXPECT_EQ(xout[j], static_cast<int32_t>(sum / size())) << j;  // truncates toward zero
+    CollectiveView iv = view_of<int32_t>(nullptr, nullptr);
+    iv.recv_counts = v.recv_counts;
+    iv.reduction.divide = size();  // an integer AVERAGE
+    std::vector<int32_t> x(static_cast<size_t>(total)), xout(static_cast<size_t>(per));
+    for (int64_t i = 0; i < total; ++i) x[i] = static_cast<int32_t>(rank() * 3 + i % 11 - 20);
+    iv.input = x.data();
+    iv.output = xout.data();
+    ASSERT_TRUE(e->run(CollectiveOp::kReducescatter, iv).ok());
+    for (int64_t j = 0; j < per; ++j) {
+      const int64_t i = rank() * per + j;
+      int64_t sum = 0;
+      for (int r = 0; r < size(); ++r) sum += r * 3 + i % 11 - 20;
+      EXPECT_EQ(xout[j], static_cast<int32_t>(sum / size())) << j;  // truncates toward zero
+    }
   }
 }
 
@@ -311,16 +325,19 @@ TEST(ShmCollectives, TransportSupports) {
   CollectiveView b = view_of<float>(nullptr, nullptr);
   b.root = size();
   EXPECT_EQ(shm.supports_collective(CollectiveOp::kBroadcast, b).code(), Code::kInvalidArgument);
-  // Note [Which collectives shm takes]: large ones and alltoall go to MPI.
+  // Note [Which collectives shm takes]: without single copy, large ones and
+  // alltoall go to MPI (the probe answers alike for every engine of the node).
+  const bool single_copy = engine(256)->single_copy();
+  const Code without = single_copy ? Code::kOk : Code::kUnsupported;
   b.root = 0;
   b.count = (4 << 20) / 4 - 1;
   EXPECT_TRUE(shm.supports_collective(CollectiveOp::kBroadcast, b).ok());
   b.count += 1;
-  EXPECT_EQ(shm.supports_collective(CollectiveOp::kBroadcast, b).code(), Code::kUnsupported);
+  EXPECT_EQ(shm.supports_collective(CollectiveOp::kBroadcast, b).code(), without);
   CollectiveView a = view_of<float>(nullptr, nullptr);
   a.send_counts.assign(static_cast<size_t>(size()), 1);
   a.recv_counts = a.send_counts;
-  EXPECT_EQ(shm.supports_collective(CollectiveOp::kAlltoall, a).code(), Code::kUnsupported);
+  EXPECT_EQ(shm.supports_collective(CollectiveOp::kAlltoall, a).code(), without);
   // Through the transport: a real allgather.
   std::vector<int32_t> in(5, rank()), out(5 * static_cast<size_t>(size()));
   CollectiveView g = view_of<int32_t>(in.data(), out.data());
