@@ -568,8 +568,8 @@ Status ShmCollectives::reduce_direct(const Call& c) {
 // shm_collectives_bench while the engine won at 4 KiB to 1 MiB: so shm then takes
 // allgather, broadcast and reducescatter below kShmCollectiveMaxBytes (sizes that
 // are the same on every rank) and leaves larger ones, and alltoall (a rank knows
-// only its own row of the counts), to MPI. single_copy() is the same on every
-// rank of the node.
+// only its own row of the counts), to MPI (docs/perf, "Design measurements").
+// single_copy() is the same on every rank of the node.
 constexpr int64_t kShmCollectiveMaxBytes = int64_t{4} << 20;
 
 Status ShmTransport::supports_collective(CollectiveOp op, const CollectiveView& view) const {
