@@ -90,6 +90,11 @@ bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
 }
 
+// memcpy, for copies that may be empty (an empty block's buffer may be null).
+void copy_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+
 int64_t total(const std::vector<int64_t>& counts) {
   int64_t t = 0;
   for (int64_t c : counts) t += c;
@@ -276,7 +281,8 @@ Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
     std::memcpy(staging_.data(), c.in, in_bytes);
     c.in = staging_.data();
   }
-  if (op == CollectiveOp::kBroadcast && c.me == view.root && view.input != view.output)
+  if (op == CollectiveOp::kBroadcast && c.me == view.root && view.input != view.output &&
+      view.count > 0)
     std::memmove(c.out, view.input, c.bytes(view.count));
   if (c.n == 1) {
     run_alone(c);
@@ -299,6 +305,7 @@ void ShmCollectives::run_alone(const Call& c) {
     case CollectiveOp::kBroadcast:
       return;  // the root's memmove was all
     case CollectiveOp::kReducescatter:
+      if (v.recv_counts[0] == 0) return;
       reduce::copy_scaled(c.out, c.in, v.recv_counts[0], v.dtype, v.reduction.prescale);
       transport::finish_output(v.reduction, c.out, v.recv_counts[0], v.dtype);
       return;
@@ -363,10 +370,10 @@ void ShmCollectives::post(const Call& c, int64_t k) {
   const int64_t lo = c.lo(k);
   switch (c.op) {
     case CollectiveOp::kAllgather:
-      std::memcpy(mine, c.in + c.bytes(lo), c.bytes(c.len(v.recv_counts[c.me], k)));
+      copy_bytes(mine, c.in + c.bytes(lo), c.bytes(c.len(v.recv_counts[c.me], k)));
       return;
     case CollectiveOp::kBroadcast:
-      if (c.me == v.root) std::memcpy(mine, c.out + c.bytes(lo), c.bytes(c.len(v.count, k)));
+      if (c.me == v.root) copy_bytes(mine, c.out + c.bytes(lo), c.bytes(c.len(v.count, k)));
       return;
     case CollectiveOp::kAlltoall:
     case CollectiveOp::kReducescatter: {
@@ -389,7 +396,7 @@ void ShmCollectives::consume(const Call& c, int64_t k) {
   const uint64_t g = c.first + static_cast<uint64_t>(k);
   const int64_t lo = c.lo(k);
   if (c.op == CollectiveOp::kBroadcast) {
-    if (c.me != v.root) std::memcpy(c.out + c.bytes(lo), slot(v.root, g), c.bytes(c.len(v.count, k)));
+    if (c.me != v.root) copy_bytes(c.out + c.bytes(lo), slot(v.root, g), c.bytes(c.len(v.count, k)));
     return;
   }
   if (c.op == CollectiveOp::kReducescatter) {
@@ -420,7 +427,7 @@ void ShmCollectives::consume(const Call& c, int64_t k) {
     } else {
       src = c.in + c.bytes((c.op == CollectiveOp::kAlltoall ? (*c.displs_in)[c.me] : 0) + lo);
     }
-    if (src != dst) std::memcpy(dst, src, c.bytes(m));
+    if (src != dst) copy_bytes(dst, src, c.bytes(m));
   }
 }
 
@@ -518,7 +525,7 @@ Status ShmCollectives::copy_direct(const Call& c) {
     char* dst = c.out + c.bytes((*c.displs_out)[p]);
     if (p == c.me) {
       const char* src = c.in + c.bytes(alltoall ? (*c.displs_in)[c.me] : 0);
-      if (src != dst) std::memcpy(dst, src, c.bytes(m));
+      if (src != dst) copy_bytes(dst, src, c.bytes(m));
       continue;
     }
     int64_t skip = 0;  // alltoall: where p's block for this rank starts in p's input
