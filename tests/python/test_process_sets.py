@@ -87,6 +87,32 @@ def test_torch_ops_in_a_set(sets):
     hvd.barrier(process_set=three)
 
 
+def test_grouped_allgather_and_reducescatter_in_a_set(sets):
+    even, three, odd = sets
+    if not even.included():
+        with pytest.raises(ValueError, match="does not include rank"):
+            hvd.grouped_allgather([torch.ones(1)], name="gag", process_set=even)
+        return
+    me = even.rank()  # ranks 0 and 2 are set ranks 0 and 1
+    a = torch.full((me + 1, 2), float(RANK), requires_grad=True)
+    b = torch.full((1,), float(-RANK), requires_grad=True)
+    ga, gb = hvd.grouped_allgather([a, b], name="gag", process_set=even)
+    assert ga[:, 0].tolist() == [0.0, 2.0, 2.0] and gb.tolist() == [0.0, -2.0]
+    (ga.sum() + gb.sum()).backward()  # this rank's rows of the set's averaged ones
+    assert torch.equal(a.grad, torch.ones_like(a)) and torch.equal(b.grad, torch.ones(1))
+    base = torch.arange(6, dtype=torch.float32).reshape(3, 2)
+    x = (base * (RANK + 1)).requires_grad_()
+    y = (base[:2] * (RANK + 1)).requires_grad_()
+    sx, sy = hvd.grouped_reducescatter([x, y], op=hvd.Sum, name="grs", process_set=even)
+    full = base * 4  # (0 + 1) + (2 + 1)
+    assert torch.equal(sx, full[:2] if me == 0 else full[2:])  # 3 rows over 2: 2 and 1
+    assert torch.equal(sy, full[me:me + 1])
+    (sx.sum() + sy.sum()).backward()  # the set's allgather of ones
+    assert torch.equal(x.grad, torch.ones(3, 2)) and torch.equal(y.grad, torch.ones(2, 2))
+    avg, = hvd.grouped_reducescatter([base[:2] * (RANK + 1)], name="grs.avg", process_set=even)
+    assert torch.equal(avg, base[me:me + 1] * 2)  # Average divides by the set's size
+
+
 def test_same_name_in_two_sets_at_once(sets):
     even, three, odd = sets
     handles = []

@@ -430,10 +430,11 @@ def submit_grouped(base, inputs, outputs, counts, dtype, op, prescale, postscale
 
 
 def submit_grouped_rows(kind, base, inputs, outputs, shapes, dtype, device, keep, finish,
-                        op=None, prescale=1.0, postscale=1.0):
+                        op=None, prescale=1.0, postscale=1.0, process_set=0):
     """kolo_grouped_allgather_async (kind "allgather"; outputs None) or
     kolo_grouped_reducescatter_async (kind "reducescatter") over raw addresses and the
-    members' shapes (each at least one dimension); tensor i is named "<base>.<i>"."""
+    members' shapes (each at least one dimension), in the process set of that id;
+    tensor i is named "<base>.<i>"."""
     n = len(inputs)
     names = [("%s.%d" % (base, i)).encode() for i in range(n)]
     rows = [s[0] if len(s) else 1 for s in shapes]  # kolo refuses a 0-dimensional shape
@@ -442,7 +443,7 @@ def submit_grouped_rows(kind, base, inputs, outputs, shapes, dtype, device, keep
     c_in = (ctypes.c_void_p * n)(*inputs)
     c_rows = (ctypes.c_int64 * n)(*rows)
     c_row_counts = (ctypes.c_int64 * n)(*row_counts)
-    opts = _lib.options(shapes)
+    opts = _lib.options(shapes, process_set)
     keep = (keep, names, c_names, c_in, c_rows, c_row_counts, opts)
     if kind == "allgather":
         args = (n, c_names, c_in, c_rows, c_row_counts, dtype, device, ctypes.byref(opts))

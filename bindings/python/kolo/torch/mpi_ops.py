@@ -553,10 +553,11 @@ def reducescatter(tensor, op=Average, name=None, prescale_factor=1.0, postscale_
 
 # ---- grouped allgather and reducescatter ---------------------------------------------
 
-def _global_only(process_set, what):
-    """The grouped allgather and reducescatter run on the global set only (for now)."""
-    if _check_process_set(process_set, what) != 0:
-        raise KoloValueError("%s: only the global process set is supported" % what)
+def _grad_name(name, what):
+    """The name of a backward collective: derived from the forward's when it has one,
+    so that ranks outside a process set, which make no backward calls, do not shift
+    the members' unnamed-op counter (Horovod leaves backward ops unnamed)."""
+    return None if name is None else "%s.%s" % (name, what)
 
 
 def _group_sources(tensors, what):
@@ -607,15 +608,16 @@ def _split_group_output(like, shapes, nranks, what):
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Starts one allgather of a list of tensors (one dtype), negotiated as a unit;
     synchronize() returns the list of gathered tensors. Names are "<name>.<i>"."""
-    _global_only(process_set, "grouped_allgather")
+    ps = _check_process_set(process_set, "grouped_allgather")
     name = _name("grouped_allgather", name)
     what = "grouped_allgather %r" % name
     _core.require_initialized("grouped_allgather")
     srcs, dtype, device = _group_sources(tensors, what)
     shapes = [_core.rows_shape(s.shape) for s in srcs]
-    finish = _split_group_output(srcs[0], shapes, _core.size(), what)
+    finish = _split_group_output(srcs[0], shapes, _process_sets.set_size(ps), what)
     return _core.submit_grouped_rows("allgather", name, [s.data_ptr() for s in srcs], None,
-                                     shapes, dtype, device, (tensors, srcs), finish)
+                                     shapes, dtype, device, (tensors, srcs), finish,
+                                     process_set=ps)
 
 
 class HorovodGroupedAllgather(torch.autograd.Function):
@@ -623,44 +625,50 @@ class HorovodGroupedAllgather(torch.autograd.Function):
     (as HorovodAllgather's)."""
 
     @staticmethod
-    def forward(ctx, name, *tensors):
+    def forward(ctx, name, process_set, *tensors):
         ctx.dims = [t.shape[0] if t.dim() else 1 for t in tensors]
-        return tuple(grouped_allgather_async(list(tensors), name).wait())
+        ctx.process_set = process_set
+        ctx.name = name
+        return tuple(grouped_allgather_async(list(tensors), name, process_set).wait())
 
     @staticmethod
     def backward(ctx, *grads):
-        reduced = grouped_allreduce([g.contiguous() for g in grads], op=Average)
-        dims = grouped_allgather([torch.tensor([d], dtype=torch.int64) for d in ctx.dims])
-        r = _core.rank()
-        return (None,) + tuple(g.narrow(0, int(d[:r].sum()), dim)
-                               for g, d, dim in zip(reduced, dims, ctx.dims))
+        ps = ctx.process_set
+        reduced = grouped_allreduce([g.contiguous() for g in grads], op=Average,
+                                    name=_grad_name(ctx.name, "grad"), process_set=ps)
+        dims = grouped_allgather([torch.tensor([d], dtype=torch.int64) for d in ctx.dims],
+                                 name=_grad_name(ctx.name, "dims"), process_set=ps)
+        r = _process_sets.set_rank(_check_process_set(ps, "grouped_allgather"))
+        return (None, None) + tuple(g.narrow(0, int(d[:r].sum()), dim)
+                                    for g, d, dim in zip(reduced, dims, ctx.dims))
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
     """Allgather of a list of tensors as one unit (differentiable); returns a list."""
-    _global_only(process_set, "grouped_allgather")
-    return list(HorovodGroupedAllgather.apply(name, *list(tensors)))
+    _check_process_set(process_set, "grouped_allgather")
+    return list(HorovodGroupedAllgather.apply(name, process_set, *list(tensors)))
 
 
 def grouped_reducescatter_async(tensors, op=Average, name=None, prescale_factor=1.0,
                                 postscale_factor=1.0, process_set=global_process_set):
     """Starts one reducescatter of a list of tensors (Sum or Average), negotiated as a
     unit; synchronize() returns this rank's shards."""
-    _global_only(process_set, "grouped_reducescatter")
+    ps = _check_process_set(process_set, "grouped_reducescatter")
     name = _name("grouped_reducescatter", name)
     what = "grouped_reducescatter %r" % name
     _core.require_initialized("grouped_reducescatter")
     op = _core.check_op(op, (Sum, Average))
     srcs, dtype, device = _group_sources(tensors, what)
     shapes = [tuple(s.shape) for s in srcs]
-    rank, size = _core.rank(), _core.size()
+    rank, size = max(_process_sets.set_rank(ps), 0), _process_sets.set_size(ps)
     outs = [torch.empty((_core.reducescatter_shard_rows(s.shape[0], rank, size),)
                         + tuple(s.shape[1:]), dtype=s.dtype, device=s.device)
             if s.dim() else torch.empty(0, dtype=s.dtype, device=s.device) for s in srcs]
     return _core.submit_grouped_rows("reducescatter", name, [s.data_ptr() for s in srcs],
                                      [o.data_ptr() for o in outs], shapes, dtype, device,
                                      (tensors, srcs, outs), lambda p: outs, op=op,
-                                     prescale=prescale_factor, postscale=postscale_factor)
+                                     prescale=prescale_factor, postscale=postscale_factor,
+                                     process_set=ps)
 
 
 class HorovodGroupedReducescatter(torch.autograd.Function):
@@ -668,26 +676,30 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
     gradient, scaled as HorovodReducescatter's."""
 
     @staticmethod
-    def forward(ctx, op, name, prescale_factor, postscale_factor, *tensors):
-        ctx.scale = prescale_factor * postscale_factor / (_core.size() if op == Average else 1)
+    def forward(ctx, op, name, prescale_factor, postscale_factor, process_set, *tensors):
+        size = _process_sets.set_size(_check_process_set(process_set, "grouped_reducescatter"))
+        ctx.scale = prescale_factor * postscale_factor / (size if op == Average else 1)
+        ctx.process_set = process_set
+        ctx.name = name
         return tuple(grouped_reducescatter_async(list(tensors), op, name, prescale_factor,
-                                                 postscale_factor).wait())
+                                                 postscale_factor, process_set).wait())
 
     @staticmethod
     def backward(ctx, *grads):
-        gathered = grouped_allgather([g.contiguous() for g in grads])
+        gathered = grouped_allgather([g.contiguous() for g in grads],
+                                     name=_grad_name(ctx.name, "grad"), process_set=ctx.process_set)
         if ctx.scale != 1.0:
             gathered = [g * ctx.scale for g in gathered]
-        return (None, None, None, None) + tuple(gathered)
+        return (None, None, None, None, None) + tuple(gathered)
 
 
 def grouped_reducescatter(tensors, op=Average, name=None, prescale_factor=1.0,
                           postscale_factor=1.0, process_set=global_process_set):
     """Reducescatter of a list of tensors as one unit (differentiable); returns this
     rank's shard of each."""
-    _global_only(process_set, "grouped_reducescatter")
+    _check_process_set(process_set, "grouped_reducescatter")
     return list(HorovodGroupedReducescatter.apply(op, name, prescale_factor, postscale_factor,
-                                                  *list(tensors)))
+                                                  process_set, *list(tensors)))
 
 
 # ---- handles and synchronisation -----------------------------------------------------
