@@ -65,7 +65,9 @@ const std::vector<TransportInfo>& known_transports() {
       {"mpi", true, "MPI_Allreduce, the native collective"},
       {"ring", true, "kolo's ring allreduce over point-to-point (MPI or loopback)"},
       {"loopback", true, "ranks as threads, tests only"},
-      {"shm", true, "intra-node shared-memory allreduce (MPI-3 window), one node only"},
+      {"shm", true,
+       "intra-node shared memory (MPI-3 window): allreduce and the other collectives, one "
+       "node only"},
       {"hierarchical", true,
        "shared memory inside nodes, ring across nodes; several nodes of equal size"},
       {"nccl", kHaveNccl, KOLO_NCCL_REASON},
