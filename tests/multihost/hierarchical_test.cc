@@ -82,6 +82,19 @@ TEST(Hierarchical, FusedBucketUnpacked) {
 }
 
 // Repeated calls on the two-level path (slot reuse, ring tags in step).
+// A prescale applied by the node's engine as it reads the tensors, the output
+// factor after the inter-node step: each once.
+TEST(Hierarchical, PrescaleAndOutputFactor) {
+  transport::Transport* t = hierarchical();
+  if (t == nullptr) return;
+  const transport::Topology& topo = test_world().control->topology();
+  for (ReduceOp op : kOps) {
+    check_scaled<float>(*t, topo.rank, topo.size, {0, 1, 63, 1000, 300001, 17}, op, 0.5, 2.0);
+    check_scaled<int32_t>(*t, topo.rank, topo.size, {70001, 3}, op, 0.5, 2.0);
+  }
+  check_scaled<Float16>(*t, topo.rank, topo.size, {131072, 3}, ReduceOp::kSum, 2.0, 0.5);
+}
+
 TEST(Hierarchical, RepeatedCalls) {
   transport::Transport* t = hierarchical();
   if (t == nullptr) return;

@@ -36,10 +36,10 @@ Status HierarchicalTransport::supports(const transport::Bucket& bucket) const {
   return shm_supports(name(), bucket);
 }
 
-// The node's engine takes the tensors in place and applies the output factor to
-// each shard after the inter-node step — except with one rank per node, where
-// every tensor would go through the cross ring on its own, and with a prescale:
-// then the shared helper packs (reduce_contiguous).
+// The node's engine takes the tensors in place, applies the prescale as it reads
+// them and the output factor to each shard after the inter-node step — except
+// with one rank per node, where every tensor would go through the cross ring on
+// its own: then the shared helper packs (reduce_contiguous).
 std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(const transport::Bucket& bucket) {
   const DataType dtype = bucket.dtype;
   const transport::Reduction& r = bucket.reduction;
@@ -48,7 +48,7 @@ std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(const transpor
   std::function<Status(void*, int64_t)> across_nodes = [&](void* shard, int64_t count) {
     return cross_->allreduce(shard, count, dtype, r.op);
   };
-  if (r.scales_input() || node_->local_size() == 1) {
+  if (node_->local_size() == 1) {
     ShmAllreduce::ShardStage stage;
     stage.apply = across_nodes;
     return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
@@ -56,7 +56,7 @@ std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(const transpor
     });
   }
   const ShmAllreduce::ShardStage stage = finish_stage(r, dtype, across_nodes);
-  return std::make_unique<transport::CompletedWork>(node_->run(bucket.tensors, dtype, r.op, stage));
+  return std::make_unique<transport::CompletedWork>(node_->run(bucket.tensors, dtype, r.op, stage, r.prescale));
 }
 
 }  // namespace kolo::mpi

@@ -13,13 +13,17 @@
 //
 //   1. waits until every peer's `done` >= g - 1: nobody still reads slot g % 2;
 //   2. posts: copies the shards of its input that the PEERS own into its slot
-//      (its own shard is not copied: nobody else needs it), then posted = g + 1;
+//      (its own shard is not copied: nobody else needs it; a prescale is applied
+//      on the way), then posted = g + 1;
 //   3. reduces its own shard: waits for every peer's posted >= g + 1, then
 //      combines its own input (private memory, read in place) with the peers'
-//      copies of that shard (read in place from their slots) into the free
-//      own-shard position of its slot — the "result"; an optional stage (the
-//      hierarchical allreduce's inter-node step) transforms the result in place;
-//      the result is copied to its output; reduced = g + 1;
+//      copies of that shard (read in place from their slots), piece by piece in
+//      L1, and writes each piece both into the free own-shard position of its
+//      slot — the "result" — and into its output (Note [One pass over the own
+//      shard] in shm_pass.h); an element-wise stage (the output factor) is
+//      applied to each piece on the way; a stage that needs the whole shard (the
+//      hierarchical allreduce's inter-node step) runs on the result in the slot,
+//      which is then copied to the output; reduced = g + 1;
 //   4. gathers: waits for every peer's reduced >= g + 1 and copies their results
 //      into its output; done = g + 1.
 //
@@ -34,11 +38,14 @@
 // the same result. Counters only grow and are published with release stores and
 // read with acquire loads; no MPI call happens after the window is created.
 //
-// Memory traffic per byte of bucket and rank, n = 2: post 1 (read half, write
-// half), reduce 1.5 (read two halves, write one), copy own result out 1, copy
-// the peer's result 1: 4.5 bytes, against ~5.5 for copying the whole input into
-// shared memory first. In place needs nothing extra: a slice's input is read
-// (steps 2 and 3) before its output is written (steps 3 and 4).
+// Memory traffic per byte of bucket and rank, n ranks: post 2(n-1)/n (read and
+// write the peers' shards), reduce (n+2)/n (read the own input and n-1 peers'
+// copies, write the slot and the output), gather 2(n-1)/n: (5n-2)/n bytes, 4 at
+// n = 2 and 4.5 at n = 4. Every input byte is read once, every output byte
+// written once, the prescale and output factor cost no pass of their own, and a
+// fused bucket is read and written in place (never packed). In place needs
+// nothing extra: a slice's input is read (steps 2 and 3) before its output is
+// written (steps 3 and 4).
 #include "transports/mpi/shm_transport.h"
 
 #include <emmintrin.h>
@@ -52,6 +59,7 @@
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/shm_pass.h"
 
 namespace kolo::mpi {
 namespace {
@@ -96,8 +104,8 @@ constexpr int kSpinLoads = 64;
 // block (calibrate(), on the first bucket of at least kStreamMinBytes and every
 // kRecalibrateEvery such buckets after) and publishes the decision, which every
 // rank of the node follows. When streaming, a rank posts its peers' shards with
-// streaming stores and reduces its own shard in L1-sized pieces that go to its
-// slot with streaming stores and to its output with plain ones; a bucket of
+// streaming stores and its reduced pieces go to its slot with streaming stores
+// and to its output with plain ones; a bucket of
 // kStreamOutputMinBytes and up also writes the caller's outputs with streaming
 // stores (its outputs do not stay in cache for long anyway). Both ways give
 // bitwise the same result. Buckets below kStreamMinBytes, and stages that need
@@ -106,37 +114,6 @@ constexpr int kSpinLoads = 64;
 constexpr uint64_t kRecalibrateEvery = 64;
 constexpr int kPingPongs = 16;
 constexpr double kFarRoundTripNs = 250;
-constexpr size_t kStreamPiece = 16 << 10;  // bytes reduced at a time when streaming
-
-// Copies with streaming (non-temporal) stores; the caller fences (_mm_sfence)
-// before publishing.
-void stream_copy(char* dst, const char* src, size_t bytes) {
-  const size_t head = std::min(bytes, (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15);
-  std::memcpy(dst, src, head);
-  dst += head;
-  src += head;
-  bytes -= head;
-  size_t i = 0;
-  for (; i + 64 <= bytes; i += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-  }
-  std::memcpy(dst + i, src + i, bytes - i);
-}
-
-// A copy with streaming stores or with plain ones.
-void copy(char* dst, const char* src, size_t bytes, bool streaming) {
-  if (streaming)
-    stream_copy(dst, src, bytes);
-  else
-    std::memcpy(dst, src, bytes);
-}
 
 }  // namespace
 
@@ -187,6 +164,7 @@ struct ShmAllreduce::Slice {
   int64_t count = 0;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
+  double prescale = 1.0;  // applied to every input element as it is first read
   size_t elem = 4;
 
   // Shard r is [begin(r), begin(r + 1)) elements, cut on 64-byte boundaries.
@@ -219,7 +197,7 @@ ShmAllreduce::ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes,
       slot_bytes_(slot_bytes),
       slice_bytes_(slot_bytes),
       alive_(alive),
-      piece_(kStreamPiece) {}
+      piece_(shm::kPieceBytes) {}
 
 void ShmAllreduce::set_slice_bytes(size_t bytes) {
   slice_bytes_ = std::min(slot_bytes_, std::max(kCacheLine, bytes / kCacheLine * kCacheLine));
@@ -297,7 +275,8 @@ Status ShmAllreduce::post(const Slice& s, bool stream) {
     if (p == me) continue;
     char* to = mine + s.offset(p, n);
     s.visit_shard(p, n, [&](const char* in, char*, int64_t at, int64_t k) {
-      copy(to + static_cast<size_t>(at) * s.elem, in, static_cast<size_t>(k) * s.elem, stream);
+      shm::put(to + static_cast<size_t>(at) * s.elem, in, k, s.dtype, s.prescale, stream,
+               piece_.data());
     });
   }
   if (stream) _mm_sfence();  // streaming stores are not ordered by the release below
@@ -306,7 +285,9 @@ Status ShmAllreduce::post(const Slice& s, bool stream) {
   return Status::OK();
 }
 
-// 3. Reduce the own shard from the own input and the peers' slots.
+// 3. Reduce the own shard from the own input and the peers' slots, into the slot
+// and the output in one pass (Note [One pass over the own shard] in shm_pass.h);
+// a stage that needs the whole shard runs on the slot before the copy out.
 Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage, bool stream,
                                 bool stream_output) {
   const int n = local_size();
@@ -314,51 +295,38 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage, bool st
   const uint64_t g = s.index;
   KOLO_RETURN_IF_ERROR(wait_peers(kPosted, g + 1));
   const size_t off = s.offset(me, n);
-  const int64_t shard = s.begin(me + 1, n) - s.begin(me, n);
-  char* result = slot(me, g) + off;
-  if (shard > 0 && stream) {
-    // In pieces that stay in L1: into the slot with streaming stores, into the
-    // output with plain ones; the same operations in the same order as below.
-    const int64_t per = static_cast<int64_t>(kStreamPiece / s.elem);
-    Status status;
-    s.visit_shard(me, n, [&](const char* in, char* out, int64_t at, int64_t k) {
-      for (int64_t j = 0; j < k && status.ok(); j += per) {
-        const int64_t m = std::min(per, k - j);
-        const size_t skip = static_cast<size_t>(at + j) * s.elem;  // from the shard's start
-        const size_t bytes = static_cast<size_t>(m) * s.elem;
-        const void* a = in + static_cast<size_t>(j) * s.elem;
-        for (int p = 0; p < n; ++p) {
-          if (p == me) continue;
-          reduce::reduce(piece_.data(), a, slot(p, g) + off + skip, m, s.dtype, s.op);
-          a = piece_.data();
-        }
-        if (stage) status = stage.apply(piece_.data(), m);
-        stream_copy(result + skip, piece_.data(), bytes);
-        copy(out + static_cast<size_t>(j) * s.elem, piece_.data(), bytes, stream_output);
-      }
-    });
-    _mm_sfence();
-    KOLO_RETURN_IF_ERROR(status);
-  } else if (shard > 0) {
-    bool first = true;  // the first peer is combined with the own input, the rest with the result
-    for (int p = 0; p < n; ++p) {
-      if (p == me) continue;
-      const char* theirs = slot(p, g) + off;
-      if (first) {
-        s.visit_shard(me, n, [&](const char* in, char*, int64_t at, int64_t k) {
-          const size_t skip = static_cast<size_t>(at) * s.elem;
-          reduce::reduce(result + skip, in, theirs + skip, k, s.dtype, s.op);
-        });
-      } else {
-        reduce::reduce(result, result, theirs, shard, s.dtype, s.op);
-      }
-      first = false;
-    }
-    if (stage) KOLO_RETURN_IF_ERROR(stage.apply(result, shard));
-    s.visit_shard(me, n, [&](const char*, char* out, int64_t at, int64_t k) {
-      std::memcpy(out, result + static_cast<size_t>(at) * s.elem, static_cast<size_t>(k) * s.elem);
-    });
+  peers_.clear();
+  for (int p = 0; p < n; ++p) {
+    if (p != me) peers_.push_back(slot(p, g) + off);
   }
+  char* result = slot(me, g) + off;
+  const bool whole = stage && !stage.per_element;
+  shm::ShardPass pass;
+  pass.dtype = s.dtype;
+  pass.op = s.op;
+  pass.prescale = s.prescale;
+  pass.stage = stage && !whole ? &stage.apply : nullptr;
+  pass.stream_slot = stream;
+  pass.stream_output = stream_output;
+  Status status;
+  s.visit_shard(me, n, [&](const char* in, char* out, int64_t at, int64_t k) {
+    const size_t skip = static_cast<size_t>(at) * s.elem;
+    if (status.ok()) {
+      status = shm::reduce_shard(pass, in, peers_.data(), n - 1, skip, result + skip,
+                                 whole ? nullptr : out, k, piece_.data());
+    }
+  });
+  if (stream) _mm_sfence();  // the slot's streaming stores before `reduced` below
+  const int64_t shard = s.begin(me + 1, n) - s.begin(me, n);
+  if (whole && shard > 0 && status.ok()) {
+    status = stage.apply(result, shard);
+    if (status.ok()) {
+      s.visit_shard(me, n, [&](const char*, char* out, int64_t at, int64_t k) {
+        std::memcpy(out, result + static_cast<size_t>(at) * s.elem, static_cast<size_t>(k) * s.elem);
+      });
+    }
+  }
+  KOLO_RETURN_IF_ERROR(status);
   __atomic_store_n(counter(me, kReduced), g + 1, __ATOMIC_RELEASE);
   return Status::OK();
 }
@@ -373,8 +341,8 @@ Status ShmAllreduce::gather(const Slice& s, bool stream_output) {
     if (p == me) continue;
     const char* theirs = slot(p, g) + s.offset(p, n);
     s.visit_shard(p, n, [&](const char*, char* out, int64_t at, int64_t k) {
-      copy(out, theirs + static_cast<size_t>(at) * s.elem, static_cast<size_t>(k) * s.elem,
-           stream_output);
+      shm::copy(out, theirs + static_cast<size_t>(at) * s.elem, static_cast<size_t>(k) * s.elem,
+                stream_output);
     });
   }
   // Streaming stores into the output are ordered before the caller learns that
@@ -385,18 +353,18 @@ Status ShmAllreduce::gather(const Slice& s, bool stream_output) {
 }
 
 Status ShmAllreduce::run(const void* input, void* output, int64_t count, DataType dtype,
-                         ReduceOp op, const ShardStage& stage) {
+                         ReduceOp op, const ShardStage& stage, double prescale) {
   const transport::BucketTensor one{input, output, count, nullptr};
-  return run_list(&one, 1, dtype, op, stage);
+  return run_list(&one, 1, dtype, op, stage, prescale);
 }
 
 Status ShmAllreduce::run(const std::vector<transport::BucketTensor>& tensors, DataType dtype,
-                         ReduceOp op, const ShardStage& stage) {
-  return run_list(tensors.data(), tensors.size(), dtype, op, stage);
+                         ReduceOp op, const ShardStage& stage, double prescale) {
+  return run_list(tensors.data(), tensors.size(), dtype, op, stage, prescale);
 }
 
 Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, DataType dtype,
-                              ReduceOp op, const ShardStage& stage) {
+                              ReduceOp op, const ShardStage& stage, double prescale) {
   if (!is_valid(dtype)) return invalid_argument("shm: invalid dtype " + dtype_name(dtype));
   if (!is_elementwise(op)) {
     return invalid_argument("shm: op must be sum, min, max or product, not " + op_name(op));
@@ -410,17 +378,17 @@ Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, 
                                      : "shm: null buffer" + which);
   }
   KOLO_RETURN_IF_ERROR(broken_);
-  return run_tensors(Tensors(tensors, n, dtype_size(dtype), &starts_), dtype, op, stage);
+  return run_tensors(Tensors(tensors, n, dtype_size(dtype), &starts_), dtype, op, stage, prescale);
 }
 
 Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op,
-                                 const ShardStage& stage) {
+                                 const ShardStage& stage, double prescale) {
   const size_t elem = dtype_size(dtype);
   const int64_t count = tensors.count();
   if (local_size() == 1) {
     Status status;
     tensors.visit(0, count, [&](const char* in, char* out, int64_t, int64_t k) {
-      if (in != out) std::memcpy(out, in, static_cast<size_t>(k) * elem);
+      reduce::copy_scaled(out, in, k, dtype, prescale);
       if (stage && status.ok()) status = stage.apply(out, k);
     });
     return status;
@@ -450,6 +418,7 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
     s.count = std::min(per_slice, count - k * per_slice);
     s.dtype = dtype;
     s.op = op;
+    s.prescale = prescale;
     s.elem = elem;
     return s;
   };
@@ -497,20 +466,14 @@ Status ShmTransport::supports(const transport::Bucket& bucket) const {
   return shm_supports(name(), bucket);
 }
 
-// The engine applies the output factor per shard in cache and reads the tensors in
-// place (sparing a copy into a staging buffer and out); a prescale goes
-// through the shared helper.
+// The engine reads the tensors in place, applies the prescale as it first reads
+// each element and the output factor per piece in cache: a fused bucket is never
+// packed into a staging buffer and out.
 std::unique_ptr<transport::Work> ShmTransport::allreduce(const transport::Bucket& bucket) {
   const transport::Reduction& r = bucket.reduction;
-  if (r.scales_input()) {
-    return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
-      return std::make_unique<transport::CompletedWork>(
-          engine_->run(in, out, count, bucket.dtype, r.op));
-    });
-  }
   const ShmAllreduce::ShardStage stage = finish_stage(r, bucket.dtype, nullptr);
   return std::make_unique<transport::CompletedWork>(
-      engine_->run(bucket.tensors, bucket.dtype, r.op, stage));
+      engine_->run(bucket.tensors, bucket.dtype, r.op, stage, r.prescale));
 }
 
 }  // namespace kolo::mpi

@@ -77,15 +77,16 @@ class ShmAllreduce {
   bool streaming() const { return streaming_; }
 
   // Allreduce of `count` elements from `input` into `output` (may be equal) over
-  // the ranks of the node. Any count, including 0.
+  // the ranks of the node, each input element multiplied by `prescale` first
+  // (reduce::copy_scaled's rounding; 1: untouched). Any count, including 0.
   Status run(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-             const ShardStage& stage = {});
+             const ShardStage& stage = {}, double prescale = 1.0);
   // The same over the concatenation of `tensors` (each reduced from its input into
   // its output, which may be equal), without packing them: slices and shards are
   // cut from the concatenation and may span tensors. Every rank passes the same
   // counts. The tensors' `ready` is ignored (CPU memory).
   Status run(const std::vector<transport::BucketTensor>& tensors, DataType dtype, ReduceOp op,
-             const ShardStage& stage = {});
+             const ShardStage& stage = {}, double prescale = 1.0);
 
   int local_rank() const { return window_->local_rank(); }
   int local_size() const { return window_->local_size(); }
@@ -96,8 +97,9 @@ class ShmAllreduce {
   ShmAllreduce(std::unique_ptr<ShmWindow> window, size_t slot_bytes, Liveness* alive);
 
   Status run_list(const transport::BucketTensor* tensors, size_t n, DataType dtype, ReduceOp op,
-                  const ShardStage& stage);
-  Status run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage);
+                  const ShardStage& stage, double prescale);
+  Status run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage,
+                     double prescale);
   Status post(const Slice& slice, bool stream);
   // `stream`: the slots, `stream_output`: the outputs are written with streaming
   // stores (Note [Streaming stores across distant cores]).
@@ -122,7 +124,8 @@ class ShmAllreduce {
   uint64_t streamable_runs_ = 0;   // runs that could stream, the same on every rank
   uint64_t calibrations_ = 0;      // the same on every rank
   std::vector<int64_t> starts_;    // Tensors' offsets, reused by every run
-  std::vector<char> piece_;        // one piece of the own shard when streaming
+  std::vector<char> piece_;        // scratch for one piece (shm_pass.h)
+  std::vector<const char*> peers_; // the peers' copies of the own shard, this slice
   Status broken_;
 };
 

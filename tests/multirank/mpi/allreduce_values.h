@@ -207,6 +207,61 @@ void check_unpacked(transport::Transport& transport, int rank, int size,
   }
 }
 
+// A factor applied as a transport applies it (reduce::scale): in float for the
+// floating dtypes (exact for the values here), in double truncated toward zero
+// for the integers.
+template <typename T>
+double scaled_value(double v, double factor) {
+  const double x = v * factor;
+  return is_floating(Dtype<T>::kValue) ? x : std::trunc(x);
+}
+
+// check_unpacked with a prescale and an output factor (not bool): every input
+// element scaled once before it is combined, every result element once after.
+// Powers of two keep the floating results exact.
+template <typename T>
+void check_scaled(transport::Transport& transport, int rank, int size,
+                  const std::vector<int64_t>& counts, ReduceOp op, double prescale,
+                  double postscale) {
+  SCOPED_TRACE(std::string(transport.name()) + " scaled " + dtype_name(Dtype<T>::kValue) + " " +
+               op_name(op) + " prescale " + std::to_string(prescale) + " postscale " +
+               std::to_string(postscale) + ", " + std::to_string(counts.size()) + " tensors");
+  std::vector<std::vector<T>> in(counts.size()), out(counts.size());
+  transport::Bucket bucket;
+  bucket.dtype = Dtype<T>::kValue;
+  bucket.reduction.op = op;
+  bucket.reduction.prescale = prescale;
+  bucket.reduction.postscale = postscale;
+  std::vector<char> staging(size_t{1} << 20);
+  bucket.staging = staging.data();
+  bucket.staging_bytes = staging.size();
+  for (size_t t = 0; t < counts.size(); ++t) {
+    in[t] = inputs<T>(rank + static_cast<int>(t), counts[t], op);
+    out[t].assign(static_cast<size_t>(counts[t]), Dtype<T>::from(99));
+    T* output = t % 2 == 0 ? in[t].data() : out[t].data();
+    bucket.tensors.push_back({in[t].data(), output, counts[t], nullptr});
+    bucket.count += counts[t];
+  }
+  Status status = transport.allreduce(bucket)->wait();
+  ASSERT_TRUE(status.ok()) << status.to_string();
+  for (size_t t = 0; t < counts.size(); ++t) {
+    const int first = static_cast<int>(t);
+    std::vector<T> period(kPeriod);
+    for (int64_t i = 0; i < kPeriod; ++i) {
+      double acc = scaled_value<T>(input_value<T>(first, i, op), prescale);
+      for (int r = 1; r < size; ++r)
+        acc = combine(acc, scaled_value<T>(input_value<T>(first + r, i, op), prescale), op);
+      period[i] = Dtype<T>::from(scaled_value<T>(acc, postscale));
+    }
+    const std::vector<T> want = tiled(counts[t], period);
+    const std::vector<T>& got = t % 2 == 0 ? in[t] : out[t];
+    const int64_t bad = first_difference(got, want);
+    EXPECT_EQ(bad, -1) << "tensor " << t << " element " << bad << ": got "
+                       << (bad >= 0 ? Dtype<T>::to(got[bad]) : 0) << ", want "
+                       << (bad >= 0 ? Dtype<T>::to(want[bad]) : 0);
+  }
+}
+
 // Every op, in place and out of place, at counts 0, 1, n-1, n+1, 1000, then
 // 2^20+3 (many slices) with every op in place and SUM out of place.
 template <typename T>

@@ -1,6 +1,6 @@
 // The "shm" transport under mpiexec (all ranks on this machine, so one node):
 // every dtype and op exactly, counts 0, 1, n-1, n+1, 1000 and 2^20+3, in place
-// and out of place; an engine with tiny slots so that small buckets run through
+// and out of place, with a prescale and an output factor; an engine with tiny slots so that small buckets run through
 // many slices and both slots are reused; fused buckets handed over unpacked;
 // plain and streaming stores into the slots, forced and calibrated;
 // repeated calls; misuse.
@@ -49,6 +49,33 @@ TYPED_TEST(ShmAllreduceTest, EveryOpAndCount) {
   transport::Transport* shm = find_transport("shm");
   ASSERT_NE(shm, nullptr) << "one node: the MPI world should offer shm";
   check_counts<TypeParam>(*shm, rank(), size());
+}
+
+// The prescale and the output factor applied inside the engine (the bucket is never
+// packed), on every dtype and op, in one pass over the own shard: tensors that
+// cross the 16 KiB pieces of shm_pass.h, the slices of a 4 KiB and of the default
+// slot, with plain and streaming stores, empty tensors, in place and out of place.
+TYPED_TEST(ShmAllreduceTest, PrescaleAndOutputFactorInOnePass) {
+  if (Dtype<TypeParam>::kValue == DataType::kBool) GTEST_SKIP() << "bool takes no factors";
+  struct Engine {
+    ShmAllreduce::StoreMode mode;
+    size_t slot_bytes;
+    std::vector<int64_t> counts;  // a few slices per bucket: 4 ranks may share 2 cores
+  };
+  const std::vector<Engine> engines = {
+      {ShmAllreduce::StoreMode::kCached, 4096, {1, 0, 3001, 65}},
+      {ShmAllreduce::StoreMode::kStreaming, 4096, {1, 3001, 0, 65}},
+      {ShmAllreduce::StoreMode::kCached, ShmAllreduce::kDefaultSlotBytes, {1, 0, 300001, 65}},
+      {ShmAllreduce::StoreMode::kStreaming, ShmAllreduce::kDefaultSlotBytes, {300001, 0, 70001}}};
+  for (const Engine& e : engines) {
+    SharedComms comms = dup_world_comms();
+    std::unique_ptr<ShmAllreduce> engine;
+    ASSERT_TRUE(ShmAllreduce::create(comms->data, e.slot_bytes, nullptr, &engine).ok());
+    engine->set_store_mode(e.mode);
+    ShmTransport t(std::move(engine));
+    for (ReduceOp op : kOps) check_scaled<TypeParam>(t, rank(), size(), e.counts, op, 0.5, 2.0);
+    check_scaled<TypeParam>(t, rank(), size(), e.counts, ReduceOp::kSum, 2.0, 1.0);
+  }
 }
 
 // A 256-byte slot: 1000 elements are many slices, both slots reused many times.
