@@ -174,6 +174,8 @@ Status Negotiator::cycle(bool shutdown, std::vector<Response>* ready, bool* stop
 Status Negotiator::slow_path(std::vector<Response>* ready) {
   std::vector<std::string> gathered;
   KOLO_RETURN_IF_ERROR(control_.gather(encode_requests(to_send_), &gathered, 0));
+  for (const Request& r : to_send_)
+    if (has_per_rank_sizes(r.params.collective)) sent_own_[r.name] = r.params;
   to_send_.clear();
 
   std::string encoded;
@@ -195,12 +197,16 @@ Status Negotiator::slow_path(std::vector<Response>* ready) {
   KOLO_RETURN_IF_ERROR(decode_responses(encoded, &responses));
   for (Response& resp : responses) {
     if (resp.params.collective == Collective::kJoin) joined_ = false;
+    auto own = sent_own_.find(resp.name);
     if (resp.code == Code::kOk && is_cacheable(resp.params.collective)) {
       std::optional<uint32_t> evicted;
-      cache_.put(resp, &evicted);
+      const bool per_rank = has_per_rank_sizes(resp.params.collective);
+      cache_.put(resp, &evicted,
+                 per_rank && own != sent_own_.end() ? &own->second : nullptr);
       // put() already dropped the victim (and may have reused its bit).
       if (evicted) requeue_waiting(*evicted);
     }
+    if (own != sent_own_.end()) sent_own_.erase(own);
     ready->push_back(std::move(resp));
   }
   return Status::OK();

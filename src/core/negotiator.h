@@ -131,6 +131,9 @@ class Negotiator {
 
   std::map<uint32_t, Waiting> waiting_;       // cache bit -> local request waiting on it
   std::vector<Request> to_send_;              // local requests for the slow path
+  // Requests with per-rank sizes sent to rank 0 and not yet answered: what this
+  // rank's cache entry compares with (Note [Caching per-rank sizes]).
+  std::map<std::string, TensorParams> sent_own_;
   std::set<uint32_t> invalid_;                // bits to announce as invalid
   std::vector<Response> stall_failures_;      // rank 0: kStalled responses to announce
   uint64_t cycle_ = 0;

@@ -36,15 +36,15 @@ inline bool is_allreduce(Collective c) {
   return c == Collective::kAllreduce || c == Collective::kGroupedAllreduce;
 }
 // Per-rank shapes differ (allgather rows, alltoall splits): the response carries
-// every rank's sizes, and the response cache does not apply.
+// every rank's sizes, and the response cache compares each rank's own parameters
+// (Note [Caching per-rank sizes] in response_cache.h).
 inline bool has_per_rank_sizes(Collective c) {
   return c == Collective::kAllgather || c == Collective::kAlltoall ||
          c == Collective::kGroupedAllgather;
 }
+// Everything but barrier and join (which must reach rank 0's table each time).
 inline bool is_cacheable(Collective c) {
-  return c == Collective::kAllreduce || c == Collective::kGroupedAllreduce ||
-         c == Collective::kBroadcast || c == Collective::kReducescatter ||
-         c == Collective::kGroupedReducescatter;
+  return c != Collective::kBarrier && c != Collective::kJoin;
 }
 // Several named tensors negotiated as one unit (one name in the tables, see
 // Note [Grouped collectives] in executor.h).

@@ -11,22 +11,24 @@ ResponseCache::Lookup ResponseCache::lookup(const Request& request, uint32_t* bi
   auto it = by_name_.find(request.name);
   if (it == by_name_.end()) return Lookup::kMiss;
   *bit = it->second;
-  return slots_[it->second]->params == request.params ? Lookup::kHit : Lookup::kStale;
+  return slots_[it->second]->own == request.params ? Lookup::kHit : Lookup::kStale;
 }
 
 const Response& ResponseCache::at(uint32_t bit) const {
   KOLO_CHECK(occupied(bit));
-  return *slots_[bit];
+  return slots_[bit]->response;
 }
 
-void ResponseCache::put(const Response& response, std::optional<uint32_t>* evicted) {
+void ResponseCache::put(const Response& response, std::optional<uint32_t>* evicted,
+                        const TensorParams* own) {
   evicted->reset();
   if (capacity_ == 0) return;
   KOLO_CHECK(response.code == Code::kOk);
+  Entry entry{response, own ? *own : response.params};
   auto existing = by_name_.find(response.name);
   if (existing != by_name_.end()) {
     uint32_t bit = existing->second;
-    slots_[bit] = response;
+    slots_[bit] = std::move(entry);
     touch(bit);
     return;
   }
@@ -37,7 +39,7 @@ void ResponseCache::put(const Response& response, std::optional<uint32_t>* evict
   }
   uint32_t bit = 0;
   while (slots_[bit].has_value()) ++bit;  // lowest free bit; capacity is small
-  slots_[bit] = response;
+  slots_[bit] = std::move(entry);
   by_name_[response.name] = bit;
   lru_.push_back(bit);
   lru_pos_[bit] = std::prev(lru_.end());
@@ -45,7 +47,7 @@ void ResponseCache::put(const Response& response, std::optional<uint32_t>* evict
 
 void ResponseCache::erase(uint32_t bit) {
   KOLO_CHECK(occupied(bit));
-  by_name_.erase(slots_[bit]->name);
+  by_name_.erase(slots_[bit]->response.name);
   slots_[bit].reset();
   lru_.erase(lru_pos_[bit]);
 }

@@ -54,6 +54,58 @@ TEST(Collectives, AllgatherWithRowsDifferingPerRankIncludingZero) {
   }
 }
 
+// Note [Caching per-rank sizes]: one name submitted again and again, its rows per
+// rank unchanged for two steps (cache hits), then changed (stale, renegotiated);
+// then one rank's trailing dimension differs from a cached entry (a mismatch on
+// every rank), and the name works again afterwards.
+TEST(Collectives, CachedAllgatherAndAlltoallFollowRowChanges) {
+  for (int size : {1, 2, 3, 4}) {
+    LoopbackJob job(size);
+    job.run([&](int rank, Runtime& rt) {
+      for (int step = 0; step < 8; ++step) {
+        const int64_t rows = (rank + step / 2) % 3;
+        std::vector<int32_t> in(rows * 2);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = step * 1000 + rank * 100 + static_cast<int>(i);
+        auto h = submit_args(rt, args(Collective::kAllgather, "g", in.data(), nullptr, rows, 2));
+        // alltoall: rank r sends (r + d + step / 2) % 2 rows of one element to rank d.
+        std::vector<int64_t> send(size);
+        std::vector<int32_t> a2a;
+        for (int d = 0; d < size; ++d) {
+          send[d] = (rank + d + step / 2) % 2;
+          if (send[d] == 1) a2a.push_back(step * 1000 + rank * 10 + d);
+        }
+        auto a = args(Collective::kAlltoall, "a", a2a.data(), nullptr,
+                      static_cast<int64_t>(a2a.size()), 1);
+        a.send_rows = send.data();
+        auto ha = submit_args(rt, a);
+        ASSERT_EQ(wait_code(h), Code::kOk) << h->message();
+        ASSERT_EQ(wait_code(ha), Code::kOk) << ha->message();
+        std::vector<int32_t> want, want_a2a;
+        for (int r = 0; r < size; ++r) {
+          for (int64_t i = 0; i < (r + step / 2) % 3 * 2; ++i)
+            want.push_back(step * 1000 + r * 100 + static_cast<int>(i));
+          if ((r + rank + step / 2) % 2 == 1) want_a2a.push_back(step * 1000 + r * 10 + rank);
+        }
+        ASSERT_EQ(h->output.size(), want.size() * sizeof(int32_t)) << "step " << step;
+        if (!want.empty()) EXPECT_EQ(0, std::memcmp(h->output.data(), want.data(), h->output.size()));
+        ASSERT_EQ(ha->output.size(), want_a2a.size() * sizeof(int32_t)) << "step " << step;
+        if (!want_a2a.empty())
+          EXPECT_EQ(0, std::memcmp(ha->output.data(), want_a2a.data(), ha->output.size()));
+      }
+      if (size == 1) return;
+      std::vector<int32_t> in(6, rank);
+      auto bad = submit_args(rt, args(Collective::kAllgather, "g", in.data(), nullptr, 2,
+                                      rank == size - 1 ? 3 : 2));
+      ASSERT_EQ(wait_code(bad), Code::kMismatch);
+      EXPECT_NE(bad->message().find("trailing dimensions"), std::string::npos) << bad->message();
+      auto good = submit_args(rt, args(Collective::kAllgather, "g", in.data(), nullptr, 1, 2));
+      ASSERT_EQ(wait_code(good), Code::kOk) << good->message();
+      const int32_t* got = reinterpret_cast<const int32_t*>(good->output.data());
+      for (int r = 0; r < size; ++r) EXPECT_EQ(got[2 * r], r);
+    });
+  }
+}
+
 TEST(Collectives, BroadcastFromEveryRootInPlaceAndOutOfPlace) {
   LoopbackJob job(4);
   for (int root = 0; root < 4; ++root) {

@@ -144,6 +144,26 @@ TEST(ResponseCache, HitMissStale) {
   EXPECT_EQ(cache.at(0).name, "a");
 }
 
+// Note [Caching per-rank sizes]: a rank compares with what it sent itself, and
+// the response (rank 0's parameters, every rank's rows) is what a hit returns.
+TEST(ResponseCache, PerRankSizesCompareThisRanksOwnRequest) {
+  ResponseCache cache(4);
+  Response agreed = ok_response("g", 6);  // rank 0 sent 6 elements
+  agreed.params.collective = Collective::kAllgather;
+  agreed.rows_per_rank = {6, 2};
+  Request mine = req("g", 2);  // this rank sent 2
+  mine.params.collective = Collective::kAllgather;
+  std::optional<uint32_t> evicted;
+  cache.put(agreed, &evicted, &mine.params);
+  uint32_t bit = 99;
+  EXPECT_EQ(cache.lookup(mine, &bit), ResponseCache::Lookup::kHit);
+  EXPECT_EQ(cache.at(bit).rows_per_rank, (std::vector<int64_t>{6, 2}));
+  EXPECT_EQ(cache.at(bit).params.count, 6);
+  Request rank0s = mine;
+  rank0s.params.count = 6;
+  EXPECT_EQ(cache.lookup(rank0s, &bit), ResponseCache::Lookup::kStale);
+}
+
 TEST(ResponseCache, EvictsLeastRecentlyTouchedAndReusesLowestBit) {
   ResponseCache cache(3);
   std::optional<uint32_t> evicted;
