@@ -46,7 +46,11 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       executor_(selector_, fusion_, world.control->topology().rank, world.control->topology().size,
                 [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_,
                 world.device),
-      flight_(static_cast<size_t>(config.flight_recorder)) {}
+      flight_(static_cast<size_t>(config.flight_recorder)),
+      gate_(std::make_shared<CycleGate>(this)),
+      // See Note [The waiter runs the cycle]: on one node the idle checks make no
+      // foreign calls, so a cycle may run on any thread that holds the gate.
+      helping_(world.control->topology().local_size == world.control->topology().size) {}
 
 Status Coordinator::init() {
   transport::ControlPlane* control = world_.control.get();
@@ -80,42 +84,71 @@ void Coordinator::run() {
     if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
       KOLO_LOG(kWarning) << "could not pin the coordinator to core " << config_.thread_affinity;
   }
-  std::vector<Response> ready;
+  std::unique_lock<std::mutex> lock(gate_->mu(), std::defer_lock);
+  run_cycles(lock);
+  gate_->detach();
+}
+
+void Coordinator::run_cycles(std::unique_lock<std::mutex>& lock) {
   while (true) {
-    if (Status s = wait_for_news(); !s.ok()) return stop_for(s);
-    for (TensorEntry& e : queue_.drain()) {
-      negotiator_.add(e.request, e.enqueued);
-      e.flight = flight_.submitted(e.request, e.enqueued);
-      last_submission_ = std::max(last_submission_, e.enqueued);
-      std::string name = e.request.name;
-      pending_.emplace(std::move(name), std::move(e));
-    }
-    const bool asked = shutdown_requested_.load(std::memory_order_acquire);
-    bool stop = false;
-    const bool recording = timeline_.recording();
-    const Clock::time_point cycle_start = recording ? Clock::now() : Clock::time_point{};
-    negotiator_.set_recording(recording);
-    Status status = negotiator_.cycle(asked, &ready, &stop);
-    if (!status.ok()) return stop_for(status);
-    // Before the work completes the names: a caller who then stops the timeline
-    // finds them in it. (This delays results by one allgather while recording.)
-    if (negotiator_.someone_recording()) {
-      note_submits(ready);
-      if (Status s = record_cycle(ready, cycle_start); !s.ok()) return stop_for(s);
-    }
-    record_negotiated(ready);
-    take_announced_setting();  // before this cycle's buckets: Note [Announcements]
-    executor_.execute(ready, &pending_);
-    tune_after_cycle();
-    if (negotiator_.take_stall_report()) dump_flight_recorder("stall");
-    if (stop) {
-      fail_everything(Status(Code::kShutdown, asked ? "kolo was shut down on this rank"
-                                                    : "kolo was shut down by another rank"));
-      return;
-    }
-    // A transport may have met the failure first (its buckets carry it).
-    if (Status s = world_.control->check_peers(); !s.ok()) return stop_for(s);
+    if (Status s = wait_for_news(lock); !s.ok()) return stop_for(s);
+    if (!ended_) run_cycle();
+    if (ended_) return finish();
   }
+}
+
+Coordinator::Helped Coordinator::help_once() {
+  if (ended_) return Helped::kEnded;
+  if (!has_news_now(negotiator_.cycles())) return Helped::kIdle;
+  run_cycle();
+  if (!ended_) return Helped::kRan;
+  world_.control->wake();  // the coordinator thread finishes
+  return Helped::kEnded;
+}
+
+void Coordinator::finish() {
+  if (end_failed_) return stop_for(end_);
+  fail_everything(end_);
+}
+
+void Coordinator::run_cycle() {
+  for (TensorEntry& e : queue_.drain()) {
+    negotiator_.add(e.request, e.enqueued);
+    e.flight = flight_.submitted(e.request, e.enqueued);
+    last_submission_ = std::max(last_submission_, e.enqueued);
+    std::string name = e.request.name;
+    pending_.emplace(std::move(name), std::move(e));
+  }
+  const bool asked = shutdown_requested_.load(std::memory_order_acquire);
+  bool stop = false;
+  const bool recording = timeline_.recording();
+  const Clock::time_point cycle_start = recording ? Clock::now() : Clock::time_point{};
+  negotiator_.set_recording(recording);
+  auto fail = [this](Status s) {
+    ended_ = end_failed_ = true;
+    end_ = std::move(s);
+  };
+  Status status = negotiator_.cycle(asked, &ready_, &stop);
+  if (!status.ok()) return fail(std::move(status));
+  // Before the work completes the names: a caller who then stops the timeline
+  // finds them in it. (This delays results by one allgather while recording.)
+  if (negotiator_.someone_recording()) {
+    note_submits(ready_);
+    if (Status s = record_cycle(ready_, cycle_start); !s.ok()) return fail(std::move(s));
+  }
+  record_negotiated(ready_);
+  take_announced_setting();  // before this cycle's buckets: Note [Announcements]
+  executor_.execute(ready_, &pending_);
+  tune_after_cycle();
+  if (negotiator_.take_stall_report()) dump_flight_recorder("stall");
+  if (stop) {
+    ended_ = true;
+    end_ = Status(Code::kShutdown, asked ? "kolo was shut down on this rank"
+                                         : "kolo was shut down by another rank");
+    return;
+  }
+  // A transport may have met the failure first (its buckets carry it).
+  if (Status s = world_.control->check_peers(); !s.ok()) return fail(std::move(s));
 }
 
 // See Note [Who came last] in timeline.h: this rank's submit of each ready name.
@@ -160,30 +193,45 @@ void Coordinator::stop_for(const Status& failure) {
   dump_flight_recorder("control plane failed: " + failure.message());
 }
 
-Status Coordinator::wait_for_news() {
-  const auto idle_start = Clock::now();
-  const uint64_t next = negotiator_.cycles();
+bool Coordinator::has_news_now(uint64_t next) {
+  return queue_.has_queued() || shutdown_requested_.load(std::memory_order_acquire) ||
+         world_.control->rung(next) || negotiator_.has_news(Clock::now());
+}
+
+Status Coordinator::wait_for_news(std::unique_lock<std::mutex>& lock) {
+  auto idle_start = Clock::now();
   transport::ControlPlane& control = *world_.control;
   const auto poll = std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 1000));
   while (true) {
+    if (!lock.owns_lock()) lock.lock();
+    if (gate_->helping()) {
+      // A user thread runs the cycles (Note [The waiter runs the cycle]); sleep
+      // until it leaves, then look at once, without the spin.
+      lock.unlock();
+      gate_->wait_no_helpers(std::chrono::milliseconds(1));
+      idle_start = Clock::now() - kSpinFor;
+      continue;
+    }
+    if (ended_) return Status::OK();
+    const uint64_t next = negotiator_.cycles();
     dump_if_signalled();
-    if (queue_.has_queued() || shutdown_requested_.load(std::memory_order_acquire) ||
-        control.rung(next))
-      return Status::OK();
+    if (has_news_now(next)) return Status::OK();
     executor_.poll();  // Note [Device work in flight]
     KOLO_RETURN_IF_ERROR_AS_IS(control.check_peers());
     const auto now = Clock::now();
     negotiator_.warn_stalls(now);  // a stall report due is news
     if (negotiator_.has_news(now)) return Status::OK();
-    if (now - idle_start < (executor_.busy() ? kSpinWhileDeviceBusy : kSpinFor)) {
+    const bool busy = executor_.busy();
+    auto until = negotiator_.next_deadline(now);
+    if (busy) until = std::min(until, now + kDeviceRecheck);
+    lock.unlock();
+    if (now - idle_start < (busy ? kSpinWhileDeviceBusy : kSpinFor)) {
       sched_yield();
       continue;
     }
     // Sleep until a peer rings, an enqueue wakes us, device work finishes (its
     // transport wakes us), or the stall timers are due. With device work in flight
     // the sleep is also capped, in case a wake-up is lost.
-    auto until = negotiator_.next_deadline(now);
-    if (executor_.busy()) until = std::min(until, now + kDeviceRecheck);
     control.wait_for_ring(next, std::chrono::duration_cast<std::chrono::microseconds>(until - now),
                           poll);
   }

@@ -14,6 +14,7 @@
 
 #include "common/knobs.h"
 #include "core/autotune.h"
+#include "core/coordinator_gate.h"
 #include "core/executor.h"
 #include "core/flight_recorder.h"
 #include "core/fusion_buffer.h"
@@ -49,9 +50,26 @@ class Coordinator {
   // What autotune has done on this rank; it outlives the coordinator.
   std::shared_ptr<const AutotuneRecord> autotune_record() const { return autotune_record_; }
 
+  // Who may run cycles for a thread that waits on a host tensor's handle (Note
+  // [The waiter runs the cycle]); null where only the coordinator may.
+  std::shared_ptr<CycleHelper> helper() const { return helping_ ? gate_ : nullptr; }
+  // CycleGate only, with its mutex held: one cycle if this rank has news.
+  enum class Helped { kIdle, kRan, kEnded };
+  Helped help_once();
+
  private:
-  // Returns OK when there is news, or the liveness check's failure.
-  Status wait_for_news();
+  // Runs cycles until the end; with the gate's mutex held on return.
+  void run_cycles(std::unique_lock<std::mutex>& lock);
+  // One cycle, from the drain to the handles' completion. On a stop or a failure
+  // it sets ended_ and end_ (the status to fail the rest with); the thread that
+  // runs the coordinator then calls finish(). Gate held.
+  void run_cycle();
+  void finish();
+  // Whether this rank has news for a cycle now. Gate held.
+  bool has_news_now(uint64_t next);
+  // Returns (with the gate held) OK when there is news, or the liveness check's
+  // failure.
+  Status wait_for_news(std::unique_lock<std::mutex>& lock);
   // Fails everything with `failure` (or, when a peer failed, with the liveness
   // check's own status) and reports a peer failure once.
   void stop_for(const Status& failure);
@@ -99,6 +117,12 @@ class Coordinator {
   std::unique_ptr<AutotuneDriver> autotune_;  // rank 0 with KOLO_AUTOTUNE=1
   uint64_t bytes_before_cycle_ = 0;
   std::shared_ptr<AutotuneRecord> autotune_record_ = std::make_shared<AutotuneRecord>();
+  std::vector<Response> ready_;  // the cycle's responses (scratch)
+  std::shared_ptr<CycleGate> gate_;
+  const bool helping_;     // Note [The waiter runs the cycle]
+  bool ended_ = false;     // a cycle stopped kolo or failed: finish() is due
+  bool end_failed_ = false;  // ...by a failure (end_), not a stop
+  Status end_;
 };
 
 // Note [Waking up]

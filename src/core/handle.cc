@@ -56,6 +56,7 @@ bool HandleState::wait(double timeout_seconds) {
       forever ? Clock::time_point::max()
               : Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(timeout_seconds));
+  if (helper != nullptr && !done()) helper->help(*this, deadline);
   Backoff backoff(on_device ? kDeviceWait : kHostWait, deadline);
   while (!done()) {
     if (!backoff.pause_awake()) break;  // time to sleep, or the deadline passed

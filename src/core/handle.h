@@ -8,6 +8,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -18,6 +20,19 @@
 #include "transport/device.h"
 
 namespace kolo::core {
+
+class HandleState;
+
+// Lets a thread that waits for a handle run the coordinator's cycles itself
+// (Note [The waiter runs the cycle] in coordinator_gate.h).
+class CycleHelper {
+ public:
+  using Clock = std::chrono::steady_clock;
+  virtual ~CycleHelper() = default;
+  // Runs cycles for `handle` until it is done, `deadline` passes, or nothing is
+  // left to do for now; returns at once when another thread runs the cycle.
+  virtual void help(const HandleState& handle, Clock::time_point deadline) = 0;
+};
 
 class HandleState {
  public:
@@ -49,6 +64,8 @@ class HandleState {
   int last_joined = -1;         // join: the last rank to join
   // Set at submission: the operation works on device memory.
   bool on_device = false;
+  // Set at submission: who runs cycles for a waiter; null: the coordinator only.
+  std::shared_ptr<CycleHelper> helper;
 
  private:
   std::atomic<bool> done_{false};

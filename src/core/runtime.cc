@@ -36,6 +36,7 @@ Status Runtime::launch(std::unique_ptr<Runtime> rt, std::unique_ptr<Runtime>* ou
   rt->coordinator_ = std::make_unique<Coordinator>(rt->world_, rt->config_, rt->queue_,
                                                    rt->shutdown_requested_, rt->timeline_);
   rt->autotune_record_ = rt->coordinator_->autotune_record();
+  rt->helper_ = rt->coordinator_->helper();
   // Every rank's status, before any coordinator runs: all start or none (Note [One
   // verdict at init]); those that fail release the world together.
   KOLO_RETURN_IF_ERROR_AS_IS(
@@ -134,6 +135,7 @@ Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle
   }
   entry.handle = std::make_shared<HandleState>();
   entry.handle->on_device = entry.device.kind == DeviceKind::kCuda;
+  if (!entry.handle->on_device) entry.handle->helper = helper_;
   entry.enqueued = Clock::now();
   auto h = entry.handle;
   if (Status s = queue_.push(std::move(entry)); !s.ok()) return s;

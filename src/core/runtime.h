@@ -136,6 +136,7 @@ class Runtime {
   std::atomic<bool> shutdown_requested_{false};
   std::unique_ptr<Coordinator> coordinator_;
   std::shared_ptr<const AutotuneRecord> autotune_record_;
+  std::shared_ptr<CycleHelper> helper_;  // given to host handles; may be null
   std::thread thread_;
   std::mutex shutdown_mu_;
   std::atomic<uint64_t> barriers_{0};
