@@ -195,6 +195,10 @@ TEST_F(Adasum, RefusedWhereItCannotRunOnEveryRank) {
   EXPECT_EQ(kolo_reducescatter_async("adasum.rs", x, out, 4, 1, KOLO_FLOAT32, KOLO_OP_ADASUM, 1.0, 1.0,
                                      cpu(), &h),
             KOLO_ERR_INVALID_ARGUMENT);
+  // No rank shuts down (TearDown) before every rank's checks: a peer's shutdown
+  // stops kolo here too, and the CUDA submission above would then be refused
+  // as KOLO_ERR_SHUTDOWN instead.
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 }  // namespace
