@@ -27,10 +27,16 @@
 #   --timeout S    stop the run after S seconds (exit 124), still cleaning up
 #                  (default none; a test runner that kills with SIGKILL leaves the
 #                  namespaces behind until the next run removes them)
-#   --isolate      give each host its own boot id, IPC namespace and /dev/shm, so
-#                  that MPI's data crosses the shaped links (see Note [What makes a
-#                  pretend host a host]: MPI_Finalize may then hang)
+#   --shared-memory  let the hosts share the machine's boot id, IPC namespace and
+#                  /dev/shm, so that MPI (UCX) moves data between hosts through shared
+#                  memory, not the links (the default before 2026-11-24)
+#   --isolate      the default: each host has its own boot id, IPC namespace and
+#                  /dev/shm, so every byte between hosts crosses the shaped links
+#   --report-links print the bytes each host's link carried, each way, at the end
+#                  (stderr, one line per host: "pretend_cluster: link hN: ...")
 #   --verbose      print each setup step
+# The environment: CC (default cc) builds the finalize fix of an isolated cluster;
+# KOLO_CLUSTER_CLOSE_GRACE_MS (default 2000) is its grace period.
 # Example: tools/pretend_cluster.sh --hosts 2 -- -ppn 2 -n 4 build/bin/kolo-train-demo
 #
 # Layout (all of it inside namespaces this script creates; the caller's namespace
@@ -45,7 +51,7 @@
 # Everything is removed on exit (normal, error, or a signal): every process still in
 # a namespace is killed, the namespaces and the state directory are deleted.
 # Needs root (namespaces, tc), and ip, tc, unshare, mount, hostname (iproute2,
-# util-linux); tools/setup-deps.sh installs them.
+# util-linux) and a C compiler; tools/setup-deps.sh installs them.
 #
 # Note [What makes a pretend host a host]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -54,19 +60,21 @@
 # so a hostname and a network namespace per host make N nodes to both. But UCX,
 # MPICH's transport here, moves data through shared memory or cross-memory attach
 # between any two processes whose boot ids (/proc/sys/kernel/random/boot_id) match
-# and whose IPC namespaces allow it, so by default the ranks of different pretend
-# hosts exchange their data through shared memory, not the shaped links (measured:
-# 16 MiB allreduces between h1 and h2 put 17 KB on the bridge). --isolate gives each
-# host its own boot id (bound over the proc file), IPC namespace and /dev/shm as
-# well: then UCX goes over TCP through the links, and tc's rate holds. It is not the
-# default because with Debian 12's MPICH 4.0.2 and UCX 1.13 over TCP, MPI_Finalize
-# then hangs in about half the runs, at 2 hosts x 1 rank as at x 2, after every
-# rank has finished (ranks wait in ucp_disconnect_nb for a peer that already sits
-# in the PMI barrier). A plain MPI program without kolo (Isend/Irecv, a barrier,
-# MPI_Finalize, 2 + 1 ranks) does the same whenever UCX uses TCP: 2 runs in 8 with
-# --isolate, 3 in 8 without it but with UCX_TLS=tcp,self; UCX's open issue 8738,
-# "TCP transport hangs during cleanup". Without --isolate and UCX's defaults, 12
-# runs in 12 finished.
+# and whose IPC namespaces allow it: with only those two, the ranks of different
+# pretend hosts exchange their data through shared memory, not the shaped links
+# (measured: 16 MiB allreduces between h1 and h2 put 17 KB on the bridge). So by
+# default each host also gets its own boot id (bound over the proc file), IPC
+# namespace and /dev/shm: UCX then reaches another host only over TCP, through the
+# links, and tc's rate holds (--report-links shows the bytes). --shared-memory
+# leaves those shared, for runs about nodes rather than networks.
+# Over TCP, MPICH 4.0.2's MPI_Finalize hangs after every rank has finished, under
+# load (measured at load average 14-25: 8 of 12 runs of kolo-allreduce-perf at
+# 2 x 2, 10 of 12 with UCX_TCP_PUT_ENABLE=n, 1 of 6 of a plain MPI program): a
+# rank's closing of a UCX endpoint waits for an answer from a peer that is already
+# blocked in the PMI barrier. Every isolated cluster therefore preloads
+# tools/pretend_cluster_close.c into its processes, which gives such a close up
+# after a grace period; its Note [A close that waits for a peer in the PMI
+# barrier] has the diagnosis and why giving up is safe there.
 # Shared in both modes: the PID namespace, the rest of the file system, the CPUs
 # and the memory.
 set -euo pipefail
@@ -79,7 +87,9 @@ mode=mpiexec
 check_only=0
 timeout_s=0
 mtu=9000
-isolate=0
+isolate=1
+report_links=0
+delay_given=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --hosts) hosts=${2:?--hosts needs a number}; shift 2 ;;
@@ -88,6 +98,8 @@ while [[ $# -gt 0 ]]; do
     --mtu) mtu=${2:?--mtu needs a number}; shift 2 ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
     --isolate) isolate=1; shift ;;
+    --shared-memory) isolate=0; shift ;;
+    --report-links) report_links=1; shift ;;
     --verbose) verbose=1; shift ;;
     --command) mode=command; shift ;;
     --check) check_only=1; shift ;;
@@ -97,7 +109,6 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-delay_given=0
 die() { echo "pretend_cluster: $*" >&2; exit 2; }
 say() { [[ $verbose -eq 0 ]] || echo "pretend_cluster: $*" >&2; }
 # tc_rate_bits RATE: bits per second of a tc rate (bit, kbit, mbit, gbit, tbit).
@@ -123,7 +134,9 @@ skip() { echo "pretend_cluster: SKIP: $*" >&2; exit 77; }
 
 # Can this machine run it at all? (Skips, exit 77, say why.)
 [[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces, tc); running as uid $(id -u)"
-for tool in ip tc unshare mount hostname mpiexec.mpich; do
+needed=(ip tc unshare mount hostname mpiexec.mpich)
+[[ $isolate -eq 0 ]] || needed+=("${CC:-cc}")
+for tool in "${needed[@]}"; do
   command -v "$tool" >/dev/null 2>&1 || skip "'$tool' not found (tools/setup-deps.sh installs it)"
 done
 probe=kolo-cluster-$$-probe
@@ -264,7 +277,16 @@ hosts_csv=$(IFS=,; echo "${host_list[*]}")
 # See Note [What makes a pretend host a host].
 isolate_flags=
 isolate_mounts=
+preload=()
 if [[ $isolate -eq 1 ]]; then
+  # Note [What makes a pretend host a host]: the finalize fix, built for this run.
+  "${CC:-cc}" -O2 -shared -fPIC -o "$state/close.so" \
+    "$(dirname "${BASH_SOURCE[0]}")/pretend_cluster_close.c" -ldl ||
+    die "cannot build tools/pretend_cluster_close.c with ${CC:-cc}"
+  # mpiexec passes its environment on to every rank. An ASan build checks that its
+  # runtime is the first library loaded; the preloaded one comes before it.
+  preload=(env "LD_PRELOAD=$state/close.so${LD_PRELOAD:+:$LD_PRELOAD}"
+    "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
   isolate_flags=--ipc
   isolate_mounts='mount --bind "'$state'/boot_id.$1" /proc/sys/kernel/random/boot_id &&
   mount -t tmpfs -o mode=1777 kolo-cluster-shm /dev/shm &&'
@@ -293,7 +315,18 @@ in_launcher() {
   [[ $timeout_s -eq 0 ]] || limit=(timeout --kill-after=5 "$timeout_s")
   "${limit[@]}" ip netns exec "$sw" unshare --uts sh -c \
     'hostname launcher && mount --bind "$1" /etc/hosts && shift && exec "$@"' \
-    in_launcher "$state/hosts" "$@"
+    in_launcher "$state/hosts" "${preload[@]}" "$@"
+}
+
+# report_links: the bytes each host's veth carried (seen from the switch side, so
+# "to hN" is what the bridge delivered to host N and "from hN" what N sent).
+report_links() {
+  local h stats
+  for h in "${host_list[@]}"; do
+    stats=$(ip netns exec "$sw" cat "/sys/class/net/$h/statistics/tx_bytes" \
+      "/sys/class/net/$h/statistics/rx_bytes" | tr '\n' ' ')
+    echo "pretend_cluster: link $h: to $h ${stats%% *} bytes, from $h $(echo $stats | cut -d' ' -f2) bytes" >&2
+  done
 }
 
 # In the background, so that a signal reaches the trap at once (bash runs traps only
@@ -309,6 +342,7 @@ set +e
 wait $!
 status=$?
 set -e
+[[ $report_links -eq 0 ]] || report_links
 [[ $timeout_s -eq 0 || $status -ne 124 ]] ||
   echo "pretend_cluster: timed out after $timeout_s s (--timeout)" >&2
 exit $status
