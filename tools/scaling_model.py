@@ -11,8 +11,12 @@ Both are measured by kolo-allreduce-perf on the machine at hand (fit):
        (2(n-1) = 2 steps of S/2 bytes); with -r mpi the same rows give MPI's own
        alpha and beta (the `mpi` class: MPI_Allreduce has no coordinator)
   shm  from a run on 1 host x 2 ranks, -t shm:   T(S) = 2 alpha + S beta
-  alpha is half the median time at 8 B to 4 KiB, beta the median of (T - 2 alpha)/S
-  at the largest size (fit_alpha_beta says why medians)
+  Two size classes per link (one alpha-beta line does not fit both: MPI's eager
+  and rendezvous protocols, TCP's small writes and its streaming, kolo's one-shot
+  and pipelined paths): alpha, for messages under LARGE_FROM bytes, is half the
+  median time at 8 B to 4 KiB; alpha_large and beta are a least-squares line
+  through the per-size medians of every size whose messages are LARGE_FROM or more
+  (fit_large; fit_alpha_beta says why medians)
 Predictions, for a message of S bytes on p = N P ranks (placed node by node):
   ring          2(p-1) steps of S/p bytes; with N > 1 every step waits for the
                 hop that crosses to the next node (one flow per NIC per step):
@@ -47,6 +51,7 @@ import math
 import sys
 
 SMALL_MPI_BYTES = 2048          # MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE
+LARGE_FROM = 64 << 10           # messages of this size and up use a link's alpha_large
 FUSION_BYTES = 64 << 20         # KOLO_FUSION_THRESHOLD's default
 SIZES = [8 << (2 * k) for k in range(13)] + [256 << 20]   # 8 B, 32 B, ... 128 MiB, 256 MiB
 CONFIGS = [(1, 2), (2, 1), (2, 2), (4, 4), (8, 4), (16, 4), (32, 4), (16, 8), (64, 8),
@@ -93,6 +98,32 @@ def fit_alpha_beta(points, steps):
     return alpha, beta
 
 
+def fit_large(points, steps):
+    """alpha_large and beta of the large class: T = steps alpha_large + S beta, least
+    squares through the median time of each size whose messages (S / steps) are
+    LARGE_FROM or more. None when fewer than two such sizes were measured."""
+    by_size = {}
+    for s, t in points:
+        if s / steps >= LARGE_FROM:
+            by_size.setdefault(s, []).append(t)
+    if len(by_size) < 2:
+        return None
+    xs = sorted(by_size)
+    ys = [median(by_size[x]) for x in xs]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    beta = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    alpha_large = max((my - beta * mx) / steps, 0.0)
+    return alpha_large, beta
+
+
+def alpha_of(link, message_bytes):
+    """The latency of one message of a link: alpha_large from LARGE_FROM bytes up
+    (when the link has a large class), alpha below."""
+    if "alpha_large" in link and message_bytes >= link.get("large_from", LARGE_FROM):
+        return link["alpha_large"]
+    return link["alpha"]
+
+
 def fit(args):
     net = [r for path in args.net for r in read_rows(path)]
     shm = [r for path in args.shm for r in read_rows(path)]
@@ -105,15 +136,19 @@ def fit(args):
     for name, points in (("net", net_points), ("mpi", mpi_points), ("shm", shm_points)):
         alpha, beta = fit_alpha_beta(points, 2)
         params[name] = {"alpha": alpha, "beta": beta}
+        large = fit_large(points, 2)
+        if large:
+            params[name].update(alpha_large=large[0], beta=large[1], large_from=LARGE_FROM)
     text = json.dumps(params, indent=1)
     if args.json:
         with open(args.json, "w") as f:
             f.write(text + "\n")
     print(text)
     for name, p in params.items():
-        print("# %-3s alpha %9.2f us  beta %8.4f ns/B (%.3f GB/s)" %
-              (name, p["alpha"] * 1e6, p["beta"] * 1e9, 1e-9 / p["beta"] if p["beta"] else
-               float("inf")), file=sys.stderr)
+        print("# %-3s alpha %9.2f us  alpha_large %9.2f us  beta %8.4f ns/B (%.3f GB/s)" %
+              (name, p["alpha"] * 1e6, p.get("alpha_large", p["alpha"]) * 1e6,
+               p["beta"] * 1e9, 1e-9 / p["beta"] if p["beta"] else float("inf")),
+              file=sys.stderr)
 
 
 def load_params(args):
@@ -133,7 +168,7 @@ def ring_time(m, nodes, ppn, size):
     if p == 1:
         return 0.0
     link = m["net"] if nodes > 1 else m["shm"]
-    return 2 * (p - 1) * (link["alpha"] + size / p * link["beta"])
+    return 2 * (p - 1) * (alpha_of(link, size / p) + size / p * link["beta"])
 
 
 def intra_time(m, ppn, size):
@@ -141,14 +176,14 @@ def intra_time(m, ppn, size):
     if ppn == 1:
         return 0.0
     s = m["shm"]
-    return 2 * s["alpha"] + 2 * (ppn - 1) / ppn * size * s["beta"]
+    return 2 * alpha_of(s, size / ppn) + 2 * (ppn - 1) / ppn * size * s["beta"]
 
 
 def hierarchical_time(m, nodes, ppn, size):
     if nodes == 1:
         return intra_time(m, ppn, size)
     n = m["net"]
-    cross = 2 * (nodes - 1) * (n["alpha"] + size / nodes * n["beta"])
+    cross = 2 * (nodes - 1) * (alpha_of(n, size / nodes) + size / nodes * n["beta"])
     return intra_time(m, ppn, size) + cross
 
 
@@ -166,11 +201,12 @@ def mpi_time(m, nodes, ppn, size):
     if size < SMALL_MPI_BYTES:
         leaders = steps * (n["alpha"] + size * n["beta"])
     else:
-        leaders = 2 * steps * n["alpha"] + 2 * (nodes - 1) / nodes * size * n["beta"]
+        leaders = (2 * steps * alpha_of(n, size / 2) +
+                   2 * (nodes - 1) / nodes * size * n["beta"])
     if ppn == 1:
         return leaders
     # The reduce and the broadcast inside the node: S through shared memory each.
-    return leaders + 2 * (s["alpha"] + size * s["beta"])
+    return leaders + 2 * (alpha_of(s, size) + size * s["beta"])
 
 
 PATHS = {"ring": ring_time, "hierarchical": hierarchical_time, "mpi": mpi_time}

@@ -46,6 +46,22 @@ class ScalingModelTest(unittest.TestCase):
         self.assertAlmostEqual(alpha, 5e-6 + 288 * 2e-9 / 2, places=12)
         self.assertAlmostEqual(beta, 2e-9, delta=2e-11)
 
+    def test_large_class_has_its_own_alpha(self):
+        # Small messages: 5 us; from 64 KiB per message a line of 40 us and 2 ns/B.
+        small = [(s, 2 * 5e-6) for s in (8, 64, 512, 4096)]
+        large = [(s, 2 * 40e-6 + s * 2e-9) for s in (1 << 17, 1 << 19, 1 << 21)]
+        self.assertIsNone(model.fit_large(small, 2))
+        alpha_large, beta = model.fit_large(small + large + large, 2)
+        self.assertAlmostEqual(alpha_large, 40e-6, places=12)
+        self.assertAlmostEqual(beta, 2e-9, places=15)
+        link = {"alpha": 5e-6, "alpha_large": 40e-6, "large_from": 1 << 16, "beta": 2e-9}
+        m = {"net": link, "mpi": link, "shm": link}
+        # 2 x 1 ring: 2 steps of S/2; 64 KiB is small (32 KiB steps), 1 MiB is large.
+        self.assertAlmostEqual(model.ring_time(m, 2, 1, 1 << 16), 2 * (5e-6 + (1 << 15) * 2e-9),
+                               places=12)
+        self.assertAlmostEqual(model.ring_time(m, 2, 1, MIB), 2 * (40e-6 + MIB / 2 * 2e-9),
+                               places=12)
+
     def test_resnet50_is_two_buckets_of_its_bytes(self):
         buckets = model.profile_buckets(os.path.join(HERE, "..", "bench", "profiles",
                                                      "resnet50.txt"))
