@@ -23,8 +23,12 @@ TEST(Backoff, SpinsThenYieldsForItsTimeThenSleepsLongerUpToTheCap) {
   }
   EXPECT_EQ(b.phase(), Phase::kYield);
   const auto first_yield = Clock::now();
-  EXPECT_TRUE(b.pause());
-  while (b.phase() == Phase::kYield) EXPECT_TRUE(b.pause());
+  // pause_awake() yields like pause() and answers false where pause() would sleep.
+  // (Looping on phase() instead races the clock: the yield phase may end between
+  // phase() and pause(), and that pause() sleeps, doubling the next sleep.)
+  int yields = 0;
+  while (b.pause_awake()) ++yields;
+  EXPECT_GE(yields, 1);
   EXPECT_GE(Clock::now() - first_yield, milliseconds(20));
   EXPECT_EQ(b.phase(), Phase::kSleep);
   for (int64_t want : {1, 2, 4, 8, 16, 16, 16}) {
@@ -74,8 +78,9 @@ TEST(Backoff, PausesUntilTheDeadlineAndNoSleepRunsPastIt) {
     if (!b.pause()) break;
     ++pauses;
   }
+  // Gave up no earlier than the deadline. (How many pauses fit before it depends
+  // on how long this thread is descheduled: a count is no check here.)
   EXPECT_GE(Clock::now(), deadline);
-  EXPECT_GT(pauses, 4);
   EXPECT_EQ(b.next_sleep(), Clock::duration::zero());
   EXPECT_FALSE(b.pause());
 }
