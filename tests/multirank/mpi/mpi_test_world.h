@@ -73,7 +73,7 @@ inline ::testing::Environment* const kWorldEnvironment =
 
 // Polls `ready` with short sleeps until it is true or `timeout` passes.
 template <typename F>
-bool eventually(F ready, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+bool eventually(F ready, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!ready()) {
     if (std::chrono::steady_clock::now() > deadline) return false;

@@ -171,8 +171,10 @@ CollectiveArgs cuda_allreduce(const std::string& name, const float* in, float* o
   return a;
 }
 
+// Waits (60 s at most: sanitizers on a loaded machine are slow) for n buckets.
 void wait_for_buckets(Gate& gate, size_t n) {
-  for (int i = 0; i < 5000 && gate.bucket_count() < n; ++i)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (gate.bucket_count() < n && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_GE(gate.bucket_count(), n);
 }

@@ -3,6 +3,7 @@
 // cache's fast path — with ranks as threads over the loopback transport.
 // (tests/multirank/timeline checks the merged files with Python's JSON parser.)
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -20,6 +21,15 @@ namespace {
 
 using testing::LoopbackJob;
 using testing::submit;
+
+// How late the straggler submits (see EveryRanksFileNamesTheStragglerOnBothPaths).
+constexpr std::chrono::milliseconds kLag(100);
+
+// A path of this process's own under the temporary directory: CTest runs test
+// cases side by side, and other builds' runs share the directory.
+std::string unique_path(const std::string& name) {
+  return ::testing::TempDir() + std::to_string(getpid()) + "." + name;
+}
 using testing::wait_code;
 
 std::string read_file(const std::string& path) {
@@ -81,7 +91,7 @@ TEST(Straggler, AgesRoundTripAndBadInputIsAnError) {
 }
 
 TEST(Timeline, StartTwiceStopWithoutStartAndBadPathAreClearErrors) {
-  const std::string path = ::testing::TempDir() + "kolo_timeline_errors.json";
+  const std::string path = unique_path("kolo_timeline_errors.json");
   LoopbackJob job(2);
   Runtime& rt = job.rank(0);
   Status s = rt.stop_timeline();
@@ -112,11 +122,14 @@ TEST(Timeline, StartTwiceStopWithoutStartAndBadPathAreClearErrors) {
   EXPECT_EQ(rt.start_timeline(path, false).code(), Code::kShutdown);
 }
 
-// Rank 2 submits each name once the others have (and 5 ms later): every rank's
+// Rank 2 submits each name once the others have (and 100 ms later): every rank's
 // file names it as the straggler, on the slow path (step 0) and from the
-// response cache (step 1).
+// response cache (step 1). Note [Who came last]: each rank's age of a name is
+// read by its own coordinator once the name is ready, so the lag must outlast
+// the skew between the coordinators' clock reads, which a loaded machine under
+// TSan stretches to milliseconds (5 ms was too little).
 TEST(Timeline, EveryRanksFileNamesTheStragglerOnBothPaths) {
-  const std::string pattern = ::testing::TempDir() + "kolo_timeline_straggler_%r.json";
+  const std::string pattern = unique_path("kolo_timeline_straggler_%r.json");
   LoopbackJob job(3);
   job.run([&](int rank, Runtime& rt) { ASSERT_TRUE(rt.start_timeline(pattern, false).ok()); });
   for (int step = 0; step < 2; ++step) {
@@ -124,7 +137,7 @@ TEST(Timeline, EveryRanksFileNamesTheStragglerOnBothPaths) {
     job.run([&](int rank, Runtime& rt) {
       if (rank == 2) {
         while (submitted.load() < 2) std::this_thread::yield();
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        std::this_thread::sleep_for(kLag);
       }
       std::vector<float> in(64, 1.0f), out(64);
       auto h = submit(rt, "grad/w", in.data(), out.data(), 64, DataType::kFloat32);
@@ -149,7 +162,7 @@ TEST(Timeline, EveryRanksFileNamesTheStragglerOnBothPaths) {
 // Only rank 1 records; the others take part in the exchange all the same, and a
 // cycle is marked when asked.
 TEST(Timeline, OneRankRecordingAloneMarksCycles) {
-  const std::string dir = ::testing::TempDir() + "kolo_timeline_one_rank/";
+  const std::string dir = unique_path("kolo_timeline_one_rank/");
   std::remove((dir + "kolo-timeline-rank1.json").c_str());
   ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
   LoopbackJob job(2);
@@ -158,7 +171,7 @@ TEST(Timeline, OneRankRecordingAloneMarksCycles) {
   job.run([&](int rank, Runtime& rt) {
     if (rank == 1) {
       while (!first.load()) std::this_thread::yield();
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::this_thread::sleep_for(kLag);
     }
     std::vector<int32_t> in(5, rank), out(5);
     auto h = submit(rt, "counts", in.data(), out.data(), 5, DataType::kInt32);
