@@ -14,10 +14,20 @@
 
 namespace kolo::core::testing {
 
+// Every rank allocates and touches a fusion buffer of the threshold's size at start
+// (DESIGN.md rule 6) and unmaps it at shutdown: at the default 64 MiB that was
+// most of these tests' CPU time (a 19-rank test: 0.8 s of 0.9 s, and 100 s of
+// wall time under TSan on a loaded machine). A job left at the default gets
+// kTestFusionBytes instead, more than any test here fuses; a test that sets a
+// threshold keeps it.
+constexpr int64_t kTestFusionBytes = int64_t{4} << 20;
+
 class LoopbackJob {
  public:
   // Starts every rank's runtime on its own thread (Runtime::start is collective).
   LoopbackJob(int size, Config config = Config(), int node_size = 0) {
+    if (config.fusion_threshold_bytes == Config().fusion_threshold_bytes)
+      config.fusion_threshold_bytes = kTestFusionBytes;
     auto worlds = loopback::create_worlds(size, node_size);
     runtimes_.resize(worlds.size());
     std::vector<Status> started(worlds.size());

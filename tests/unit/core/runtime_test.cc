@@ -57,7 +57,7 @@ TEST(Runtime, AllreduceSumEveryWorldSizeAndCount) {
 // Hundreds of tensors of seeded random sizes, submitted in a different order on
 // every rank from several threads, steps repeated so the cache path is taken.
 TEST(Runtime, OutOfOrderManyTensorsFromSeveralThreads) {
-  for (int64_t threshold : {int64_t{0}, int64_t{4096}, int64_t{64} << 20}) {
+  for (int64_t threshold : {int64_t{0}, int64_t{4096}, int64_t{8} << 20}) {  // 8 MiB: all fuse
     Config config;
     config.fusion_threshold_bytes = threshold;
     config.cache_capacity = 64;  // smaller than the tensor count: eviction is exercised
