@@ -30,7 +30,14 @@ class KoloTest : public ::testing::Test {
     rank_ = kolo_rank();
     size_ = kolo_size();
   }
-  void TearDown() override { EXPECT_EQ(kolo_shutdown(), KOLO_OK); }
+  // One rank's kolo_shutdown stops kolo on every rank (KOLO_ERR_SHUTDOWN from then
+  // on), so a rank must not shut down while another is still in the test: where
+  // a test's last calls are local (refusals, queries), a fast rank's TearDown
+  // failed a slow rank's calls. The barrier waits for every rank's test body.
+  void TearDown() override {
+    MPI_Barrier(MPI_COMM_WORLD);
+    EXPECT_EQ(kolo_shutdown(), KOLO_OK);
+  }
 
   int rank_ = -1;
   int size_ = -1;
