@@ -155,6 +155,17 @@ TEST(ShmAllreduce, FusedBucketUnpackedAppliesOutputFactor) {
       ASSERT_EQ(data[t][i], ranks_sum * static_cast<float>(i % 5) * 0.5f) << "tensor " << t << " element " << i;
 }
 
+// A count of T just over kStreamMinBytes (odd, so shards are uneven). Just over,
+// not far over: with 4 KiB slots every slice is a synchronisation of all ranks,
+// and with more ranks than cores on a loaded machine each one can cost a
+// scheduler time slice. (With 300001 elements for every dtype this test was
+// 10 of the program's 23 s at np2, and the program took 298 s of its 300 s
+// limit at np3, load 35.)
+template <typename T>
+int64_t just_streamed() {
+  return static_cast<int64_t>(ShmAllreduce::kStreamMinBytes / sizeof(T)) + 3;
+}
+
 // Note [Streaming stores across distant cores]: both ways of writing the slots,
 // forced, give exactly the expected results, with slots smaller and larger than
 // the streamed pieces, in place and out of place, packed and unpacked, with an
@@ -171,12 +182,11 @@ TEST(ShmAllreduce, StreamingAndCachedStoresGiveExactResults) {
       engine->set_store_mode(mode);
       ShmAllreduce* raw = engine.get();
       ShmTransport t(std::move(engine));
-      const int64_t large = 300001;  // over kStreamMinBytes for every dtype below
       for (ReduceOp op : kOps) {
         for (bool in_place : {true, false}) {
-          check_allreduce<float>(t, rank(), size(), large, op, in_place);
-          check_allreduce<int8_t>(t, rank(), size(), large, op, in_place);
-          check_allreduce<Float16>(t, rank(), size(), large, op, in_place);
+          check_allreduce<float>(t, rank(), size(), just_streamed<float>(), op, in_place);
+          check_allreduce<int8_t>(t, rank(), size(), just_streamed<int8_t>(), op, in_place);
+          check_allreduce<Float16>(t, rank(), size(), just_streamed<Float16>(), op, in_place);
         }
       }
       EXPECT_EQ(raw->streaming(), mode == ShmAllreduce::StoreMode::kStreaming && size() > 1);
@@ -189,7 +199,7 @@ TEST(ShmAllreduce, StreamingAndCachedStoresGiveExactResults) {
       check_unpacked<double>(t, rank(), size(), {3, 400001, 1, 131072, 0, 70000}, ReduceOp::kSum);
       check_unpacked<int32_t>(t, rank(), size(), {70000, 5, 0, 65537}, ReduceOp::kMax);
 
-      check_output_factor(t, large);
+      check_output_factor(t, just_streamed<float>());
     }
   }
 }
