@@ -10,13 +10,6 @@
 namespace kolo::core {
 namespace {
 
-// Tensors may share a bucket only when everything that shapes the reduction is
-// equal; count is the one thing that may differ.
-bool same_fusion_class(const TensorParams& a, const TensorParams& b) {
-  return a.collective == b.collective && a.dtype == b.dtype && a.op == b.op &&
-         a.device == b.device && a.prescale == b.prescale && a.postscale == b.postscale;
-}
-
 // Note [Large tensors skip the fusion buffer]
 // Fusing saves a transport call per tensor but, for a transport that packs, costs
 // a copy into the staging buffer and one out: past about a megabyte the copies
@@ -24,7 +17,9 @@ bool same_fusion_class(const TensorParams& a, const TensorParams& b) {
 // straight from the caller's input into its output. Between 64 KiB and 4 MiB the
 // ResNet-50 step cannot tell the cut-offs apart on the 2-core VM; the
 // measurements are in docs/perf ("Large-tensor cut-off"). KOLO_LARGE_TENSOR_BYTES
-// sets it (default 1 MiB), and the autotuner may change it.
+// sets it (default 1 MiB), and the autotuner may change it. The same cut-off
+// holds for an allgather's gathered bytes and a broadcast's bytes (plan_cycle):
+// a fused one costs the same two copies.
 
 }  // namespace
 
@@ -48,7 +43,7 @@ void Executor::set_sizes(size_t fusion_threshold, size_t large_tensor_bytes) {
 
 void Executor::execute(const std::vector<Response>& responses,
                        std::map<std::string, TensorEntry>* pending) {
-  std::vector<const Response*> allreduces, joined, others;
+  std::vector<const Response*> ok, joined;
   for (const Response& r : responses) {
     auto it = pending->find(r.name);
     if (r.code != Code::kOk) {
@@ -58,27 +53,19 @@ void Executor::execute(const std::vector<Response>& responses,
       }
       continue;
     }
-    if (is_allreduce(r.params.collective)) {
-      if (it == pending->end()) joined.push_back(&r);  // Note [Join] in negotiator.h
-      allreduces.push_back(&r);
-    } else {
-      KOLO_CHECK(it != pending->end());
-      others.push_back(&r);
+    if (it == pending->end()) {
+      KOLO_CHECK(is_allreduce(r.params.collective));
+      joined.push_back(&r);  // Note [Join] in negotiator.h
     }
+    ok.push_back(&r);
   }
   Status zeros = add_zero_entries(joined, pending);
   if (!zeros.ok()) KOLO_LOG(kError) << "joined rank's zeros: " << zeros.to_string();
-  run_allreduces(allreduces, pending);
-  for (const Response* r : others) {
-    auto it = pending->find(r->name);
-    const auto start = Timeline::Clock::now();
-    if (flight_) flight_->advance(it->second.flight, FlightRecorder::State::kExecuting, start);
-    std::unique_ptr<transport::Work> work;
-    Status started = start_collective(it->second, *r, &work);
-    names_.assign(1, &r->name);
-    op_ = Op{r->params.bytes(), r->params.collective, start};
-    launch(std::move(started), std::move(work), it->second.device.kind, pending);
-  }
+  const std::vector<PlannedBucket> plan = plan_cycle(ok, world_size_, threshold_, alone_bytes_);
+  for (const PlannedBucket& bucket : plan)
+    if (is_allreduce(ok[bucket.items[0]]->params.collective)) run_allreduce(bucket, ok, pending);
+  for (const PlannedBucket& bucket : plan)
+    if (!is_allreduce(ok[bucket.items[0]]->params.collective)) run_collective(bucket, ok, pending);
 }
 
 void Executor::launch(Status started, std::unique_ptr<transport::Work> work, DeviceKind where,
@@ -181,50 +168,27 @@ Status Executor::add_zero_entries(const std::vector<const Response*>& joined,
   return status;
 }
 
-void Executor::run_allreduces(const std::vector<const Response*>& ok,
-                              std::map<std::string, TensorEntry>* pending) {
-  // Fusion classes in order of first appearance: a pure function of the list. A
-  // group is a class of its own, so it is never mixed with other tensors.
-  std::vector<const TensorParams*> classes;
-  std::vector<PlanItem> items;
-  items.reserve(ok.size());
-  for (const Response* r : ok) {
-    int cls = -1;
-    const bool group = r->params.collective == Collective::kGroupedAllreduce;
-    for (size_t c = 0; c < classes.size() && cls < 0 && !group; ++c)
-      if (same_fusion_class(*classes[c], r->params)) cls = static_cast<int>(c);
-    if (cls < 0) {
-      cls = static_cast<int>(classes.size());
-      classes.push_back(&r->params);
-    }
-    // A group, and a tensor large enough to skip the fusion buffer, is always a
-    // bucket of its own: present it as "larger than the threshold".
-    // See Note [Large tensors skip the fusion buffer].
-    const bool alone = group || r->params.bytes() >= alone_bytes_;
-    items.push_back(PlanItem{alone ? threshold_ + 1 : r->params.bytes(), cls});
+void Executor::run_allreduce(const PlannedBucket& bucket, const std::vector<const Response*>& ok,
+                             std::map<std::string, TensorEntry>* pending) {
+  entries_.clear();
+  names_.clear();
+  size_t bytes = 0;
+  for (size_t i : bucket.items) {
+    auto it = pending->find(ok[i]->name);
+    if (it == pending->end()) continue;  // a joined rank's entry that could not be made
+    entries_.push_back(&it->second);
+    names_.push_back(&ok[i]->name);
+    bytes += ok[i]->params.bytes();
   }
-
-  for (const PlannedBucket& bucket : plan_buckets(items, threshold_)) {
-    entries_.clear();
-    names_.clear();
-    size_t bytes = 0;  // not bucket.bytes: the planner saw a lone tensor as "over the threshold"
-    for (size_t i : bucket.items) {
-      auto it = pending->find(ok[i]->name);
-      if (it == pending->end()) continue;  // a joined rank's entry that could not be made
-      entries_.push_back(&it->second);
-      names_.push_back(&ok[i]->name);
-      bytes += ok[i]->params.bytes();
-    }
-    const TensorParams& params = ok[bucket.items[0]]->params;
-    const auto start = Timeline::Clock::now();
-    for (TensorEntry* e : entries_)
-      if (flight_) flight_->advance(e->flight, FlightRecorder::State::kExecuting, start);
-    Status started;
-    std::unique_ptr<transport::Work> work = start_bucket(entries_, params, &started);
-    op_ = Op{bytes, params.collective, start};
-    launch(std::move(started), std::move(work), params.device, pending);
-    allreduced_bytes_ += bytes;
-  }
+  const TensorParams& params = ok[bucket.items[0]]->params;
+  const auto start = Timeline::Clock::now();
+  for (TensorEntry* e : entries_)
+    if (flight_) flight_->advance(e->flight, FlightRecorder::State::kExecuting, start);
+  Status started;
+  std::unique_ptr<transport::Work> work = start_bucket(entries_, params, &started);
+  op_ = Op{bytes, params.collective, start};
+  launch(std::move(started), std::move(work), params.device, pending);
+  allreduced_bytes_ += bytes;
 }
 
 Status Executor::describe_bucket(const std::vector<TensorEntry*>& entries,

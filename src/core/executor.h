@@ -1,12 +1,14 @@
 // Executor: turns the negotiated, ordered responses of one cycle into transport
 // work.
 //
-// For each cycle it fails the names whose response is an error, cuts the
-// allreduces into buckets with the fusion planner, describes each bucket the one
-// way every transport receives it (transport::Bucket: its tensors, the decided
-// Reduction, the staging buffer), and hands it to the selected transport; then the
-// other collectives, one transport call each. Every transport call returns Work,
-// and every Work goes through launch(): see Note [One execution model].
+// For each cycle it fails the names whose response is an error, cuts the rest
+// into buckets with the fusion planner (plan_cycle), describes each allreduce
+// bucket the one way every transport receives it (transport::Bucket: its
+// tensors, the decided Reduction, the staging buffer), and hands it to the
+// selected transport; then the other buckets: fused allgathers and broadcasts
+// (Note [Fused allgather and broadcast]) and every other collective alone. Every
+// transport call returns Work, and every Work goes through launch(): see Note
+// [One execution model].
 // Coordinator thread only; runs identically on every rank.
 #pragma once
 
@@ -42,8 +44,9 @@ class Executor {
   // names an entry in it — except allreduces this rank takes part in after it
   // joined, for which it contributes zeros (Note [Join] in negotiator.h). Error
   // responses complete the entry if this rank has one. Allreduce buckets run
-  // first, then the other collectives in response order; both orders are the same
-  // on every rank. Entries leave `pending` when their work is launched.
+  // first, then the other buckets, each group of buckets in the order of their
+  // first response; both orders are the same on every rank. Entries leave
+  // `pending` when their work is launched.
   void execute(const std::vector<Response>& responses, std::map<std::string, TensorEntry>* pending);
 
   // Device work in flight: completes what has finished, in launch order per test;
@@ -80,8 +83,8 @@ class Executor {
   // Entries for the allreduces this rank joined: zeros in, results dropped.
   Status add_zero_entries(const std::vector<const Response*>& joined,
                           std::map<std::string, TensorEntry>* pending);
-  void run_allreduces(const std::vector<const Response*>& ok,
-                      std::map<std::string, TensorEntry>* pending);
+  void run_allreduce(const PlannedBucket& bucket, const std::vector<const Response*>& ok,
+                     std::map<std::string, TensorEntry>* pending);
   // The bucket of `entries` (all of one fusion class), as transport.h describes it.
   Status describe_bucket(const std::vector<TensorEntry*>& entries, const TensorParams& params,
                          transport::Bucket* bucket);
@@ -90,6 +93,15 @@ class Executor {
   // Records the operation being launched (op_, the entries named in names_) in
   // the timeline and advances the sequence number; from launch().
   void record();
+
+  // executor_fusion.cc: a bucket of anything but allreduces; a fused allgather
+  // or broadcast (host memory), settled before they return.
+  void run_collective(const PlannedBucket& bucket, const std::vector<const Response*>& ok,
+                      std::map<std::string, TensorEntry>* pending);
+  Status run_fused_allgather(const std::vector<const Response*>& responses);
+  Status run_fused_broadcast(const std::vector<const Response*>& responses);
+  // Packs the parts' own blocks, allgathers them in the fusion buffer, unpacks.
+  Status gather_parts(DataType dtype);
 
   // executor_collectives.cc: everything but allreduce.
   Status start_collective(TensorEntry& entry, const Response& response,
@@ -145,6 +157,15 @@ class Executor {
   transport::Bucket bucket_;
   std::vector<TensorEntry*> entries_;
   std::vector<const std::string*> names_;  // into the cycle's responses
+  // A fused allgather's parts (tensors, or a group's members) and their element
+  // counts from each rank, part-major ([k * world_size + r]); reused.
+  struct GatherPart {
+    const void* input;
+    char* output;
+  };
+  std::vector<GatherPart> parts_;
+  std::vector<int64_t> part_counts_;
+  std::vector<int64_t> cursor_;  // per rank, in elements
 };
 
 // Note [One execution model]
@@ -162,11 +183,26 @@ class Executor {
 // A group (kolo_grouped_*_async) is one name in negotiation — its members are
 // ready on every rank together or not at all, and a mismatch in any member fails
 // the whole group on every rank — and one entry here. A grouped allreduce is one
-// bucket (never split, never mixed). A grouped allgather or reducescatter runs as
-// one transport call per member, in member order, within the group's slot of the
-// cycle: the same transports and the same results as the members alone, with no
-// other tensor between them. Host parts run one after another (transports reuse
+// bucket (never split, never mixed). A grouped allgather in host memory that
+// fits is one packed allgather (Note [Fused allgather and broadcast]); otherwise
+// a grouped allgather or reducescatter runs as one transport call per member, in
+// member order, within the group's slot of the cycle: the same transports and the
+// same results as the members alone, with no other tensor between them. Host parts run one after another (transports reuse
 // their scratch); device parts queue in order on the transport's stream.
+
+// Note [Fused allgather and broadcast]
+// As Horovod does, ready allgathers of one dtype, and broadcasts of one dtype and
+// root, in host memory, are one operation per bucket (plan_cycle). An allgather
+// bucket's block from rank r is the concatenation of its tensors' rows from r:
+// each rank packs its own tensors into its block of the fusion buffer, the
+// transport gathers in place (input = this rank's block of the output), and each
+// tensor's rows are copied from every rank's block into its own output. A
+// broadcast bucket is the root's inputs packed one after another, broadcast in
+// place, copied out into each tensor's output. The fusion buffer bounds a
+// bucket (the threshold is at most its size), so nothing is allocated per call;
+// a tensor past the large-tensor cut-off, or on a device, runs alone. A grouped
+// allgather below the threshold and the cut-off is packed the same way as one
+// bucket (its members are the parts), else member by member.
 
 // Note [Scaling and average]
 // What AVERAGE and the factors become is decided in one place,

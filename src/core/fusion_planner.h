@@ -1,6 +1,15 @@
 // The fusion planner: cuts the negotiated, ordered list of ready tensors into
 // buckets. Pure: no I/O, no state.
 //
+// Two layers. plan_buckets() is the greedy cut over sizes and opaque classes;
+// plan_cycle() decides, from the negotiated responses themselves, which
+// responses may share a bucket (their fusion class), how many bytes each packs,
+// and which must run alone, then cuts with plan_buckets(). The executor runs each
+// bucket as one operation: an allreduce bucket reduces the concatenation; an
+// allgather bucket gathers per rank the concatenation of the tensors' blocks; a
+// broadcast bucket broadcasts the concatenation (Note [Fused allgather and
+// broadcast] in executor.h).
+//
 // Invariants (asserted by tests/unit/core/fusion_planner_test.cc):
 // - Identical input gives identical output, so every rank cuts the same buckets
 //   from the same negotiated list (DESIGN.md rule 2).
@@ -10,11 +19,21 @@
 //   than the threshold, and every item when threshold is 0, is a bucket alone.
 // - Look-ahead: an item that does not fit into the open bucket does not close it;
 //   later, smaller items of the same class still join it (Horovod's behaviour).
+// plan_cycle() adds:
+// - A fusion class is one kind (allreduce, allgather or broadcast), one dtype
+//   and one device kind; allreduces also one op and the same factors, broadcasts
+//   one root. Every other response (alltoall, reducescatter, barrier, join, any
+//   group, a device allgather or broadcast) is a bucket alone, and so is a
+//   response whose packed bytes reach `alone_bytes` (Note [Large tensors skip
+//   the fusion buffer] in executor.cc).
+// - A bucket's bytes are the sum of its responses' packed_bytes().
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "core/request.h"
 
 namespace kolo::core {
 
@@ -31,5 +50,18 @@ struct PlannedBucket {
 };
 
 std::vector<PlannedBucket> plan_buckets(const std::vector<PlanItem>& items, size_t threshold);
+
+// The bytes a response occupies in the fusion buffer: an allgather's (or grouped
+// allgather's) whole gathered output, every rank's rows; otherwise its own
+// tensor's (or members') bytes.
+size_t packed_bytes(const Response& response, int world_size);
+
+// Whether two responses may share a bucket (see the invariants above).
+bool same_fusion_class(const TensorParams& a, const TensorParams& b);
+
+// The buckets of one cycle's OK responses (in negotiated order), by the rules
+// above. `threshold` bounds a bucket's packed bytes.
+std::vector<PlannedBucket> plan_cycle(const std::vector<const Response*>& responses,
+                                      int world_size, size_t threshold, size_t alone_bytes);
 
 }  // namespace kolo::core

@@ -122,7 +122,9 @@ struct CollectiveView {
   Device device;
   uint64_t sequence = 0;
   // kAllgather:     this rank sends recv_counts[rank] elements from input; output
-  //                 receives recv_counts[r] elements from every rank r.
+  //                 receives recv_counts[r] elements from every rank r. Input may
+  //                 be this rank's own block of output (in place: a fused
+  //                 allgather packs there), and a transport must allow it.
   // kBroadcast:     `count` elements of root's input land in every rank's output
   //                 (input == output on the root: in place). Input unused elsewhere.
   // kAlltoall:      send_counts[d] elements of input go to rank d; recv_counts[s]
