@@ -134,6 +134,14 @@ const std::vector<Flag>& flags() {
       {nullptr, "--process-set",
        [](const std::string& v, PerfOptions* o) { return parse_ranks(v, &o->process_set); },
        "global ranks separated by commas, e.g. 0,2"},
+      {nullptr, "--tensors",
+       [](const std::string& v, PerfOptions* o) {
+         int64_t n;
+         if (!parse_int(v, 1, &n) || n > 4096) return false;
+         o->tensors = static_cast<int>(n);
+         return true;
+       },
+       "an integer in 1..4096"},
       {nullptr, "--csv",
        [](const std::string& v, PerfOptions* o) {
          o->csv_path = v;
@@ -220,6 +228,14 @@ bool check_consistency(const PerfOptions& o, std::string* error) {
     *error = "--process-set applies to the size sweep, not --model";
     return false;
   }
+  if (o.tensors > 1 && (!o.model.empty() || !o.process_set.empty() || uses_device(o) ||
+                        o.collective == Collective::kAlltoall ||
+                        o.collective == Collective::kReducescatter)) {
+    *error =
+        "--tensors times allreduce, allgather or broadcast on host buffers in the size sweep "
+        "(not with --model, --process-set or -t nccl)";
+    return false;
+  }
   return check_device_consistency(o, error);
 }
 
@@ -300,6 +316,10 @@ const char* perf_usage() {
          "      --process-set RANKS  run the sweep in the process set of these global ranks\n"
          "                           (e.g. 0,2); ranks outside it wait (busbw uses the set's\n"
          "                           size)\n"
+         "      --tensors N          N tensors of each size per timed operation, submitted\n"
+         "                           together then waited for (fusion's case); -r mpi: N\n"
+         "                           blocking MPI calls. algbw counts all N. allreduce,\n"
+         "                           allgather, broadcast\n"
          "Every operation goes through kolo_<collective>_async + kolo_wait. time = median\n"
          "over iterations of the maximum over ranks; GB = 1e9 bytes. size, count, algbw and\n"
          "busbw follow nccl-tests: size is the larger of a rank's input and output, algbw =\n"

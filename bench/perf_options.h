@@ -8,6 +8,7 @@
 //   --timeline PATH (with -m: the last kolo_fused step's timeline)
 //   --collective allreduce|allgather|broadcast|alltoall|reducescatter (allreduce)
 //   --process-set RANKS (e.g. 0,2: the sweep runs in that process set; the others wait)
+//   --tensors N (1: N tensors per timed operation, submitted together; perf_tensors.h)
 // SIZE takes K, M, G suffixes (powers of 1024), as kolo's byte knobs do.
 // -t nccl also moves the data to the GPU: device buffers (see perf_cuda.h), compared
 // with ncclAllReduce (-r nccl) instead of MPI.
@@ -45,6 +46,7 @@ struct PerfOptions {
   std::string csv_path;  // empty: no CSV
   std::string timeline_path;  // empty: no timeline of a model step
   std::vector<int> process_set;  // empty: the global set
+  int tensors = 1;               // --tensors: tensors per timed operation (perf_tensors.h)
   bool help = false;
   bool autotune = false;  // --model with KOLO_AUTOTUNE=1: tune, then time the frozen setting
 };

@@ -26,6 +26,7 @@
 #include "bench/perf_kolo.h"
 #include "bench/perf_mpi.h"
 #include "bench/perf_report.h"
+#include "bench/perf_tensors.h"
 
 namespace kolo::bench {
 namespace {
@@ -82,6 +83,12 @@ void print_header(const PerfOptions& o, int world_size, const CudaDevice* device
               "cudaStreamSynchronize"
             : "");
   }
+  if (o.tensors > 1) {
+    std::printf(
+        "#  --tensors %d: each op is %d tensors of the row's size, submitted together then "
+        "waited for; ref: %d blocking MPI calls; algbw and busbw count all %d\n",
+        o.tensors, o.tensors, o.tensors, o.tensors);
+  }
   if (o.collective == Collective::kAllgather || o.collective == Collective::kAlltoall) {
     std::printf(
         "#  kolo allocates the output (a std::vector in the handle) inside each timed op, as "
@@ -109,8 +116,9 @@ void print_header(const PerfOptions& o, int world_size, const CudaDevice* device
 // Prints one row (rank 0) and writes it as CSV; returns its busbw.
 double report_row(const PerfOptions& o, const SizeResult& r, int world_size, CsvWriter* csv) {
   const double bytes = static_cast<double>(r.shape.size()) * dtype_size(o.dtype);
+  const double moved = bytes * o.tensors;  // --tensors: every tensor's bytes
   const double factor = bus_factor(o.collective, world_size);
-  const double algbw = gb_per_second(bytes, r.time_s);
+  const double algbw = gb_per_second(moved, r.time_s);
   const double busbw = algbw * factor;
   const std::string type = dtype_name(o.dtype), transport = effective_transport();
   std::printf("  %10.0f %12lld %9s %6s %10s %10.2f %8.3f %8.3f %7lld", bytes,
@@ -131,7 +139,7 @@ double report_row(const PerfOptions& o, const SizeResult& r, int world_size, Csv
                                      std::to_string(world_size),
                                      collective_name(o.collective)};
   if (o.reference != Reference::kNone) {
-    const double ref_busbw = gb_per_second(bytes, r.ref_time_s) * factor;
+    const double ref_busbw = gb_per_second(moved, r.ref_time_s) * factor;
     const double speedup = r.time_s > 0 ? r.ref_time_s / r.time_s : 0.0;
     std::printf(" %11.2f %9.3f %8.2f", r.ref_time_s * 1e6, ref_busbw, speedup);
     fields[9] = format("%.3f", r.ref_time_s * 1e6);
@@ -161,6 +169,8 @@ int run_sweep(MPI_Comm comm, const PerfOptions& o, CudaDevice* device) {
   std::unique_ptr<SweepCase> coll;
   if (device != nullptr) {
     coll = std::make_unique<DeviceAllreduceCase>(comm, o, o.max_bytes, device);
+  } else if (o.tensors > 1) {
+    coll = std::make_unique<TensorsCase>(comm, o, o.max_bytes);
   } else {
     coll = std::make_unique<CollectiveCase>(comm, o, o.max_bytes);
   }
