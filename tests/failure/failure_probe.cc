@@ -11,7 +11,13 @@
 // after the error (before kolo_shutdown; for init and the shutdown orders,
 // after it). Usage: failure_probe <phase> <victim rank> <dir>.
 // Phases: init idle negotiate shm ring mpi barrier join teardown exit stop
-// shutdown-after-death, and the shutdown orders (order, idiom, busy; see below).
+// resume shutdown-after-death, and the shutdown orders (order, idiom, busy; see
+// below). In "resume" the victim stops with a handle pending, the survivors give
+// it up and exit, and the driver then resumes it: the victim reports too (its
+// pending handle must fail, naming a peer, rather than wait forever). In
+// "traced" nobody dies: the driver holds the victim in a tracing stop (as gdb -p
+// does) for longer than the timeout, then releases it; every rank must finish
+// its allreduces with KOLO_OK.
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -91,6 +97,42 @@ Outcome loop(int64_t count, bool victim, int die_at, int signal_number) {
     if (o.code != KOLO_OK) return o;
   }
   return Outcome{KOLO_OK, "no failure", monotonic_ms()};
+}
+
+// The "resume" victim: a name only it submits stays pending while it is stopped.
+Outcome stop_with_pending_handle() {
+  std::vector<float> data(4, 1.0f);
+  kolo_handle_t h = nullptr;
+  Outcome out;
+  out.code = kolo_allreduce_async("victim-only", data.data(), data.data(), 4, KOLO_FLOAT32,
+                                  KOLO_OP_SUM, 1.0, 1.0, KOLO_CPU_DEVICE, &h);
+  if (out.code != KOLO_OK) return Outcome{out.code, kolo_last_error(), monotonic_ms()};
+  die(SIGSTOP);  // until the driver's SIGCONT, after every survivor has exited
+  out.code = kolo_wait(h, -1.0);
+  out.message = kolo_handle_message(h);
+  kolo_handle_release(h);
+  out.at_ms = monotonic_ms();
+  return out;
+}
+
+// "traced": allreduces until the driver has released the victim (<dir>/released);
+// each call's sum counts the ranks that have seen the file, so all stop together.
+Outcome until_released() {
+  std::ofstream(g_dir + "/looping." + std::to_string(g_rank)) << "\n";
+  for (int i = 0;; ++i) {
+    float seen = std::ifstream(g_dir + "/released").good() ? 1.0f : 0.0f;
+    kolo_handle_t h = nullptr;
+    kolo_status_t code = kolo_allreduce_async(("r" + std::to_string(i)).c_str(), &seen, &seen,
+                                              1, KOLO_FLOAT32, KOLO_OP_SUM, 1.0, 1.0,
+                                              KOLO_CPU_DEVICE, &h);
+    if (code != KOLO_OK) return Outcome{code, kolo_last_error(), monotonic_ms()};
+    code = kolo_wait(h, -1.0);
+    const std::string message = kolo_handle_message(h);
+    kolo_handle_release(h);
+    if (code != KOLO_OK) return Outcome{code, message, monotonic_ms()};
+    if (seen > 0) return Outcome{KOLO_OK, "", monotonic_ms()};
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // pacing only
+  }
 }
 
 Outcome fail_in(kolo_status_t code) {
@@ -222,6 +264,10 @@ int main(int argc, char** argv) {
     o = loop(16, victim, 20, -1);
   } else if (phase == "stop") {
     o = loop(16, victim, 20, SIGSTOP);
+  } else if (phase == "resume") {
+    o = victim ? stop_with_pending_handle() : loop(16, false, 0, 0);
+  } else if (phase == "traced") {
+    o = until_released();
   } else {
     std::fprintf(stderr, "unknown phase %s\n", phase.c_str());
     return 2;

@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
 """Runs failure_probe under mpiexec.mpich -disable-auto-cleanup for one phase and
 checks what every survivor saw (see failure_probe.cc).
+In "resume" the stopped victim is resumed once every survivor has reported and
+exited, and must then report KOLO_ERR_RANK_FAILED for its pending handle and end.
+In "traced" the victim is held in a tracing stop (ptrace, as gdb -p does) for
+three timeouts, then released: every rank, the victim too, must end with KOLO_OK
+(exit status 77, a skip, where this process may not ptrace).
 
-Kill phases: the victim dies at the phase; every survivor must get
+Kill phases: the victim dies at the phase ("stop", "resume": is stopped); every survivor must get
 KOLO_ERR_RANK_FAILED naming the victim within the bound (the peer timeout plus
 slack), a later operation must fail the same way, kolo_shutdown must return
 within the bound, and the whole job must end (no survivor hangs). Shutdown
@@ -13,6 +18,7 @@ Usage: run_failure.py --mpiexec M --probe P --np N --phase PHASE [--timeout S]
 Prints one row per survivor: phase, np, rank, code, detect_ms, shutdown_ms.
 """
 import argparse
+import ctypes
 import os
 import re
 import signal
@@ -52,14 +58,65 @@ def command(args, victim, tmp):
     return cmd
 
 
-def kill_leftovers(tmp, ranks):
-    """Kills these ranks' processes (a stopped victim never ends by itself)."""
+def signal_ranks(tmp, ranks, signal_number):
     for rank in ranks:
         try:
             with open(os.path.join(tmp, "pid.%d" % rank)) as f:
-                os.kill(int(f.read()), signal.SIGKILL)
+                os.kill(int(f.read()), signal_number)
         except (OSError, ValueError):
             pass
+
+
+def kill_leftovers(tmp, ranks):
+    """Kills these ranks' processes (a stopped victim never ends by itself)."""
+    signal_ranks(tmp, ranks, signal.SIGKILL)
+
+
+PTRACE_ATTACH, PTRACE_DETACH, WALL = 16, 17, 0x40000000
+
+
+class Traced:
+    """Holds a process in a tracing stop, every thread, as gdb -p does."""
+
+    def __init__(self, pid):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p,
+                                     ctypes.c_void_p]
+        self.tids = []
+        for tid in sorted(int(t) for t in os.listdir("/proc/%d/task" % pid)):
+            if self.libc.ptrace(PTRACE_ATTACH, tid, None, None) != 0:
+                err = ctypes.get_errno()
+                self.release()
+                raise OSError(err, "ptrace(PTRACE_ATTACH, %d): %s" % (tid, os.strerror(err)))
+            os.waitpid(tid, WALL)
+            self.tids.append(tid)
+
+    def release(self):
+        for tid in self.tids:
+            self.libc.ptrace(PTRACE_DETACH, tid, None, None)
+        self.tids = []
+
+
+def hold_traced(args, victim, survivors, tmp):
+    """"traced": once every rank loops, holds the victim for three timeouts (or
+    until a survivor has given up on it), then releases it. False: no ptrace."""
+    while not all(os.path.exists(os.path.join(tmp, "looping.%d" % r)) for r in range(args.np)):
+        time.sleep(0.05)
+    with open(os.path.join(tmp, "pid.%d" % victim)) as f:
+        pid = int(f.read())
+    try:
+        traced = Traced(pid)
+    except OSError as e:
+        print("cannot trace rank %d: %s" % (victim, e))
+        open(os.path.join(tmp, "released"), "w").close()
+        return False
+    held = time.monotonic()
+    while time.monotonic() - held < 3 * args.timeout and not any(
+            os.path.exists(os.path.join(tmp, "result.%d" % r)) for r in survivors):
+        time.sleep(0.05)
+    traced.release()
+    open(os.path.join(tmp, "released"), "w").close()
+    return True
 
 
 def wait_job(job, args, victim, tmp, started):
@@ -67,6 +124,8 @@ def wait_job(job, args, victim, tmp, started):
     reported. Returns True if the job had to be killed at the limit."""
     survivors = [r for r in range(args.np) if r != victim]
     killed_victim = False
+    if args.phase == "traced" and not hold_traced(args, victim, survivors, tmp):
+        args.skipped = True
     # The ranks run detached from hydra (failure_probe.cc, Note [Hydra's kill
     # despite -disable-auto-cleanup]): wait for the job and for every rank.
     while job.poll() is None or any_alive(tmp, args.np):
@@ -82,12 +141,16 @@ def wait_job(job, args, victim, tmp, started):
         if args.phase == "stop" and reported and not killed_victim:
             kill_leftovers(tmp, [victim])
             killed_victim = True
+        if args.phase == "resume" and reported and not killed_victim and \
+                not any_alive(tmp, args.np, survivors):
+            signal_ranks(tmp, [victim], signal.SIGCONT)
+            killed_victim = True
         time.sleep(0.05)
     return False
 
 
-def any_alive(tmp, np):
-    for rank in range(np):
+def any_alive(tmp, np, ranks=None):
+    for rank in range(np) if ranks is None else ranks:
         try:
             with open(os.path.join(tmp, "pid.%d" % rank)) as f:
                 pid = int(f.read())
@@ -112,10 +175,12 @@ def check(args, victim, tmp):
     expected = "KOLO_ERR_RANK_FAILED"
     if args.phase == "exit":
         expected = ("KOLO_ERR_RANK_FAILED", "KOLO_ERR_SHUTDOWN")
+    elif args.phase == "traced":
+        expected = ("KOLO_OK",)
     elif args.phase in SHUTDOWN_PHASES + ("teardown", "shutdown-after-death"):
         expected = ("KOLO_OK", "KOLO_ERR_SHUTDOWN")
     for rank in range(args.np):
-        if rank == victim:
+        if rank == victim and args.phase not in ("resume", "traced"):
             continue
         path = os.path.join(tmp, "result.%d" % rank)
         if not os.path.exists(path):
@@ -133,10 +198,12 @@ def check(args, victim, tmp):
             # At init a survivor that gave up first has exited too and may be
             # the rank named.
             named = re.search(r"rank \d+", row["message"]) if args.phase == "init" else None
+            if rank == victim:  # "resume": any survivor may be the one named
+                named = re.search(r"rank \d+", row["message"])
             if "rank %d" % victim not in row["message"] and not named:
                 failures.append("rank %d: the message does not name rank %d: %s" %
                                 (rank, victim, row["message"]))
-            if float(row["detect_ms"]) > bound_ms:
+            if rank != victim and float(row["detect_ms"]) > bound_ms:
                 failures.append("rank %d: detected after %s ms (bound %d)" %
                                 (rank, row["detect_ms"], bound_ms))
             if args.phase != "init" and row["later"] != "KOLO_ERR_RANK_FAILED":
@@ -158,6 +225,7 @@ def main():
     p.add_argument("--slack-ms", type=int, default=2000)
     p.add_argument("--job-limit", type=float, default=60.0)
     args = p.parse_args()
+    args.skipped = False
     victim = victim_of(args.phase, args.np)
     with tempfile.TemporaryDirectory(prefix="kolo-failure-") as tmp:
         started = time.monotonic()
@@ -176,7 +244,7 @@ def main():
             for f in failures:
                 print("FAIL: " + f)
             return 1
-    return 0
+    return 77 if args.skipped else 0
 
 
 if __name__ == "__main__":

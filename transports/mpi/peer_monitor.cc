@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <sstream>
 
 #include "common/check.h"
@@ -31,6 +33,21 @@ int64_t monotonic_ns() {
 // declared silent. Never below 10 ms (idle coordinators wake this often).
 std::chrono::milliseconds interval_for(std::chrono::milliseconds timeout) {
   return std::max(std::chrono::milliseconds(10), timeout / 5);
+}
+
+// Whether `pid`'s main thread is in a tracing stop ('t' in /proc/<pid>/stat): a
+// debugger holds it. See Note [A debugger's stop is not a failure] in peer_monitor.h.
+bool held_by_debugger(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return false;
+  char text[512];
+  const size_t n = std::fread(text, 1, sizeof(text) - 1, f);
+  std::fclose(f);
+  text[n] = '\0';
+  const char* close = std::strrchr(text, ')');  // the command name may hold anything
+  return close && close[1] == ' ' && close[2] == 't';
 }
 
 std::string seconds(double s) {
@@ -76,6 +93,7 @@ Status PeerMonitor::start(MPI_Comm control, MPI_Comm local) {
     mine->pid = static_cast<int32_t>(getpid());
     KOLO_RETURN_IF_ERROR_AS_IS(arrive(local, &deadline));  // every line written
     pid_visible_.assign(window_->local_size(), false);
+    traced_ns_.assign(window_->local_size(), 0);
     for (int p = 0; p < window_->local_size(); ++p) {
       const pid_t pid = reinterpret_cast<Board*>(window_->segment(p))->pid;
       pid_visible_[p] = kill(pid, 0) == 0 || errno == EPERM;
@@ -207,10 +225,15 @@ void PeerMonitor::check_node(std::vector<std::string>* why) {
       why->push_back(who + " has exited");
       continue;
     }
-    const int64_t silent_ns = now_ns - peer->beat_ns.load(std::memory_order_relaxed);
-    if (silent_ns > std::chrono::nanoseconds(timeout_).count())
-      why->push_back(who + " has not been heard from for " + seconds(silent_ns * 1e-9) +
-                     " (KOLO_PEER_TIMEOUT_SECONDS is " + seconds(timeout_.count() * 1e-3) + ")");
+    const int64_t beat_ns = peer->beat_ns.load(std::memory_order_relaxed);
+    const int64_t silent_ns = now_ns - std::max(beat_ns, traced_ns_[p]);
+    if (silent_ns <= std::chrono::nanoseconds(timeout_).count()) continue;
+    if (pid_visible_[p] && held_by_debugger(peer->pid)) {
+      traced_ns_[p] = now_ns;  // a full timeout to beat again once released
+      continue;
+    }
+    why->push_back(who + " has not been heard from for " + seconds(silent_ns * 1e-9) +
+                   " (KOLO_PEER_TIMEOUT_SECONDS is " + seconds(timeout_.count() * 1e-3) + ")");
   }
 }
 

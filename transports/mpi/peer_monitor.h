@@ -9,7 +9,8 @@
 //   on the same clock. A node peer has failed when its process is gone
 //   (kill(pid, 0) answers ESRCH; only for pids this process could see at
 //   create(), so separate pid namespaces fall back to the heartbeat) or when its
-//   heartbeat is older than the timeout (a stopped or hung process).
+//   heartbeat is older than the timeout (a stopped or hung process), unless a
+//   debugger holds it (Note [A debugger's stop is not a failure]).
 // - Ranks on other nodes exchange heartbeat messages on the monitor's own
 //   duplicate of the control communicator (one receive posted per remote peer,
 //   one send to each at least every beat interval). A remote peer has failed
@@ -48,6 +49,18 @@
 #include "transports/mpi/shm_window.h"
 
 namespace kolo::mpi {
+
+// Note [A debugger's stop is not a failure]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// gdb -p stops every thread of a rank while it loads symbols (15 s for a Python
+// process with torch, measured on the shared machine), so looking at a stalled
+// job with a debugger made the other ranks declare the rank silent, fail and exit:
+// the stall turned into a false KOLO_ERR_RANK_FAILED and the evidence was gone. A
+// node peer whose process is in a tracing stop ('t' in /proc/<pid>/stat) is
+// therefore not failed however old its heartbeat; a plain SIGSTOP ('T') still is.
+// Its silence counts from the last time it was seen held, since a released rank's
+// beater runs only after its threads are let go (the main thread first). The proc
+// file is read only once a heartbeat is older than the timeout.
 
 class PeerMonitor : public Liveness {
  public:
@@ -93,6 +106,7 @@ class PeerMonitor : public Liveness {
   MPI_Comm comm_ = MPI_COMM_NULL;  // for the remote heartbeats
   std::unique_ptr<ShmWindow> window_;
   std::vector<bool> pid_visible_;  // by local rank
+  std::vector<int64_t> traced_ns_;  // by local rank: when last seen held by a debugger
   std::vector<Remote> remotes_;
   std::chrono::steady_clock::time_point next_check_{};
   std::chrono::steady_clock::time_point next_send_{};
