@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "api_dtypes.h"
 #include "kolo/kolo.h"
 
 namespace kolo_test {
@@ -42,6 +43,14 @@ class KoloTest : public ::testing::Test {
   int rank_ = -1;
   int size_ = -1;
 };
+
+// Every kolo dtype, for typed tests (TYPED_TEST_SUITE(Suite, AllDtypes)).
+using AllDtypes = ::testing::Types<
+    kolo_test_types::Plain<uint8_t, KOLO_UINT8>, kolo_test_types::Plain<int8_t, KOLO_INT8>,
+    kolo_test_types::Plain<uint16_t, KOLO_UINT16>, kolo_test_types::Plain<int16_t, KOLO_INT16>,
+    kolo_test_types::Plain<int32_t, KOLO_INT32>, kolo_test_types::Plain<int64_t, KOLO_INT64>,
+    kolo_test_types::Half, kolo_test_types::Bf16, kolo_test_types::Plain<float, KOLO_FLOAT32>,
+    kolo_test_types::Plain<double, KOLO_FLOAT64>, kolo_test_types::Bool>;
 
 inline kolo_device_t cpu() {
   kolo_device_t d;

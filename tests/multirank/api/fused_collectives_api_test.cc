@@ -27,11 +27,7 @@ using Type = kolo_test_types::Plain<T, D>;
 template <typename T>
 class FusedDtype : public KoloTest {};
 
-using Dtypes = ::testing::Types<Type<uint8_t, KOLO_UINT8>, Type<int8_t, KOLO_INT8>,
-                                Type<uint16_t, KOLO_UINT16>, Type<int16_t, KOLO_INT16>,
-                                Type<int32_t, KOLO_INT32>, Type<int64_t, KOLO_INT64>, Half, Bf16,
-                                Type<float, KOLO_FLOAT32>, Type<double, KOLO_FLOAT64>, Bool>;
-TYPED_TEST_SUITE(FusedDtype, Dtypes);
+TYPED_TEST_SUITE(FusedDtype, AllDtypes);
 
 constexpr int kTensors = 12;
 
