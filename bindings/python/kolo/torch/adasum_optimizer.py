@@ -41,11 +41,13 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
                                  for group in self.param_groups for p in group["params"]}
         self._register_hooks()
 
-    # The same as the averaging optimizer's: naming, and the hook that counts backward
-    # passes and calls this class's _allreduce_grad_async on the last one.
+    # The same as the averaging optimizer's: naming, the hook that counts backward
+    # passes and calls this class's _allreduce_grad_async on the last one, and
+    # zero_grad's refusal while gradients are still being reduced.
     _names = _DistributedOptimizer.__dict__["_names"]
     set_backward_passes_per_step = _DistributedOptimizer.__dict__["set_backward_passes_per_step"]
     _make_hook = _DistributedOptimizer.__dict__["_make_hook"]
+    zero_grad = _DistributedOptimizer.__dict__["zero_grad"]
 
     def _register_hooks(self):
         for group in self.param_groups:
@@ -106,10 +108,3 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
             self._handles.clear()
         return loss
 
-    def zero_grad(self, *args, **kwargs):
-        if self._handles:
-            raise AssertionError(
-                "optimizer.zero_grad() was called after loss.backward() but before "
-                "optimizer.step() or optimizer.synchronize(): the gradients are still being "
-                "reduced.")
-        return super(self.__class__, self).zero_grad(*args, **kwargs)
