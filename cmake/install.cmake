@@ -19,6 +19,7 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/include/kolo/kolo.h
   ${PROJECT_SOURCE_DIR}/include/kolo/kolo.hpp
   ${PROJECT_SOURCE_DIR}/include/kolo/kolo_groups.hpp
+  ${PROJECT_SOURCE_DIR}/include/kolo/kolo_sets.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kolo)
 if(TARGET kolo-info)
   install(TARGETS kolo-info RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -20,7 +20,7 @@ step "install into $prefix"
 "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log" || {
   cat "$work/install.log"; fail "cmake --install"; }
 
-for f in include/kolo/kolo.h include/kolo/kolo.hpp include/kolo/kolo_groups.hpp bin/kolo-info bin/kolorun; do
+for f in include/kolo/kolo.h include/kolo/kolo.hpp include/kolo/kolo_groups.hpp include/kolo/kolo_sets.hpp bin/kolo-info bin/kolorun; do
   [[ -f $prefix/$f ]] || fail "$f is not installed"
 done
 libdir=$(dirname "$(find "$prefix" -name 'libkolo.so' -print -quit)")
