@@ -3,7 +3,14 @@
 // same pre-faulted buffers. Run under mpiexec on one node, e.g.
 //
 //   mpiexec.mpich -bind-to core -n 2 build/bin/shm_collectives_bench
+//       [--engine=auto|slots|single] [--slot_bytes=N] [--stream_from=N]
 //
+// --engine picks the engine's path for every call: auto (the default rule),
+// slots (data through the slots only) or single (single copy from 0 bytes,
+// where the node allows it); --slot_bytes the slot size (default the engine's);
+// --stream_from the output size from which outputs are written with streaming
+// stores (default the engine's).
+// Sizes 4 KiB to 256 MiB (x16, plus 4 and 64 MiB); buffers of 256 MiB per rank.
 // Every rank runs the same benchmarks with the same fixed iteration counts (a
 // collective cannot let each rank choose its own); rank 0 reports. Bytes are
 // those of the perf tool's rows: allgather and alltoall the output, reducescatter
@@ -13,6 +20,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -26,7 +36,8 @@ namespace {
 using transport::CollectiveOp;
 using transport::CollectiveView;
 
-constexpr int64_t kMaxBytes = int64_t{64} << 20;
+constexpr int64_t kMaxBytes = int64_t{256} << 20;
+constexpr int64_t kMovedBytes = int64_t{64} << 20;  // about this much moved per benchmark
 
 struct Setup {
   std::unique_ptr<ShmCollectives> engine;
@@ -102,9 +113,11 @@ void register_all() {
       {"alltoall", CollectiveOp::kAlltoall},
       {"reducescatter", CollectiveOp::kReducescatter}};
   for (const auto& [name, op] : ops) {
-    for (int64_t bytes = 4 << 10; bytes <= kMaxBytes; bytes *= 16) {
-      // A fixed count, the same on every rank: about 64 MiB moved per benchmark.
-      const int64_t iterations = std::max<int64_t>(5, std::min<int64_t>(2000, kMaxBytes / bytes));
+    for (int64_t bytes : {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{4} << 20,
+                          int64_t{16} << 20, int64_t{64} << 20, kMaxBytes}) {
+      // A fixed count, the same on every rank: about kMovedBytes per benchmark.
+      const int64_t iterations =
+          std::max<int64_t>(5, std::min<int64_t>(2000, kMovedBytes / bytes));
       for (bool shm : {true, false}) {
         const std::string label = std::string(shm ? "BM_Shm/" : "BM_Mpi/") + name;
         benchmark::RegisterBenchmark(label.c_str(), shm ? BM_Shm : BM_Mpi, op)
@@ -126,21 +139,64 @@ class SilentReporter : public benchmark::BenchmarkReporter {
 }  // namespace
 }  // namespace kolo::mpi
 
+namespace kolo::mpi {
+namespace {
+
+struct Flags {
+  std::string engine = "auto";
+  size_t slot_bytes = ShmCollectives::kDefaultSlotBytes;
+  size_t stream_from = 0;  // 0: the engine's default
+};
+
+// Takes this bench's own flags out of argv (the rest are Google Benchmark's).
+bool parse_flags(int* argc, char** argv, Flags* f) {
+  int kept = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--engine=", 0) == 0) {
+      f->engine = a.substr(9);
+      if (f->engine != "auto" && f->engine != "slots" && f->engine != "single") return false;
+    } else if (a.rfind("--stream_from=", 0) == 0) {
+      f->stream_from = std::strtoull(a.c_str() + 14, nullptr, 10);
+    } else if (a.rfind("--slot_bytes=", 0) == 0) {
+      f->slot_bytes = std::strtoull(a.c_str() + 13, nullptr, 10);
+      if (f->slot_bytes == 0) return false;
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  *argc = kept;
+  return true;
+}
+
+}  // namespace
+}  // namespace kolo::mpi
+
 int main(int argc, char** argv) {
   using namespace kolo::mpi;
   MPI_Init(&argc, &argv);
+  Flags flags;
+  if (!parse_flags(&argc, argv, &flags)) {
+    fprintf(stderr, "shm_collectives_bench: --engine=auto|slots|single, --slot_bytes=N > 0\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   Setup& s = setup();
   MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &s.size);
   // Pre-faulted, as kolo's own buffers are.
   s.in.assign(static_cast<size_t>(kMaxBytes), 1);
   s.out.assign(static_cast<size_t>(kMaxBytes), 2);
-  kolo::Status made = ShmCollectives::create(MPI_COMM_WORLD, ShmCollectives::kDefaultSlotBytes,
-                                             nullptr, &s.engine);
+  kolo::Status made = ShmCollectives::create(MPI_COMM_WORLD, flags.slot_bytes, nullptr, &s.engine);
   if (!made.ok()) {
     fprintf(stderr, "shm_collectives_bench: %s\n", made.to_string().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  if (flags.engine == "slots") s.engine->set_single_copy_min_bytes(SIZE_MAX);
+  if (flags.engine == "single") s.engine->set_single_copy_min_bytes(0);
+  if (flags.stream_from > 0) s.engine->set_stream_output_min_bytes(flags.stream_from);
+  benchmark::AddCustomContext("engine", flags.engine);
+  benchmark::AddCustomContext("slot_bytes", std::to_string(s.engine->slot_bytes()));
+  benchmark::AddCustomContext("single_copy", s.engine->single_copy() ? "yes" : "no");
   benchmark::Initialize(&argc, argv);
   register_all();
   if (s.rank == 0) {

@@ -31,8 +31,10 @@
 //                  output factor there, in cache.
 //
 // Every byte crosses between cores once: written by its owner into the owner's
-// slot (which stays in cache, a slot being small), read by its reader into the
-// final output. A call needs as many rounds as its largest piece; every rank
+// slot (which stays in cache), read by its reader into the final output. A
+// rank's own block goes to the slot and its output in one pass (Note [One pass
+// over the own block]); large outputs are streamed (Note [Streaming the
+// output]). A call needs as many rounds as its largest piece; every rank
 // computes the same number from the headers.
 //
 // The headers: in its first round each rank publishes op, dtype, root, count,
@@ -44,6 +46,7 @@
 #include "transports/mpi/shm_collectives.h"
 
 #include <unistd.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cstring>
@@ -54,7 +57,7 @@
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/peer_read.h"
-#include "transports/mpi/shm_transport.h"
+#include "transports/mpi/shm_pass.h"
 
 namespace kolo::mpi {
 namespace {
@@ -75,14 +78,13 @@ const char* const kFieldNames[] = {"collective", "dtype", "root", "count", "redu
 
 // Note [Collective slot size]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A slot is written once and read once per round, by different cores; small
-// enough that it (and its twin) stay in the writer's and reader's L2 between the
-// two, large enough that the two counter round trips per round are a small part of
-// the round. 256 KiB: two slots of it, the reader's copy of the peer's and its
-// own output piece fit the 1-2 MiB L2 of the development VM's cores with room;
-// half the allreduce's slot, which holds a whole slice where this one holds one
-// rank's part. Not yet measured against other sizes on a quiet machine (the
-// machine was loaded 25-30 deep on 2 cores when this was written).
+// 1 MiB, by measurement (shm_collectives_bench --engine=slots --slot_bytes=S,
+// 2 ranks, quiet; the table is in docs/perf, "Design measurements"): against
+// 256 KiB it takes a 64 MiB broadcast from 8.7 to 5.5 ms, a 1 MiB one from 116
+// to 37 us, the others by 5-15%; 512 KiB is as good except for broadcast, and
+// 2 MiB, a slot pair no longer fitting the 2 MiB L2, slows the others 10-20%.
+// Fewer rounds save each round's two counter hand-offs; broadcast, whose rounds
+// are a chain from the root, gains most. The window holds 2 slots per rank.
 
 bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   const char* x = static_cast<const char*>(a);
@@ -135,6 +137,10 @@ struct ShmCollectives::Call {
   const CollectiveView* view = nullptr;
   const char* in = nullptr;  // the view's input, or staging_ when it overlaps the output
   char* out = nullptr;
+  // Broadcast: what the root publishes (its output, or its input when that is
+  // elsewhere: Note [One pass over the own block]).
+  const char* bcast_src = nullptr;
+  bool stream = false;  // the output is written with streaming stores
   size_t elem = 4;
   int n = 1, me = 0;
   uint64_t first = 0;       // the call's first round
@@ -281,9 +287,16 @@ Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
     std::memcpy(staging_.data(), c.in, in_bytes);
     c.in = staging_.data();
   }
+  c.bcast_src = c.out;
   if (op == CollectiveOp::kBroadcast && c.me == view.root && view.input != view.output &&
-      view.count > 0)
-    std::memmove(c.out, view.input, c.bytes(view.count));
+      view.count > 0) {
+    if (overlaps(view.input, c.bytes(view.count), c.out, c.bytes(view.count)) || c.n == 1)
+      std::memmove(c.out, view.input, c.bytes(view.count));
+    else
+      c.bcast_src = c.in;  // copied to the output as it is posted
+  }
+  c.stream = (op == CollectiveOp::kAllgather || op == CollectiveOp::kAlltoall) &&
+             out_bytes >= stream_output_min_bytes_;
   if (c.n == 1) {
     run_alone(c);
     return Status::OK();
@@ -322,7 +335,7 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   h[kCount] = bcast ? v.count : 0;
   h[kReduceOp] = reduces ? static_cast<int64_t>(v.reduction.op) : 0;
   h[kPid] = static_cast<int64_t>(getpid());
-  h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(bcast ? c.out : c.in));
+  h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(bcast ? c.bcast_src : c.in));
   for (int i = 0; i < c.n; ++i) {
     h[kFields + i] = c.op == CollectiveOp::kAlltoall ? v.send_counts[i]
                      : bcast                         ? 0
@@ -363,6 +376,43 @@ Status ShmCollectives::check_headers(const Call& c) const {
   return Status::OK();
 }
 
+// Note [One pass over the own block]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// An allgather rank's own block, and a broadcast root's input when it is not its
+// output, go to two places: the slot (for the peers) and the rank's output.
+// Copied to each separately the block is read from memory twice; post_own()
+// walks it in L1-sized pieces instead, each copied into the slot and from there
+// (in L1) into the output. Bytes a rank moves to or from memory per byte of a
+// 2-rank allgather's output (slot traffic, which stays in cache, aside): input
+// read 1 -> 0.5, output written 1 (plus 1 read for ownership, unless streamed:
+// Note [Streaming the output]). Alltoall's own block goes from input to output
+// once, and reducescatter reads each input byte once, already.
+void ShmCollectives::post_own(const Call& c, char* slot, const char* src, char* out,
+                              size_t bytes) const {
+  if (out == src) {  // in place: only the slot
+    copy_bytes(slot, src, bytes);
+    return;
+  }
+  for (size_t at = 0; at < bytes; at += shm::kPieceBytes) {
+    const size_t m = std::min(shm::kPieceBytes, bytes - at);
+    std::memcpy(slot + at, src + at, m);
+    shm::copy(out + at, slot + at, m, c.stream);
+  }
+}
+
+// Note [Streaming the output]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A plain store first reads the line it writes (read for ownership); an output
+// too large to stay in cache is then read from memory and written back, where a
+// streaming store only writes it. So allgathers and alltoalls whose output has
+// kStreamOutputMinBytes (16 MiB) or more write it with streaming stores, and
+// fence before run() returns. Measured quiet (shm_collectives_bench
+// --stream_from, docs/perf): 64 MiB allgather 7.6 -> 6.1 ms, alltoall 9.1 ->
+// 7.5; at 4 MiB streaming is slower (216 -> 359 us), the output still being in
+// the 32 MiB L3 when the caller reads it. Broadcast gains nothing (64 MiB 4.99
+// -> 4.93 ms, 16 MiB slower) and is not streamed; reducescatter's output is
+// written by the reduction and is not streamed either (not measured).
+
 // Step 1 of round k of the call: this rank's part into its slot.
 void ShmCollectives::post(const Call& c, int64_t k) {
   const CollectiveView& v = *c.view;
@@ -370,10 +420,12 @@ void ShmCollectives::post(const Call& c, int64_t k) {
   const int64_t lo = c.lo(k);
   switch (c.op) {
     case CollectiveOp::kAllgather:
-      copy_bytes(mine, c.in + c.bytes(lo), c.bytes(c.len(v.recv_counts[c.me], k)));
+      post_own(c, mine, c.in + c.bytes(lo), c.out + c.bytes((*c.displs_out)[c.me] + lo),
+               c.bytes(c.len(v.recv_counts[c.me], k)));
       return;
     case CollectiveOp::kBroadcast:
-      if (c.me == v.root) copy_bytes(mine, c.out + c.bytes(lo), c.bytes(c.len(v.count, k)));
+      if (c.me == v.root)
+        post_own(c, mine, c.bcast_src + c.bytes(lo), c.out + c.bytes(lo), c.bytes(c.len(v.count, k)));
       return;
     case CollectiveOp::kAlltoall:
     case CollectiveOp::kReducescatter: {
@@ -396,7 +448,8 @@ void ShmCollectives::consume(const Call& c, int64_t k) {
   const uint64_t g = c.first + static_cast<uint64_t>(k);
   const int64_t lo = c.lo(k);
   if (c.op == CollectiveOp::kBroadcast) {
-    if (c.me != v.root) copy_bytes(c.out + c.bytes(lo), slot(v.root, g), c.bytes(c.len(v.count, k)));
+    const size_t m = c.bytes(c.len(v.count, k));
+    if (c.me != v.root && m > 0) shm::copy(c.out + c.bytes(lo), slot(v.root, g), m, c.stream);
     return;
   }
   if (c.op == CollectiveOp::kReducescatter) {
@@ -416,10 +469,11 @@ void ShmCollectives::consume(const Call& c, int64_t k) {
     transport::finish_output(v.reduction, dst, m, v.dtype);
     return;
   }
-  // Allgather, alltoall: from each rank p, its piece for this rank.
+  // Allgather, alltoall: from each rank p, its piece for this rank (allgather's
+  // own piece went to the output in post()).
   for (int p = 0; p < c.n; ++p) {
     const int64_t m = c.len(v.recv_counts[p], k);
-    if (m == 0) continue;
+    if (m == 0 || (p == c.me && c.op == CollectiveOp::kAllgather)) continue;
     char* dst = c.out + c.bytes((*c.displs_out)[p] + lo);
     const char* src = nullptr;
     if (p != c.me) {
@@ -427,7 +481,7 @@ void ShmCollectives::consume(const Call& c, int64_t k) {
     } else {
       src = c.in + c.bytes((c.op == CollectiveOp::kAlltoall ? (*c.displs_in)[c.me] : 0) + lo);
     }
-    if (src != dst) copy_bytes(dst, src, c.bytes(m));
+    if (src != dst) shm::copy(dst, src, c.bytes(m), c.stream);
   }
 }
 
@@ -460,6 +514,7 @@ Status ShmCollectives::run_call(Call& c) {
     // Note [Single copy for large calls]: done only once every peer is done
     // reading this rank's buffer, which the caller may change once run() returns.
     Status copied = copy_direct(c);
+    if (c.stream) _mm_sfence();  // round 0's own piece may have been streamed
     __atomic_store_n(counter(c.me, kDone), g0 + 1, __ATOMIC_RELEASE);
     next_round_ = g0 + 1;
     KOLO_RETURN_IF_ERROR_AS_IS(copied);
@@ -479,29 +534,23 @@ Status ShmCollectives::run_call(Call& c) {
     __atomic_store_n(counter(c.me, kDone), g + 1, __ATOMIC_RELEASE);
   }
   next_round_ = g0 + static_cast<uint64_t>(c.rounds);
+  if (c.stream) _mm_sfence();  // the caller's loads after run() see the streamed output
   return Status::OK();
 }
 
-ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine)
-    : engine_(std::move(engine)) {}
-
-ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine,
-                           std::unique_ptr<ShmCollectives> collectives)
-    : engine_(std::move(engine)), collectives_(std::move(collectives)) {}
-
-ShmTransport::~ShmTransport() = default;
-
 // Note [Single copy for large calls]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Through the slots every byte is copied twice. Where the node allows it
-// (peer_read.h), a call whose largest block is at least kSingleCopyMinBytes
-// instead reads the peers' buffers straight into the output, once, at the
-// addresses the headers give: the first round's slot pieces are then unused
-// (at most a slot, a quarter of such a call's smallest block and less as it
-// grows). Reducescatter reads each peer's piece into a private scratch that
-// stays in cache and reduces from there. Every rank decides from the headers,
-// so every rank decides alike; each marks done and waits for every peer's done
-// before it returns, so no buffer changes while a peer still reads it.
+// Where the node allows it (peer_read.h), a call whose largest block is at
+// least single_copy_min_bytes_ can read the peers' buffers straight into the
+// output, at the addresses the headers give; reducescatter reads each peer's
+// piece into a private scratch and reduces from there. Every rank decides from
+// the headers, so alike; each marks done and waits for every peer's done before
+// it returns, so no buffer changes while a peer still reads it. Off by default
+// (kSingleCopyMinBytes is SIZE_MAX): quiet, process_vm_readv moves 5.4 GB/s on
+// this VM where memcpy moves 9.7, and the slots won at every size from 1 to
+// 256 MiB, 2 ranks and 4 on 2 cores (64 MiB allgather 8.8 against 13.0 ms;
+// docs/perf, "Design measurements"). Kept for nodes where such reads run at
+// copy speed; the bench's --engine=single measures it.
 Status ShmCollectives::copy_direct(const Call& c) {
   const CollectiveView& v = *c.view;
   auto pid = [&](int p) { return static_cast<pid_t>(header(p, c.first)[kPid]); };
@@ -511,7 +560,10 @@ Status ShmCollectives::copy_direct(const Call& c) {
   };
   switch (c.op) {
     case CollectiveOp::kBroadcast:
-      if (c.me == v.root) return Status::OK();
+      if (c.me == v.root) {
+        if (c.bcast_src != c.out) copy_bytes(c.out, c.bcast_src, c.bytes(v.count));
+        return Status::OK();
+      }
       return read_peer(pid(v.root), at(v.root, 0), c.out, c.bytes(v.count));
     case CollectiveOp::kReducescatter:
       return reduce_direct(c);
@@ -565,41 +617,6 @@ Status ShmCollectives::reduce_direct(const Call& c) {
     transport::finish_output(r, dst, m, v.dtype);
   }
   return Status::OK();
-}
-
-// Note [Which collectives shm takes]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// With single-copy reads (Note [Single copy for large calls]) shm takes every
-// collective. Without them the engine moves every byte twice, and MPICH (which
-// may have a single copy of its own) beat it 2-2.5x at 16 MiB in
-// shm_collectives_bench while the engine won at 4 KiB to 1 MiB: so shm then takes
-// allgather, broadcast and reducescatter below kShmCollectiveMaxBytes (sizes that
-// are the same on every rank) and leaves larger ones, and alltoall (a rank knows
-// only its own row of the counts), to MPI (docs/perf, "Design measurements").
-// single_copy() is the same on every rank of the node.
-constexpr int64_t kShmCollectiveMaxBytes = int64_t{4} << 20;
-
-Status ShmTransport::supports_collective(CollectiveOp op, const CollectiveView& view) const {
-  if (!collectives_) return Transport::supports_collective(op, view);
-  KOLO_RETURN_IF_ERROR_AS_IS(collectives_->supports(op, view));
-  if (collectives_->single_copy()) return Status::OK();
-  const std::string what = std::string("shm ") + collective_op_name(op);
-  if (op == CollectiveOp::kAlltoall)
-    return unsupported(what + ": left to MPI (Note [Which collectives shm takes])");
-  const int64_t count = op == CollectiveOp::kBroadcast ? view.count : total(view.recv_counts);
-  const int64_t bytes = count * static_cast<int64_t>(dtype_size(view.dtype));
-  if (bytes >= kShmCollectiveMaxBytes) {
-    return unsupported(what + ": " + std::to_string(bytes) + " bytes, MPI's from " +
-                       std::to_string(kShmCollectiveMaxBytes) +
-                       " (Note [Which collectives shm takes])");
-  }
-  return Status::OK();
-}
-
-std::unique_ptr<transport::Work> ShmTransport::collective(CollectiveOp op,
-                                                          const CollectiveView& view) {
-  if (!collectives_) return Transport::collective(op, view);
-  return std::make_unique<transport::CompletedWork>(collectives_->run(op, view));
 }
 
 }  // namespace kolo::mpi

@@ -34,7 +34,7 @@ namespace kolo::mpi {
 class ShmCollectives {
  public:
   // Bytes of one slot: what a rank publishes per round. See Note [Collective slot size].
-  static constexpr size_t kDefaultSlotBytes = size_t{256} << 10;
+  static constexpr size_t kDefaultSlotBytes = size_t{1} << 20;
 
   // Collective over `local` (the node communicator): allocates and pre-faults the
   // window (a control block, then two headers and two slots per rank). Every
@@ -55,7 +55,12 @@ class ShmCollectives {
   // the same on every rank, before the next run(). Tests set 0 (always) or
   // SIZE_MAX (never).
   void set_single_copy_min_bytes(size_t bytes) { single_copy_min_bytes_ = bytes; }
-  static constexpr size_t kSingleCopyMinBytes = size_t{1} << 20;
+  static constexpr size_t kSingleCopyMinBytes = SIZE_MAX;
+  // Allgathers and alltoalls whose output has at least this many bytes write it
+  // with streaming stores (Note [Streaming the output]). Tests set 0 (always)
+  // or SIZE_MAX (never).
+  void set_stream_output_min_bytes(size_t bytes) { stream_output_min_bytes_ = bytes; }
+  static constexpr size_t kStreamOutputMinBytes = size_t{16} << 20;
 
   int local_rank() const { return window_->local_rank(); }
   int local_size() const { return window_->local_size(); }
@@ -69,6 +74,7 @@ class ShmCollectives {
   void write_header(const Call& call, int64_t* header) const;
   Status check_headers(const Call& call) const;
   void post(const Call& call, int64_t k);
+  void post_own(const Call& call, char* slot, const char* src, char* out, size_t bytes) const;
   void consume(const Call& call, int64_t k);
   void run_alone(const Call& call);
   Status copy_direct(const Call& call);
@@ -91,6 +97,7 @@ class ShmCollectives {
   Status broken_;
   bool single_copy_ = false;
   size_t single_copy_min_bytes_ = kSingleCopyMinBytes;
+  size_t stream_output_min_bytes_ = kStreamOutputMinBytes;
   std::vector<char> scratch_;  // reduce_direct's peer piece: slot_bytes_, pre-faulted
 };
 

@@ -1,8 +1,9 @@
 // The "shm" transport's collectives other than allreduce (shm_collectives.h)
 // under mpiexec (one node): allgather(v), broadcast, alltoall(v) and
 // reducescatter, exact in every dtype, with uneven splits and empty blocks, from
-// every root, in place and not, every op with the factors; through an engine
-// with tiny slots (many rounds, both slots reused) and through the world's;
+// every root, in place and not, every op with the factors; through engines
+// with tiny and odd slots (many rounds, both slots reused), streamed outputs,
+// single copy, and through the world's;
 // ranks that disagree; a failed peer.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -151,15 +152,19 @@ class ShmCollectivesTest : public ::testing::Test {};
 TYPED_TEST_SUITE(ShmCollectivesTest, AllDtypes);
 
 // A 256-byte slot (a 64-byte region per peer at 4 ranks): blocks of 0 to
-// hundreds of elements cross many rounds; then a default slot, blocks of 0 to
-// thousands of elements; then single copy for every call (reducescatter in
+// hundreds of elements cross many rounds; a 1000-byte slot (960 used; regions
+// of 960, 448 and 320 bytes at 2, 3 and 4 ranks, not a multiple of most
+// elements' blocks) with every output streamed; then a default slot, blocks of 0
+// to thousands of elements; then single copy for every call (reducescatter in
 // pieces of the 256-byte scratch), where the node allows it.
 TYPED_TEST(ShmCollectivesTest, EveryCollectiveExact) {
   std::unique_ptr<ShmCollectives> tiny = engine(256);
+  std::unique_ptr<ShmCollectives> odd = engine(1000);
+  odd->set_stream_output_min_bytes(0);
   std::unique_ptr<ShmCollectives> large = engine(ShmCollectives::kDefaultSlotBytes);
   std::unique_ptr<ShmCollectives> direct = engine(256);  // single copy (where the node allows)
   direct->set_single_copy_min_bytes(0);
-  for (ShmCollectives* e : {tiny.get(), large.get(), direct.get()}) {
+  for (ShmCollectives* e : {tiny.get(), odd.get(), large.get(), direct.get()}) {
     const std::vector<int64_t> bases =
         e == large.get() ? std::vector<int64_t>{1000} : std::vector<int64_t>{1, 65};
     for (int64_t base : bases) {
@@ -174,16 +179,22 @@ TYPED_TEST(ShmCollectivesTest, EveryCollectiveExact) {
   }
 }
 
-// Blocks larger than the default slot: many full rounds on the default engine.
+// Blocks larger than the default slot (1 MiB; a peer's alltoall region of it
+// 349,504 bytes at 4 ranks): several full rounds and a partial one on the
+// default engine, through the slots with plain and streamed outputs, and by
+// single copy where the node allows it.
 TEST(ShmCollectives, LargeBlocks) {
   std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
-  for (size_t single_copy_from : {size_t{0}, SIZE_MAX}) {
-    e->set_single_copy_min_bytes(single_copy_from);
-    check_allgather<float>(*e, 100003, false);
-    check_alltoall<int32_t>(*e, 70001);
-    check_reducescatter<double>(*e, 50001, ReduceOp::kSum, false);
-    check_reducescatter<float>(*e, 50001, ReduceOp::kMax, true);
-    check_broadcast<uint8_t>(*e, (1 << 20) + 5, size() - 1, true);
+  for (int way = 0; way < 3; ++way) {
+    e->set_single_copy_min_bytes(way == 0 ? 0 : SIZE_MAX);
+    e->set_stream_output_min_bytes(way == 2 ? 0 : SIZE_MAX);
+    check_allgather<float>(*e, 300007, false);
+    check_allgather<int16_t>(*e, 600001, true);
+    check_alltoall<int32_t>(*e, 200003);
+    check_reducescatter<double>(*e, 150001, ReduceOp::kSum, false);
+    check_reducescatter<float>(*e, 150001, ReduceOp::kMax, true);
+    check_broadcast<uint8_t>(*e, (3 << 20) + 5, size() - 1, true);
+    check_broadcast<int64_t>(*e, (1 << 19) + 3, 0, false);
   }
   // Informational: whether this node gave the single-copy path above.
   if (rank() == 0) std::printf("single copy between ranks: %s\n", e->single_copy() ? "yes" : "no");
@@ -331,19 +342,19 @@ TEST(ShmCollectives, TransportSupports) {
   CollectiveView b = view_of<float>(nullptr, nullptr);
   b.root = size();
   EXPECT_EQ(shm.supports_collective(CollectiveOp::kBroadcast, b).code(), Code::kInvalidArgument);
-  // Note [Which collectives shm takes]: without single copy, large ones and
-  // alltoall go to MPI (the probe answers alike for every engine of the node).
-  const bool single_copy = engine(256)->single_copy();
-  const Code without = single_copy ? Code::kOk : Code::kUnsupported;
+  // Note [Which collectives shm takes]: every collective at every size, on
+  // every rank alike (the answer depends on the view only).
   b.root = 0;
-  b.count = (4 << 20) / 4 - 1;
-  EXPECT_TRUE(shm.supports_collective(CollectiveOp::kBroadcast, b).ok());
-  b.count += 1;
-  EXPECT_EQ(shm.supports_collective(CollectiveOp::kBroadcast, b).code(), without);
-  CollectiveView a = view_of<float>(nullptr, nullptr);
-  a.send_counts.assign(static_cast<size_t>(size()), 1);
-  a.recv_counts = a.send_counts;
-  EXPECT_EQ(shm.supports_collective(CollectiveOp::kAlltoall, a).code(), without);
+  for (int64_t count : {int64_t{1}, int64_t{1} << 20, int64_t{64} << 20}) {
+    b.count = count;
+    EXPECT_TRUE(shm.supports_collective(CollectiveOp::kBroadcast, b).ok()) << count;
+    CollectiveView a = view_of<float>(nullptr, nullptr);
+    a.send_counts.assign(static_cast<size_t>(size()), count);
+    a.recv_counts = a.send_counts;
+    EXPECT_TRUE(shm.supports_collective(CollectiveOp::kAlltoall, a).ok()) << count;
+    EXPECT_TRUE(shm.supports_collective(CollectiveOp::kAllgather, a).ok()) << count;
+    EXPECT_TRUE(shm.supports_collective(CollectiveOp::kReducescatter, a).ok()) << count;
+  }
   // Through the transport: a real allgather.
   std::vector<int32_t> in(5, rank()), out(5 * static_cast<size_t>(size()));
   CollectiveView g = view_of<int32_t>(in.data(), out.data());
