@@ -105,6 +105,8 @@ Status Executor::start_alltoall(TensorEntry& entry, const Response& response,
   CollectiveView view = view_of(entry);
   std::vector<int64_t> received(n);
   int64_t total = 0;
+  view.alltoall_total = 0;
+  for (int64_t rows : response.rows_matrix) view.alltoall_total += rows * p.row_count;
   for (int r = 0; r < n; ++r) {
     view.send_counts.push_back(response.rows_matrix[rank_ * n + r] * p.row_count);
     received[r] = response.rows_matrix[r * n + rank_];

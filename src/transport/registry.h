@@ -64,7 +64,12 @@ class Selector {
   // logged at debug level.
   Status select_collective(CollectiveOp op, const CollectiveView& view, Transport** chosen) const;
   // The candidates for a collective, in the order they are tried (exposed for tests).
-  std::vector<Transport*> collective_order(const CollectiveView& view) const;
+  std::vector<Transport*> collective_order(CollectiveOp op, const CollectiveView& view) const;
+  // From this many bytes "auto" sends a collective over several nodes of equal
+  // size to "hierarchical" (Note [Which transport runs the other collectives]);
+  // the bytes are the call's output (allgather), input (reducescatter), buffer
+  // (broadcast), or the average a rank sends (alltoall).
+  static size_t hierarchical_min_bytes(CollectiveOp op);
 
   // The auto order for a bucket (names), exposed for tests.
   std::vector<std::string> auto_order(const Bucket& bucket) const;
@@ -84,6 +89,7 @@ class Selector {
   static constexpr size_t kSmallBucketBytes = 64 << 10;
 
  private:
+  bool hierarchical_first(CollectiveOp op, const CollectiveView& view) const;
   Transport* find(const std::string& name) const;
 
   std::vector<Transport*> offered_;

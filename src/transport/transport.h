@@ -136,6 +136,11 @@ struct CollectiveView {
   std::vector<int64_t> recv_counts;
   int64_t count = 0;
   int root = 0;
+  // kAlltoall: the elements the whole world sends in this call (the sum of every
+  // rank's send_counts), the same on every rank; -1 where the caller does not
+  // know it (the executor does: the negotiation hands every rank the matrix).
+  // Only the choice of transport reads it.
+  int64_t alltoall_total = -1;
   // kReducescatter: applied in full by the transport, as a bucket's is (host
   // transports through scaled_reducescatter() in transport/reduction.h).
   Reduction reduction;

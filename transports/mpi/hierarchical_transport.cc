@@ -28,6 +28,7 @@ Status HierarchicalTransport::create(const SharedComms& comms,
   std::unique_ptr<HierarchicalTransport> t(new HierarchicalTransport());
   KOLO_RETURN_IF_ERROR(ShmAllreduce::create(comms->local, kSlotBytes, comms->liveness.get(), &t->node_));
   t->cross_ = std::move(cross);
+  KOLO_RETURN_IF_ERROR(HierarchicalCollectives::create(comms, &t->collectives_));
   *out = std::move(t);
   return Status::OK();
 }

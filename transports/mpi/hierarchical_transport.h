@@ -1,6 +1,7 @@
 // The "hierarchical" transport: allreduce over several nodes as an intra-node
 // reduce-scatter, an inter-node ring allreduce on each rank's shard, and an
-// intra-node allgather.
+// intra-node allgather; the other collectives as compositions of the same kind
+// (hierarchical_collectives.h).
 //
 // Contract (see transport/transport.h): called by the coordinator thread only, for
 // buckets in the same order on every rank; CPU memory; every dtype; ops SUM, MIN,
@@ -29,6 +30,7 @@
 #include "transport/control_plane.h"
 #include "transport/factory.h"
 #include "transport/transport.h"
+#include "transports/mpi/hierarchical_collectives.h"
 #include "transports/mpi/mpi_comm.h"
 #include "transports/mpi/mpi_point_to_point.h"
 #include "transports/mpi/shm_transport.h"
@@ -55,11 +57,23 @@ class HierarchicalTransport : public transport::Transport {
   // (its slice is sized for the network, not for the caches shm's is tuned to).
   void tune(const transport::Tuning& tuning) override { cross_->tune(tuning); }
 
+  // The other collectives: HierarchicalCollectives (hierarchical_collectives.h).
+  Status supports_collective(transport::CollectiveOp op,
+                             const transport::CollectiveView& view) const override {
+    return collectives_->supports(op, view);
+  }
+  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+                                              const transport::CollectiveView& view) override {
+    return std::make_unique<transport::CompletedWork>(collectives_->run(op, view));
+  }
+  HierarchicalCollectives& collectives() { return *collectives_; }
+
  private:
   HierarchicalTransport() = default;
 
   std::unique_ptr<ShmAllreduce> node_;
   std::shared_ptr<transport::CrossEngine> cross_;
+  std::unique_ptr<HierarchicalCollectives> collectives_;
 };
 
 // The MPI world's cross-node engine: kolo's ring allreduce over a duplicate of the

@@ -268,22 +268,59 @@ TEST(SelectorTest, CollectiveOrder) {
     return n;
   };
   using Names = std::vector<std::string>;
+  const CollectiveOp kAllgather = CollectiveOp::kAllgather;
   CollectiveView host;
-  EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 4, 4)).collective_order(host)),
+  EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 4, 4)).collective_order(kAllgather, host)),
             (Names{"shm", "mpi", "ring"}));
-  EXPECT_EQ(names(Selector(f.offered, "mpi", nodes(0, 4, 4)).collective_order(host)),
+  EXPECT_EQ(names(Selector(f.offered, "mpi", nodes(0, 4, 4)).collective_order(kAllgather, host)),
             (Names{"mpi", "ring", "shm"}));
-  EXPECT_EQ(names(Selector(f.offered, "ring", nodes(0, 4, 4)).collective_order(host)),
+  EXPECT_EQ(names(Selector(f.offered, "ring", nodes(0, 4, 4)).collective_order(kAllgather, host)),
             (Names{"ring", "mpi", "shm"}));
-  EXPECT_EQ(names(Selector(f.offered, "shm", nodes(0, 4, 4)).collective_order(host)),
+  EXPECT_EQ(names(Selector(f.offered, "shm", nodes(0, 4, 4)).collective_order(kAllgather, host)),
             (Names{"shm", "mpi", "ring"}));
   // Several nodes: the world's order (hierarchical implements none yet).
-  EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 8, 4)).collective_order(host)),
+  EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 8, 4)).collective_order(kAllgather, host)),
             (Names{"mpi", "ring", "shm"}));
   CollectiveView gpu;
   gpu.device.kind = DeviceKind::kCuda;
-  EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 4, 4)).collective_order(gpu)),
+  EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 4, 4)).collective_order(kAllgather, gpu)),
             (Names{"mpi", "ring", "shm"}));
+}
+
+// Several nodes of equal size: "auto" sends a collective to "hierarchical" from
+// hierarchical_min_bytes(op) up, sizes being the same on every rank (alltoall:
+// the world's total); KOLO_TRANSPORT=mpi still forces MPI.
+TEST(SelectorTest, CollectiveOrderOnSeveralNodes) {
+  Fakes f;
+  f.add("mpi");
+  f.add("ring");
+  f.add("hierarchical");
+  auto first = [&](const char* preference, CollectiveOp op, const CollectiveView& v) {
+    return std::string(Selector(f.offered, preference, nodes(1, 4, 2)).collective_order(op, v)[0]->name());
+  };
+  CollectiveView v;  // float32
+  for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kReducescatter}) {
+    const int64_t at = static_cast<int64_t>(Selector::hierarchical_min_bytes(op) / 4);
+    v.recv_counts = {at - 1, 0, 0, 0};
+    EXPECT_EQ(first("auto", op, v), "mpi") << collective_op_name(op);
+    v.recv_counts = {at - 1, 0, 1, 0};
+    EXPECT_EQ(first("auto", op, v), "hierarchical") << collective_op_name(op);
+    EXPECT_EQ(first("mpi", op, v), "mpi") << collective_op_name(op);
+  }
+  v.count = static_cast<int64_t>(Selector::hierarchical_min_bytes(CollectiveOp::kBroadcast) / 4);
+  EXPECT_EQ(first("auto", CollectiveOp::kBroadcast, v), "hierarchical");
+  v.count -= 1;
+  EXPECT_EQ(first("auto", CollectiveOp::kBroadcast, v), "mpi");
+  const int64_t per_rank = static_cast<int64_t>(Selector::hierarchical_min_bytes(CollectiveOp::kAlltoall) / 4);
+  EXPECT_EQ(first("auto", CollectiveOp::kAlltoall, v), "mpi");  // total unknown (-1)
+  v.alltoall_total = 4 * per_rank;
+  EXPECT_EQ(first("auto", CollectiveOp::kAlltoall, v), "hierarchical");
+  v.alltoall_total -= 1;
+  EXPECT_EQ(first("auto", CollectiveOp::kAlltoall, v), "mpi");
+  CollectiveView gpu = v;
+  gpu.device.kind = DeviceKind::kCuda;
+  gpu.alltoall_total = 4 * per_rank;
+  EXPECT_EQ(first("auto", CollectiveOp::kAlltoall, gpu), "mpi");
 }
 
 TEST(SelectorTest, AutoOrderOnSeveralNodes) {
