@@ -2,55 +2,85 @@
 """An alpha-beta cost model of kolo's allreduce paths, from N nodes x P ranks up to
 1,024 ranks.
 
-Two link classes, each a latency alpha (seconds per message) and an inverse
-bandwidth beta (seconds per byte):
-  shm  inside a node: kolo's shared-memory engine (reduction included in beta)
-  net  between nodes: one NIC per node, shared by the node's ranks
-Both are measured by kolo-allreduce-perf on the machine at hand (fit):
-  net  from a run on 2 hosts x 1 rank, -t ring:  T(S) = 2 alpha + S beta
-       (2(n-1) = 2 steps of S/2 bytes); with -r mpi the same rows give MPI's own
-       alpha and beta (the `mpi` class: MPI_Allreduce has no coordinator)
-  shm  from a run on 1 host x 2 ranks, -t shm:   T(S) = 2 alpha + S beta
-  Two size classes per link (one alpha-beta line does not fit both: MPI's eager
-  and rendezvous protocols, TCP's small writes and its streaming, kolo's one-shot
-  and pipelined paths): alpha, for messages under LARGE_FROM bytes, is half the
-  median time at 8 B to 4 KiB; alpha_large and beta are a least-squares line
-  through the per-size medians of every size whose messages are LARGE_FROM or more
-  (fit_large; fit_alpha_beta says why medians)
+Link classes, each a latency alpha (seconds per message) and an inverse bandwidth
+beta (seconds per byte), measured by kolo-allreduce-perf on the machine at hand (fit):
+  net  a rank's exchange across the network (it sends and receives m bytes at once):
+       kolo's ring on 2 hosts x 1 rank: 2 steps of S/2
+  mpi  MPI_Allreduce's columns of the same run (-r mpi); its beta, which reaches
+       the shaped rate there, is also the rate of a node's link (link_beta)
+  shm  kolo's shared-memory engine, 1 host x 2 ranks: T(S) = 2 alpha + S beta
+  Two size classes per link (one line does not fit both ends of a sweep): alpha,
+  for messages under LARGE_FROM bytes, is half the median time at 8 B to 4 KiB;
+  from LARGE_FROM up, alpha_large and beta (fit_large) and, for net and mpi, the
+  measured steps themselves (Note [A line per size range]).
+  os   oversubscribed: more ranks than cores. For K ranks on C cores, each path's
+       run on 1 host x K ranks, T(S) = a + S b (fit_os): its scheduling waits and
+       its node-local work. The model's input "machine" says how many cores the
+       ranks have and whether every host's ranks share them (the pretend cluster:
+       its hosts are namespaces of one machine) or each node has its own.
 Predictions, for a message of S bytes on p = N P ranks (placed node by node):
-  ring          2(p-1) steps of S/p bytes; with N > 1 every step waits for the
-                hop that crosses to the next node (one flow per NIC per step):
-                2(p-1) (a_net + S/p b_net); on one node the same over shm
-  hierarchical  shm reduce-scatter and allgather inside each node, then P rings
-                of N nodes, one per shard, sharing the NIC: each step puts S/N
-                bytes on it: 2 a_shm + 2(P-1)/P S b_shm + 2(N-1) (a_net + S/N b_net)
-                (no shm term for P = 1)
-  mpi           MPICH's allreduce, node-aware on several nodes: reduce to one leader
-                per node through shared memory, allreduce among the N leaders (one
-                flow per NIC: recursive doubling under 2 KiB, log2 N steps of S
-                bytes; Rabenseifner above, 2 log2 N steps and 2(N-1)/N S bytes),
-                broadcast back: 2 (a_shm + S b_shm) more when P > 1
+  ring          2(p-1) steps of m = S/p bytes, each waiting for the hop that
+                crosses to the next node: one flow per link each way per step, at
+                the crossing rank's rate (Note [Which rate a crossing step runs at]):
+                2(p-1) max(step_net(m), a_net + m b_link) for P = 1, 2(p-1)
+                (a_net + m b_link) for P > 1; on one node the same over shm
+  hierarchical  shm reduce-scatter and allgather inside each node (2 a_shm +
+                2(P-1)/P S b_shm), then P rings of N nodes, one per shard: 2(N-1)
+                steps, each rank moving S/(N P) each way at its own rate while its
+                node's link carries S/N each way: max(step_net(S/(NP)), a_net +
+                S/N b_link)
+  mpi           MPICH 4.0.2's own selection (ch4, its compiled-in tuning): on several
+                nodes node-aware ("composition alpha": reduce to one leader per node
+                in shared memory, allreduce among the N leaders, broadcast back, 2
+                (a_shm + S b_shm) when P > 1); the leaders use recursive doubling for
+                8 B or less (log2 N steps of S) and recursive halving and doubling
+                otherwise (steps of S/2, S/4, ..., S/N each way, twice)
+  When ranks outnumber cores, each path adds its os run in place of its shm terms.
 busbw = S/T * 2(p-1)/p (nccl-tests). A training step (a gradient profile from
 bench/profiles, cut into fusion buckets of at most 64 MiB in order) costs the sum
 of its buckets; scaling efficiency = compute / (compute + communication), with no
 overlap of the two (a lower bound: Horovod overlaps them).
 
+Note [A line per size range]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+kolo's exchange between two hosts is not one line: on the pretend cluster its steps
+of 256 KiB, 1 MiB and 4 MiB ran at 11, 12 and 14 ns/B (1 Gbit/s) and 38, 50 and
+58 ns/B (250 Mbit/s), so any single line missed the ends by 25-30 %. So each
+measured step (the per-size median) is kept, and a step between two measured
+sizes costs the line through them: an alpha-beta per size range, measured, never
+fitted to a configuration it then predicts.
+
+Note [Which rate a crossing step runs at]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A kolo rank that sends and receives across the network in the same step moves its
+bytes at its own rate (net: 2 hosts x 1; 3 hosts x 1 agrees), 50-70 % of the link's
+rate here, where MPI's own exchange between the same two ranks reaches the link's
+rate. With P > 1 the ring's crossing rank only sends (its receive comes through
+shared memory) and its peer only receives; such a one-way flow is taken to run at
+the link's rate, as MPI's does. That is an assumption of the model, not a
+measurement of another configuration: no run here has a kolo rank that only
+sends across, and the 2 x 2 ring rows are its test. The hierarchical path's ranks
+do both, but P of them share a link: the slower bound holds.
+
 What it leaves out: see docs/scaling.md ("What the model leaves out").
 
 Usage:
-  scaling_model.py fit --net RUN... --shm RUN... [--json FILE]   (repeats pooled)
+  scaling_model.py fit --net RUN... --shm RUN... [--os RUN...] [--cores C] [--own-cores]
+                   [--json FILE]   (repeats pooled)
   scaling_model.py predict --params FILE|--alpha-net S --beta-net S/B ... --nodes N --ppn P
-  scaling_model.py check --params FILE --measured CSV...   (rows of kolo-allreduce-perf)
+                   [--cores-per-node C]
+  scaling_model.py check --params FILE --measured RUN... [--min-bytes B]
   scaling_model.py efficiency --params FILE[=LABEL]... --profile bench/profiles/resnet50.txt
-                   --compute-ms MS [--plot PNG]
+                   --compute-ms MS [--plot PNG] [--cores-per-node C]
 """
 import argparse
 import csv
 import json
 import math
+import os
 import sys
 
-SMALL_MPI_BYTES = 2048          # MPICH's MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE
+SMALL_MPI_BYTES = 8             # MPICH 4.0.2's built-in selection: "avg_msg_size<=8"
 LARGE_FROM = 64 << 10           # messages of this size and up use a link's alpha_large
 FUSION_BYTES = 64 << 20         # KOLO_FUSION_THRESHOLD's default
 SIZES = [8 << (2 * k) for k in range(13)] + [256 << 20]   # 8 B, 32 B, ... 128 MiB, 256 MiB
@@ -99,21 +129,32 @@ def fit_alpha_beta(points, steps):
 
 
 def fit_large(points, steps):
-    """alpha_large and beta of the large class: T = steps alpha_large + S beta, least
-    squares through the median time of each size whose messages (S / steps) are
-    LARGE_FROM or more. None when fewer than two such sizes were measured."""
+    """alpha_large and beta of the large class: T = steps alpha_large + S beta
+    through the median time of each size whose messages (S / steps) are LARGE_FROM
+    or more, minimising the squared relative error (weights 1 / T^2: the check
+    judges relative errors, and an unweighted line follows the largest size and
+    misses the smallest by 30 %); with alpha_large >= 0 (refitted through 0 when
+    the line's intercept would be negative). None when fewer than two such sizes
+    were measured."""
     by_size = {}
     for s, t in points:
         if s / steps >= LARGE_FROM:
             by_size.setdefault(s, []).append(t)
     if len(by_size) < 2:
         return None
-    xs = sorted(by_size)
-    ys = [median(by_size[x]) for x in xs]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    beta = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    alpha_large = max((my - beta * mx) / steps, 0.0)
-    return alpha_large, beta
+    pts = [(x, median(ts)) for x, ts in sorted(by_size.items())]
+    # Weighted least squares of y = c + x beta, weights w = 1 / y^2.
+    w = [1 / y ** 2 for _, y in pts]
+    sw = sum(w)
+    mx = sum(wi * x for wi, (x, _) in zip(w, pts)) / sw
+    my = sum(wi * y for wi, (_, y) in zip(w, pts)) / sw
+    beta = (sum(wi * (x - mx) * (y - my) for wi, (x, y) in zip(w, pts)) /
+            sum(wi * (x - mx) ** 2 for wi, (x, _) in zip(w, pts)))
+    c = my - beta * mx
+    if c < 0:   # through the origin: minimise sum ((x beta - y) / y)^2
+        c = 0.0
+        beta = sum(x / y for x, y in pts) / sum((x / y) ** 2 for x, y in pts)
+    return c / steps, beta
 
 
 def alpha_of(link, message_bytes):
@@ -122,6 +163,55 @@ def alpha_of(link, message_bytes):
     if "alpha_large" in link and message_bytes >= link.get("large_from", LARGE_FROM):
         return link["alpha_large"]
     return link["alpha"]
+
+
+def fit_steps(points, steps):
+    """The large class's measured steps: [message bytes, time of one step] at the
+    per-size median of every size whose messages are LARGE_FROM or more (step_time
+    draws the line between neighbours). None below two sizes."""
+    by_size = {}
+    for s, t in points:
+        if s / steps >= LARGE_FROM:
+            by_size.setdefault(s, []).append(t)
+    if len(by_size) < 2:
+        return None
+    return [[s / steps, median(ts) / steps] for s, ts in sorted(by_size.items())]
+
+
+def step_time(link, m):
+    """One step of a link's exchange of m bytes each way: with measured steps
+    (Note [A line per size range]) the line through the two measured steps around
+    m (the last two above them); below them, or without them, alpha(m) + m beta."""
+    pts = link.get("steps")
+    if not pts or m < pts[0][0]:
+        return alpha_of(link, m) + m * link["beta"]
+    i = next((k for k in range(1, len(pts)) if m <= pts[k][0]), len(pts) - 1)
+    (m0, t0), (m1, t1) = pts[i - 1], pts[i]
+    return t0 + (m - m0) * (t1 - t0) / (m1 - m0)
+
+
+def fit_os(points):
+    """The oversubscribed class of one path: T(S) = a + S b, from a run on one host
+    with more ranks than cores. a: the median time of every size up to 32 KiB (the
+    scheduling waits, which dominate there and vary by 2-4x between sizes, so many
+    points and a median); b: the median of (T - a) / S over the per-size medians of
+    512 KiB and up (0 if negative)."""
+    small = [t for s, t in points if s <= 32 << 10]
+    by_size = {}
+    for s, t in points:
+        if s >= 512 << 10:
+            by_size.setdefault(s, []).append(t)
+    a = median(small) if small else 0.0
+    b = median([max(median(ts) - a, 0.0) / s for s, ts in by_size.items()]) if by_size else 0.0
+    return {"a": a, "b": b}
+
+
+def ranks_of(path):
+    """N x P from a run's file name (<setting>_<N>x<P>_<transport>_<repeat>.txt)."""
+    name = path.rsplit("/", 1)[-1]
+    word = next(w for w in name.split("_") if "x" in w and w[0].isdigit())
+    nodes, ppn = (int(v) for v in word.split("x"))
+    return nodes, ppn
 
 
 def fit(args):
@@ -139,16 +229,47 @@ def fit(args):
         large = fit_large(points, 2)
         if large:
             params[name].update(alpha_large=large[0], beta=large[1], large_from=LARGE_FROM)
+        if name != "shm" and fit_steps(points, 2):
+            params[name]["steps"] = fit_steps(points, 2)
+    # One host x K ranks on fewer cores: each kolo transport's rows and MPI's.
+    over = {}
+    for path in args.os or []:
+        nodes, ppn = ranks_of(path)
+        cls = over.setdefault(str(nodes * ppn), {})
+        for r in read_rows(path):
+            t, s = r["transport"], float(r["size"])
+            cls.setdefault(t, []).append((s, float(r["time_us"]) * 1e-6))
+            if "ref_time_us" in r:
+                cls.setdefault("mpi", []).append((s, float(r["ref_time_us"]) * 1e-6))
+    if over:
+        params["os"] = {k: {path: fit_os(pts) for path, pts in v.items()} for k, v in over.items()}
+    params["machine"] = {"cores": args.cores, "hosts_share_cores": not args.own_cores}
     text = json.dumps(params, indent=1)
     if args.json:
         with open(args.json, "w") as f:
             f.write(text + "\n")
     print(text)
-    for name, p in params.items():
+    for name in ("net", "mpi", "shm"):
+        p = params[name]
         print("# %-3s alpha %9.2f us  alpha_large %9.2f us  beta %8.4f ns/B (%.3f GB/s)" %
               (name, p["alpha"] * 1e6, p.get("alpha_large", p["alpha"]) * 1e6,
                p["beta"] * 1e9, 1e-9 / p["beta"] if p["beta"] else float("inf")),
               file=sys.stderr)
+    for k, cls in sorted(params.get("os", {}).items()):
+        for path, c in sorted(cls.items()):
+            print("# os %s ranks on %d cores, %-12s a %8.2f ms  b %7.4f ns/B" % (
+                k, args.cores, path, c["a"] * 1e3, c["b"] * 1e9), file=sys.stderr)
+
+
+def for_cluster(m, cores_per_node):
+    """The parameters for predictions on a real cluster: each node has its own
+    cores (cores_per_node; None: as many as it has ranks), whatever machine they
+    were measured on."""
+    m = dict(m)
+    m.pop("machine", None)
+    if cores_per_node:
+        m["machine"] = {"cores": cores_per_node, "hosts_share_cores": False}
+    return m
 
 
 def load_params(args):
@@ -163,12 +284,61 @@ def load_params(args):
 
 # --- the model -------------------------------------------------------------------------
 
+class ModelError(Exception):
+    """A prediction the parameters cannot make (e.g. no oversubscribed class)."""
+
+
+def link_beta(m):
+    """The inverse rate of one node's link: MPI's own beta on 2 hosts x 1 rank (the
+    `mpi` class), which reaches the shaped rate there; 'link' overrides it."""
+    return m.get("link", {}).get("beta", m["mpi"]["beta"])
+
+
+def os_class(m, nodes, ppn):
+    """The oversubscribed class for N x P, or None when every rank has a core.
+    m["machine"] = {"cores": C, "hosts_share_cores": bool}: on the pretend cluster
+    every host's ranks share one machine's C cores (so N P ranks count), on a real
+    cluster a node's P ranks share its own. No "machine": every rank has a core."""
+    mach = m.get("machine")
+    if not mach:
+        return None
+    k = nodes * ppn if mach.get("hosts_share_cores") else ppn
+    if k <= mach["cores"]:
+        return None
+    cls = m.get("os", {}).get(str(k))
+    if cls is None:
+        raise ModelError("%d ranks share %d cores and the parameters have no oversubscribed "
+                         "class for %d ranks: fit --os with a run on 1 host x %d ranks"
+                         % (k, mach["cores"], k, k))
+    return cls
+
+
+def os_time(cls, path, size):
+    """The one-host run of the same path at the same ranks on the same cores:
+    a + S b (fit_os)."""
+    c = cls[path]
+    return c["a"] + size * c["b"]
+
+
 def ring_time(m, nodes, ppn, size):
     p = nodes * ppn
     if p == 1:
         return 0.0
-    link = m["net"] if nodes > 1 else m["shm"]
-    return 2 * (p - 1) * (alpha_of(link, size / p) + size / p * link["beta"])
+    over = os_class(m, nodes, ppn)
+    if nodes == 1:
+        if over:
+            return os_time(over, "ring", size)
+        s = m["shm"]
+        return 2 * (p - 1) * (alpha_of(s, size / p) + size / p * s["beta"])
+    n, msg = m["net"], size / p
+    # Note [Which rate a crossing step runs at]: with one rank per node each rank
+    # sends to the next node and receives from the previous one at once, at its own
+    # rate (net); with several, the crossing rank only sends or only receives: the
+    # link's rate.
+    link = alpha_of(n, msg) + msg * link_beta(m)
+    step = max(step_time(n, msg), link) if ppn == 1 else link
+    cross = 2 * (p - 1) * step
+    return cross + (os_time(over, "ring", size) if over else 0.0)
 
 
 def intra_time(m, ppn, size):
@@ -180,33 +350,49 @@ def intra_time(m, ppn, size):
 
 
 def hierarchical_time(m, nodes, ppn, size):
+    over = os_class(m, nodes, ppn)
+    intra = os_time(over, "shm", size) if over else intra_time(m, ppn, size)
     if nodes == 1:
-        return intra_time(m, ppn, size)
-    n = m["net"]
-    cross = 2 * (nodes - 1) * (alpha_of(n, size / nodes) + size / nodes * n["beta"])
-    return intra_time(m, ppn, size) + cross
+        return intra
+    # P rings of N nodes, one per shard: each rank sends and receives S/(N P) per
+    # step (at its own rate), its node's link carries S/N each way (the link's).
+    n, msg = m["net"], size / (nodes * ppn)
+    step = max(step_time(n, msg), alpha_of(n, msg) + size / nodes * link_beta(m))
+    return intra + 2 * (nodes - 1) * step
+
+
+def leaders_time(n, nodes, size):
+    """MPICH's MPIR allreduce among N ranks, one per node (its built-in selection:
+    recursive doubling for 8 B or fewer, or fewer float32 elements than the largest
+    power of two <= N; reduce-scatter + allgather otherwise, with the ranks beyond
+    that power of two folded in first and sent the result last)."""
+    pof2 = 1 << (nodes.bit_length() - 1)
+    steps = math.ceil(math.log2(nodes))
+    if size <= SMALL_MPI_BYTES or size / 4 < pof2:
+        return steps * step_time(n, size)
+    fold = 0.0 if pof2 == nodes else 2 * step_time(n, size)
+    k = int(math.log2(pof2))
+    # Recursive halving, then doubling: steps of S/2, S/4, ..., S/pof2 each way.
+    return fold + 2 * sum(step_time(n, size / 2 ** j) for j in range(1, k + 1))
 
 
 def mpi_time(m, nodes, ppn, size):
-    """MPICH's allreduce: node-aware on several nodes (reduce to a leader per node
-    through shared memory, allreduce among the N leaders, broadcast back), so one
-    flow per NIC; the leaders use recursive doubling under 2 KiB and Rabenseifner's
-    recursive halving and doubling above."""
+    """MPI_Allreduce as MPICH 4.0.2 (ch4) selects it: on one node its shared-memory
+    allreduce; on several, node-aware (composition alpha: reduce to a leader per
+    node in shared memory, allreduce among the leaders, broadcast back)."""
     if nodes * ppn == 1:
         return 0.0
-    if nodes == 1:
-        return intra_time(m, ppn, size)
-    n, s = m["mpi"], m["shm"]
-    steps = math.ceil(math.log2(nodes))
-    if size < SMALL_MPI_BYTES:
-        leaders = steps * (n["alpha"] + size * n["beta"])
+    over = os_class(m, nodes, ppn)
+    if over:
+        intra = os_time(over, "mpi", size)
+    elif ppn > 1:
+        s = m["shm"]
+        intra = 2 * (alpha_of(s, size) + size * s["beta"])
     else:
-        leaders = (2 * steps * alpha_of(n, size / 2) +
-                   2 * (nodes - 1) / nodes * size * n["beta"])
-    if ppn == 1:
-        return leaders
-    # The reduce and the broadcast inside the node: S through shared memory each.
-    return leaders + 2 * (alpha_of(s, size) + size * s["beta"])
+        intra = 0.0
+    if nodes == 1:
+        return intra if over else intra_time(m, ppn, size)
+    return leaders_time(m["mpi"], nodes, size) + intra
 
 
 PATHS = {"ring": ring_time, "hierarchical": hierarchical_time, "mpi": mpi_time}
@@ -224,7 +410,7 @@ def fmt_size(b):
 
 
 def predict(args):
-    m = load_params(args)
+    m = for_cluster(load_params(args), args.cores_per_node)
     configs = [(args.nodes, args.ppn)] if args.nodes else CONFIGS
     for nodes, ppn in configs:
         p = nodes * ppn
@@ -253,8 +439,7 @@ def check(args):
         name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         parts = name.split("_")
         config = "_".join(parts[:-1]) if parts[-1].isdigit() else name
-        nodes, ppn = (int(v) for v in next(w for w in parts if "x" in w and w[0].isdigit())
-                      .split("x"))
+        nodes, ppn = ranks_of(path)
         for r in read_rows(path):
             s = int(r["size"])
             if s < args.min_bytes:
@@ -264,7 +449,7 @@ def check(args):
                 if key in r and model in PATHS:
                     g = groups.setdefault((config, nodes, ppn, s, label, model), [])
                     g.append(float(r[key]) * 1e-6)
-    worst = 0.0
+    worst, within = 0.0, 0
     print("| configuration | size | path | runs | measured ms (median, min-max) | predicted ms | error |")
     print("|---|---:|---|---:|---:|---:|---:|")
     for (config, nodes, ppn, s, label, model), times in sorted(groups.items()):
@@ -274,11 +459,12 @@ def check(args):
         pred = PATHS[model](m, nodes, ppn, s)
         err = (pred - med) / med
         worst = max(worst, abs(err))
+        within += abs(err) <= args.tolerance
         print("| %s | %s | %s | %d | %.1f (%.1f-%.1f) | %.1f | %+.0f %% |" % (
             config, fmt_size(s), label, len(times), med * 1e3, times[0] * 1e3, times[-1] * 1e3,
             pred * 1e3, err * 100))
-    print("\nlargest error: %.0f %% (sizes from %s; tolerance %.0f %%)" % (
-        worst * 100, fmt_size(args.min_bytes), args.tolerance * 100))
+    print("\nlargest error: %.0f %%; %d of %d rows within %.0f %% (sizes from %s)" % (
+        worst * 100, within, len(groups), args.tolerance * 100, fmt_size(args.min_bytes)))
     return 0 if worst <= args.tolerance else 1
 
 
@@ -314,7 +500,7 @@ def efficiency(args):
     for spec in args.params:
         path, _, label = spec.partition("=")
         with open(path) as f:
-            m = json.load(f)
+            m = for_cluster(json.load(f), args.cores_per_node)
         label = label or path
         print("# %s; %s: %d buckets (%d bytes), compute %.0f ms per step, no overlap" % (
             label, args.profile, len(buckets), sum(buckets), args.compute_ms))
@@ -367,6 +553,11 @@ def main():
     f = sub.add_parser("fit")
     f.add_argument("--net", required=True, nargs="+")
     f.add_argument("--shm", required=True, nargs="+")
+    f.add_argument("--os", nargs="+", help="runs on 1 host x K ranks, K > --cores")
+    f.add_argument("--cores", type=int, default=os.cpu_count(),
+                   help="cores the runs' ranks shared (default: this machine's)")
+    f.add_argument("--own-cores", action="store_true",
+                   help="each host had its own cores (not the pretend cluster)")
     f.add_argument("--json")
     for name in ("predict", "check", "efficiency"):
         p = sub.add_parser(name)
@@ -382,14 +573,22 @@ def main():
     sub.choices["check"].add_argument("--measured", nargs="+", required=True)
     sub.choices["check"].add_argument("--min-bytes", type=int, default=0)
     sub.choices["check"].add_argument("--tolerance", type=float, default=0.25)
+    for name in ("predict", "efficiency"):
+        sub.choices[name].add_argument(
+            "--cores-per-node", type=int,
+            help="cores of each node (default: at least one per rank)")
     e = sub.choices["efficiency"]
     e.add_argument("--profile", required=True)
     e.add_argument("--compute-ms", type=float, required=True)
     e.add_argument("--plot")
     e.add_argument("--title", default="ResNet-50, predicted scaling efficiency")
     args = ap.parse_args()
-    return {"fit": fit, "predict": predict, "check": check, "efficiency": efficiency}[
-        args.cmd](args) or 0
+    try:
+        return {"fit": fit, "predict": predict, "check": check, "efficiency": efficiency}[
+            args.cmd](args) or 0
+    except ModelError as e:
+        print("scaling_model.py: %s" % e, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

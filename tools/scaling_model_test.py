@@ -35,8 +35,16 @@ class ScalingModelTest(unittest.TestCase):
                                places=12)
 
     def test_small_mpi_messages_use_recursive_doubling(self):
-        # 8 nodes x 1, 64 B: log2(8) = 3 steps of the whole message.
-        self.assertAlmostEqual(model.mpi_time(M, 8, 1, 64), 3 * (1e-6 + 64e-9), places=12)
+        # MPICH 4.0.2's selection: 8 B on 8 nodes is recursive doubling, log2(8) = 3
+        # steps of the whole message; 64 B (16 elements >= 8) is reduce-scatter +
+        # allgather: 2 steps each of 32, 16 and 8 B.
+        self.assertAlmostEqual(model.mpi_time(M, 8, 1, 8), 3 * (1e-6 + 8e-9), places=12)
+        self.assertAlmostEqual(model.mpi_time(M, 8, 1, 64),
+                               2 * (3e-6 + (32 + 16 + 8) * 1e-9), places=12)
+        # 3 nodes: the third folds in first and gets the result last (2 whole
+        # messages), the other two halve and double: 2 steps of S/2.
+        self.assertAlmostEqual(model.mpi_time(M, 3, 1, MIB),
+                               2 * (1e-6 + MIB * 1e-9) + 2 * (1e-6 + MIB / 2 * 1e-9), places=12)
 
     def test_fit_recovers_alpha_and_beta(self):
         points = [(s, 2 * 5e-6 + s * 2e-9) for s in (8, 64, 512, 4096, 1 << 18, 1 << 21)]
@@ -61,6 +69,68 @@ class ScalingModelTest(unittest.TestCase):
                                places=12)
         self.assertAlmostEqual(model.ring_time(m, 2, 1, MIB), 2 * (40e-6 + MIB / 2 * 2e-9),
                                places=12)
+
+    def test_measured_steps_are_joined_by_lines(self):
+        # Steps of 64 KiB, 256 KiB and 1 MiB measured at 1, 5 and 13 ms: the time of
+        # a step between two is on the line through them, past the last on the
+        # last line, below the first the alpha-beta of the link.
+        points = [(2 * m, 2 * t) for m, t in ((1 << 16, 1e-3), (1 << 18, 5e-3), (1 << 20, 13e-3))]
+        steps = model.fit_steps(points + points, 2)
+        self.assertEqual(steps, [[1 << 16, 1e-3], [1 << 18, 5e-3], [1 << 20, 13e-3]])
+        link = {"alpha": 1e-6, "beta": 1e-9, "steps": steps}
+        self.assertAlmostEqual(model.step_time(link, 5 << 16), 5e-3 + (1 << 16) * 8e-3 / (3 << 18))
+        self.assertAlmostEqual(model.step_time(link, 2 << 20), 13e-3 + (1 << 20) * 8e-3 / (3 << 18))
+        self.assertAlmostEqual(model.step_time(link, 1024), 1e-6 + 1024e-9)
+        # The 2 x 1 ring is two such steps of S/2.
+        m = dict(M, net=link)
+        self.assertAlmostEqual(model.ring_time(m, 2, 1, 1 << 19), 2 * 5e-3)
+
+    def test_a_crossing_rank_runs_at_its_own_rate_or_the_links(self):
+        # net (a rank sending and receiving across at once) 3 ns/B; the link 1 ns/B.
+        m = dict(M, net={"alpha": 1e-6, "beta": 3e-9})
+        # 2 x 1: each rank sends and receives across: its own rate.
+        self.assertAlmostEqual(model.ring_time(m, 2, 1, MIB), 2 * (1e-6 + MIB / 2 * 3e-9),
+                               places=12)
+        # 2 x 2: the crossing rank only sends (or only receives): the link's rate.
+        self.assertAlmostEqual(model.ring_time(m, 2, 2, MIB), 6 * (1e-6 + MIB / 4 * 1e-9),
+                               places=12)
+        # Hierarchical 2 x 2: each rank S/4 each way at 3 ns/B (0.75 S ns) against
+        # the link's S/2 at 1 ns/B: the rank is slower; at 1.5 ns/B the link is.
+        shm = model.intra_time(m, 2, MIB)
+        self.assertAlmostEqual(model.hierarchical_time(m, 2, 2, MIB) - shm,
+                               2 * (1e-6 + MIB / 4 * 3e-9), places=12)
+        m["net"]["beta"] = 1.5e-9
+        self.assertAlmostEqual(model.hierarchical_time(m, 2, 2, MIB) - shm,
+                               2 * (1e-6 + MIB / 2 * 1e-9), places=12)
+
+    def test_oversubscribed_ranks_pay_the_one_host_run(self):
+        # The pretend cluster: 2 cores shared by every host's ranks. 2 x 2 is 4 ranks
+        # on 2 cores: each path adds its 1 x 4 run (a + S b) in place of its shm terms.
+        over = {"ring": {"a": 4e-3, "b": 1e-9}, "shm": {"a": 3e-3, "b": 2e-9},
+                "mpi": {"a": 6e-3, "b": 3e-9}}
+        pretend = dict(M, machine={"cores": 2, "hosts_share_cores": True}, os={"4": over})
+        self.assertAlmostEqual(model.ring_time(pretend, 2, 2, MIB),
+                               model.ring_time(M, 2, 2, MIB) + 4e-3 + MIB * 1e-9, places=12)
+        self.assertAlmostEqual(model.hierarchical_time(pretend, 2, 2, MIB),
+                               model.hierarchical_time(M, 2, 2, MIB) - model.intra_time(M, 2, MIB)
+                               + 3e-3 + MIB * 2e-9, places=12)
+        self.assertAlmostEqual(model.mpi_time(pretend, 2, 2, MIB),
+                               model.mpi_time(M, 2, 1, MIB) + 6e-3 + MIB * 3e-9, places=12)
+        # 2 x 1 has a core per rank: nothing added.
+        self.assertEqual(model.ring_time(pretend, 2, 1, MIB), model.ring_time(M, 2, 1, MIB))
+        # A cluster whose nodes have their own 2 cores: 2 x 2 is not oversubscribed.
+        own = dict(pretend, machine={"cores": 2, "hosts_share_cores": False})
+        self.assertEqual(model.ring_time(own, 2, 2, MIB), model.ring_time(M, 2, 2, MIB))
+        # 3 x 1 on the pretend cluster needs a 1 x 3 run: a clear error without one.
+        with self.assertRaisesRegex(model.ModelError, "1 host x 3 ranks"):
+            model.ring_time(pretend, 3, 1, MIB)
+
+    def test_fit_os_takes_the_small_median_and_the_large_slope(self):
+        small = [(s, t) for s in (8, 512, 32768) for t in (2e-3, 4e-3, 9e-3)]
+        large = [(s, 4e-3 + s * 1e-9) for s in (1 << 19, 1 << 21, 1 << 23)]
+        c = model.fit_os(small + large)
+        self.assertAlmostEqual(c["a"], 4e-3)
+        self.assertAlmostEqual(c["b"], 1e-9, places=15)
 
     def test_resnet50_is_two_buckets_of_its_bytes(self):
         buckets = model.profile_buckets(os.path.join(HERE, "..", "bench", "profiles",
