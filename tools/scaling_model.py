@@ -44,8 +44,9 @@ overlap of the two (a lower bound: Horovod overlaps them).
 Note [A line per size range]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 kolo's exchange between two hosts is not one line: on the pretend cluster its steps
-of 256 KiB, 1 MiB and 4 MiB ran at 11, 12 and 14 ns/B (1 Gbit/s) and 38, 50 and
-58 ns/B (250 Mbit/s), so any single line missed the ends by 25-30 %. So each
+of 256 KiB, 1 MiB and 4 MiB ran at 11, 13 and 14 ns/B (1 Gbit/s) and 33, 49 and
+55 ns/B (250 Mbit/s), and the line fitted to them (weighted by 1/T^2) missed the
+2 x 1 rows by up to 29 % (128 KiB, 1 Gbit/s) and 30 % (8 MiB, 250 Mbit/s). So each
 measured step (the per-size median) is kept, and a step between two measured
 sizes costs the line through them: an alpha-beta per size range, measured, never
 fitted to a configuration it then predicts.
@@ -53,9 +54,9 @@ fitted to a configuration it then predicts.
 Note [Which rate a crossing step runs at]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 A kolo rank that sends and receives across the network in the same step moves its
-bytes at its own rate (net: 2 hosts x 1; 3 hosts x 1 agrees), 50-70 % of the link's
-rate here, where MPI's own exchange between the same two ranks reaches the link's
-rate. With P > 1 the ring's crossing rank only sends (its receive comes through
+bytes at its own rate (net: 2 hosts x 1; 3 hosts x 1 agrees within 7-17 % at 1
+Gbit/s), 55-58 % of the link's rate in steps of 4 MiB here, where MPI's own exchange
+between the same two ranks runs within 3 % of it. With P > 1 the ring's crossing rank only sends (its receive comes through
 shared memory) and its peer only receives; such a one-way flow is taken to run at
 the link's rate, as MPI's does. That is an assumption of the model, not a
 measurement of another configuration: no run here has a kolo rank that only
