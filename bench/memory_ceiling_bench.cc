@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "reduce/reduce.h"
+#include "transports/mpi/shm_pass.h"
 
 namespace {
 
@@ -68,6 +69,95 @@ BENCHMARK(BM_TwoThreadAllreduce)
     ->Arg(64 << 20)
     ->Threads(2)
     ->UseRealTime();
+
+// The other collectives' ceilings (issue #15): two threads stand for two ranks,
+// each with its own input and output (distinct buffers, as kolo-allreduce-perf
+// gives them), and each does only the copies its rank's output needs, straight
+// from either "rank's" input, in kChunk pieces, the two threads in parallel:
+//
+//   allgather      out_t = in_0 ++ in_1             (reads S, writes S per thread)
+//   alltoall       out_t = in_0[t] ++ in_1[t]       (the same traffic; in_r is S)
+//   broadcast      thread 1: out_1 = out_0          (S; the root, thread 0, idles)
+//   reducescatter  out_t = in_0[t] + in_1[t]        (reads S, writes S/2)
+//
+// S is the perf tool's size (the output for allgather and alltoall, the input for
+// reducescatter, the buffer for broadcast). No real collective between processes
+// moves less, so its time bounds kolo's and MPI's. Arg 1 picks plain (0) or
+// streaming (1) stores for the output (Note [Streaming the output] in
+// transports/mpi/shm_collectives.cc).
+//
+//   build/bin/memory_ceiling_bench --benchmark_filter=Ceiling
+enum class Kind { kAllgather, kAlltoall, kBroadcast, kReducescatter };
+
+std::vector<char> g_in[2], g_out[2];  // the two "ranks'" buffers; set up by thread 0
+
+void put(char* dst, const char* src, size_t bytes, bool stream) {
+  for (size_t at = 0; at < bytes; at += kChunk * sizeof(float)) {
+    const size_t m = std::min(kChunk * sizeof(float), bytes - at);
+    kolo::mpi::shm::copy(dst + at, src + at, m, stream);
+  }
+}
+
+void BM_Ceiling(benchmark::State& state, Kind kind) {
+  const size_t size = static_cast<size_t>(state.range(0));
+  const bool stream = state.range(1) != 0;
+  const int t = state.thread_index();
+  if (t == 0) {
+    const size_t in = kind == Kind::kBroadcast ? 0 : kind == Kind::kAllgather ? size / 2 : size;
+    const size_t out = kind == Kind::kReducescatter ? size / 2 : size;
+    for (int r = 0; r < 2; ++r) {
+      g_in[r].assign(in, 1);
+      g_out[r].assign(out, 2);
+    }
+  }
+  std::vector<float> piece(static_cast<size_t>(kChunk));
+  for (auto _ : state) {
+    const size_t half = size / 2;
+    char* out = g_out[t].data();
+    switch (kind) {
+      case Kind::kAllgather:
+        for (int r = 0; r < 2; ++r) put(out + r * half, g_in[r].data(), half, stream);
+        break;
+      case Kind::kAlltoall:  // rank r's block for t is the t-th half of its input
+        for (int r = 0; r < 2; ++r) put(out + r * half, g_in[r].data() + t * half, half, stream);
+        break;
+      case Kind::kBroadcast:
+        if (t == 1) put(out, g_out[0].data(), size, stream);
+        break;
+      case Kind::kReducescatter:
+        for (size_t at = 0; at < half; at += kChunk * sizeof(float)) {
+          const int64_t n = static_cast<int64_t>(std::min(kChunk * sizeof(float), half - at) / 4);
+          kolo::reduce::reduce(piece.data(), g_in[0].data() + t * half + at,
+                               g_in[1].data() + t * half + at, n, kolo::DataType::kFloat32,
+                               kolo::ReduceOp::kSum);
+          kolo::mpi::shm::copy(out + at, reinterpret_cast<const char*>(piece.data()),
+                               static_cast<size_t>(n) * 4, stream);
+        }
+        break;
+    }
+  }
+  // As BM_TwoThreadAllreduce: Time is half a call (the threads' iterations are
+  // added up); algbw = size / (call time), in GB/s as the perf tool's algbw.
+  if (t == 0) {
+    state.counters["algbw_GBps"] = benchmark::Counter(
+        static_cast<double>(size) / state.threads() / 1e9,
+        benchmark::Counter::kIsIterationInvariantRate);
+  }
+}
+
+void register_ceilings() {
+  const std::pair<const char*, Kind> kinds[] = {{"allgather", Kind::kAllgather},
+                                                {"alltoall", Kind::kAlltoall},
+                                                {"broadcast", Kind::kBroadcast},
+                                                {"reducescatter", Kind::kReducescatter}};
+  for (const auto& [name, kind] : kinds) {
+    benchmark::RegisterBenchmark((std::string("BM_Ceiling/") + name).c_str(), BM_Ceiling, kind)
+        ->ArgsProduct({{1 << 20, 16 << 20, 64 << 20, 256 << 20}, {0, 1}})
+        ->Threads(2)
+        ->UseRealTime();
+  }
+}
+const bool g_registered = (register_ceilings(), true);
 
 // The first two CPUs of this process's affinity mask, or -1.
 std::pair<int, int> two_cpus() {

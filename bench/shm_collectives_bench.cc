@@ -4,12 +4,14 @@
 //
 //   mpiexec.mpich -bind-to core -n 2 build/bin/shm_collectives_bench
 //       [--engine=auto|slots|single] [--slot_bytes=N] [--stream_from=N]
+//       [--slot_stores=auto|plain|stream]
 //
 // --engine picks the engine's path for every call: auto (the default rule),
 // slots (data through the slots only) or single (single copy from 0 bytes,
 // where the node allows it); --slot_bytes the slot size (default the engine's);
 // --stream_from the output size from which outputs are written with streaming
-// stores (default the engine's).
+// stores (default the engine's); --slot_stores how the slots are written
+// (default auto: measured, Note [Streaming slots across distant cores]).
 // Sizes 4 KiB to 256 MiB (x16, plus 4 and 64 MiB); buffers of 256 MiB per rank.
 // Every rank runs the same benchmarks with the same fixed iteration counts (a
 // collective cannot let each rank choose its own); rank 0 reports. Bytes are
@@ -146,6 +148,7 @@ struct Flags {
   std::string engine = "auto";
   size_t slot_bytes = ShmCollectives::kDefaultSlotBytes;
   size_t stream_from = 0;  // 0: the engine's default
+  std::string slot_stores = "auto";
 };
 
 // Takes this bench's own flags out of argv (the rest are Google Benchmark's).
@@ -156,6 +159,10 @@ bool parse_flags(int* argc, char** argv, Flags* f) {
     if (a.rfind("--engine=", 0) == 0) {
       f->engine = a.substr(9);
       if (f->engine != "auto" && f->engine != "slots" && f->engine != "single") return false;
+    } else if (a.rfind("--slot_stores=", 0) == 0) {
+      f->slot_stores = a.substr(14);
+      if (f->slot_stores != "auto" && f->slot_stores != "plain" && f->slot_stores != "stream")
+        return false;
     } else if (a.rfind("--stream_from=", 0) == 0) {
       f->stream_from = std::strtoull(a.c_str() + 14, nullptr, 10);
     } else if (a.rfind("--slot_bytes=", 0) == 0) {
@@ -177,7 +184,9 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   Flags flags;
   if (!parse_flags(&argc, argv, &flags)) {
-    fprintf(stderr, "shm_collectives_bench: --engine=auto|slots|single, --slot_bytes=N > 0\n");
+    fprintf(stderr,
+            "shm_collectives_bench: --engine=auto|slots|single, --slot_bytes=N > 0, "
+            "--stream_from=N, --slot_stores=auto|plain|stream\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   Setup& s = setup();
@@ -194,6 +203,10 @@ int main(int argc, char** argv) {
   if (flags.engine == "slots") s.engine->set_single_copy_min_bytes(SIZE_MAX);
   if (flags.engine == "single") s.engine->set_single_copy_min_bytes(0);
   if (flags.stream_from > 0) s.engine->set_stream_output_min_bytes(flags.stream_from);
+  if (flags.slot_stores == "plain") s.engine->set_slot_stores(ShmCollectives::SlotStores::kPlain);
+  if (flags.slot_stores == "stream")
+    s.engine->set_slot_stores(ShmCollectives::SlotStores::kStreaming);
+  benchmark::AddCustomContext("slot_stores", flags.slot_stores);
   benchmark::AddCustomContext("engine", flags.engine);
   benchmark::AddCustomContext("slot_bytes", std::to_string(s.engine->slot_bytes()));
   benchmark::AddCustomContext("single_copy", s.engine->single_copy() ? "yes" : "no");

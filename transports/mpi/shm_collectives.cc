@@ -49,6 +49,7 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -57,6 +58,7 @@
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/peer_read.h"
+#include "transports/mpi/shm_collectives_call.h"
 #include "transports/mpi/shm_pass.h"
 
 namespace kolo::mpi {
@@ -65,15 +67,7 @@ namespace {
 using transport::CollectiveOp;
 using transport::CollectiveView;
 
-enum Counter { kPosted = 0, kDone = 1 };
-constexpr size_t kCacheLine = 64;
-constexpr size_t kControlBytes = 4096;  // two counters, one per cache line; pages after
-// Acquire loads between pauses before the polite Backoff (as shm_transport.cc).
-constexpr int kSpinLoads = 64;
-// Header words before the counts: op, dtype, root, count, reduce op (compared),
-// then where this rank's data is for single-copy reads: pid, address.
-enum Field { kOp = 0, kDtype, kRoot, kCount, kReduceOp, kPid, kAddress, kFields = 8 };
-constexpr size_t kProbeOffset = 2 * 64;  // probe_peer_reads' lines in the control block
+using namespace shm_layout;  // NOLINT: the engine's own layout (shm_collectives_call.h)
 const char* const kFieldNames[] = {"collective", "dtype", "root", "count", "reduce op"};
 
 // Note [Collective slot size]
@@ -92,10 +86,6 @@ bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
 }
 
-// memcpy, for copies that may be empty (an empty block's buffer may be null).
-void copy_bytes(void* dst, const void* src, size_t bytes) {
-  if (bytes > 0) std::memcpy(dst, src, bytes);
-}
 
 int64_t total(const std::vector<int64_t>& counts) {
   int64_t t = 0;
@@ -131,34 +121,6 @@ Status check_counts(const std::string& what, const char* field,
 
 }  // namespace
 
-// One call as this rank runs it.
-struct ShmCollectives::Call {
-  CollectiveOp op = CollectiveOp::kAllgather;
-  const CollectiveView* view = nullptr;
-  const char* in = nullptr;  // the view's input, or staging_ when it overlaps the output
-  char* out = nullptr;
-  // Broadcast: what the root publishes (its output, or its input when that is
-  // elsewhere: Note [One pass over the own block]).
-  const char* bcast_src = nullptr;
-  bool stream = false;  // the output is written with streaming stores
-  size_t elem = 4;
-  int n = 1, me = 0;
-  uint64_t first = 0;       // the call's first round
-  int64_t rounds = 1;
-  int64_t piece = 0;        // elements per slot region and round
-  size_t region_bytes = 0;  // alltoall, reducescatter: a peer's region of a slot
-  const std::vector<int64_t>* displs_in = nullptr;   // of the input's blocks
-  const std::vector<int64_t>* displs_out = nullptr;  // of the output's blocks
-
-  // [lo, lo + m) of `count`: round k's piece; m == 0 when past the end.
-  int64_t lo(int64_t k) const { return k * piece; }
-  int64_t len(int64_t count, int64_t k) const {
-    return std::max<int64_t>(0, std::min(piece, count - k * piece));
-  }
-  // Writer w's slot region for reader d (no region for itself).
-  size_t region(int w, int d) const { return static_cast<size_t>(d < w ? d : d - 1) * region_bytes; }
-  size_t bytes(int64_t elements) const { return static_cast<size_t>(elements) * elem; }
-};
 
 Status ShmCollectives::create(MPI_Comm local, size_t slot_bytes, Liveness* alive,
                               std::unique_ptr<ShmCollectives>* out) {
@@ -177,7 +139,7 @@ Status ShmCollectives::create(MPI_Comm local, size_t slot_bytes, Liveness* alive
   if (n > 1) {
     KOLO_RETURN_IF_ERROR(probe_peer_reads(local, *e->window_, kProbeOffset, alive, &e->single_copy_));
   }
-  e->scratch_.assign(slot_bytes, 0);  // pre-faulted
+  e->scratch_.assign(std::max(slot_bytes, shm::kPieceBytes), 0);  // pre-faulted
   *out = std::move(e);
   return Status::OK();
 }
@@ -297,6 +259,11 @@ Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
   }
   c.stream = (op == CollectiveOp::kAllgather || op == CollectiveOp::kAlltoall) &&
              out_bytes >= stream_output_min_bytes_;
+  // The first round's slot, written before the headers are read: by this rank's
+  // own size and the last verdict (Note [Streaming slots across distant cores]).
+  const size_t posts = op == CollectiveOp::kBroadcast ? c.bytes(view.count) : in_bytes;
+  c.stream_slot = posts >= kStreamSlotMinBytes &&
+                  (slot_stores_ == SlotStores::kAuto ? far_ : slot_stores_ == SlotStores::kStreaming);
   if (c.n == 1) {
     run_alone(c);
     return Status::OK();
@@ -389,14 +356,10 @@ Status ShmCollectives::check_headers(const Call& c) const {
 // once, and reducescatter reads each input byte once, already.
 void ShmCollectives::post_own(const Call& c, char* slot, const char* src, char* out,
                               size_t bytes) const {
-  if (out == src) {  // in place: only the slot
-    copy_bytes(slot, src, bytes);
-    return;
-  }
   for (size_t at = 0; at < bytes; at += shm::kPieceBytes) {
     const size_t m = std::min(shm::kPieceBytes, bytes - at);
-    std::memcpy(slot + at, src + at, m);
-    shm::copy(out + at, slot + at, m, c.stream);
+    shm::copy(slot + at, src + at, m, c.stream_slot);
+    if (out != src) shm::copy(out + at, src + at, m, c.stream);  // src's piece is in L1
   }
 }
 
@@ -434,8 +397,9 @@ void ShmCollectives::post(const Call& c, int64_t k) {
       for (int d = 0; d < c.n; ++d) {
         const int64_t m = c.len(counts[d], k);
         if (d == c.me || m == 0) continue;
-        reduce::copy_scaled(mine + c.region(c.me, d), c.in + c.bytes((*c.displs_in)[d] + lo), m,
-                            v.dtype, c.op == CollectiveOp::kReducescatter ? v.reduction.prescale : 1.0);
+        shm::put(mine + c.region(c.me, d), c.in + c.bytes((*c.displs_in)[d] + lo), m, v.dtype,
+                 c.op == CollectiveOp::kReducescatter ? v.reduction.prescale : 1.0, c.stream_slot,
+                 scratch_.data());
       }
       return;
     }
@@ -497,6 +461,7 @@ Status ShmCollectives::run_call(Call& c) {
   if (g0 >= 1) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g0 - 1));
   write_header(c, header(c.me, g0));
   post(c, 0);
+  if (c.stream_slot) _mm_sfence();
   __atomic_store_n(counter(c.me, kPosted), g0 + 1, __ATOMIC_RELEASE);
   KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kPosted, g0 + 1));
   Status agreed = check_headers(c);
@@ -520,6 +485,7 @@ Status ShmCollectives::run_call(Call& c) {
     KOLO_RETURN_IF_ERROR_AS_IS(copied);
     return wait_peers(kDone, g0 + 1);
   }
+  KOLO_RETURN_IF_ERROR_AS_IS(decide_slot_stores(c, static_cast<int64_t>(c.bytes(largest))));
   c.rounds = std::max<int64_t>(1, (largest + c.piece - 1) / c.piece);
   const int reads_from = c.op == CollectiveOp::kBroadcast ? v.root : -1;
   for (int64_t k = 0; k < c.rounds; ++k) {
@@ -527,6 +493,7 @@ Status ShmCollectives::run_call(Call& c) {
     if (k + 1 < c.rounds) {  // Step 1 of the next round first (see the top of the file).
       KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g));
       post(c, k + 1);
+      if (c.stream_slot) _mm_sfence();  // streamed stores are not ordered by the release
       __atomic_store_n(counter(c.me, kPosted), g + 2, __ATOMIC_RELEASE);
     }
     if (k > 0) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kPosted, g + 1, reads_from));
@@ -535,87 +502,6 @@ Status ShmCollectives::run_call(Call& c) {
   }
   next_round_ = g0 + static_cast<uint64_t>(c.rounds);
   if (c.stream) _mm_sfence();  // the caller's loads after run() see the streamed output
-  return Status::OK();
-}
-
-// Note [Single copy for large calls]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Where the node allows it (peer_read.h), a call whose largest block is at
-// least single_copy_min_bytes_ can read the peers' buffers straight into the
-// output, at the addresses the headers give; reducescatter reads each peer's
-// piece into a private scratch and reduces from there. Every rank decides from
-// the headers, so alike; each marks done and waits for every peer's done before
-// it returns, so no buffer changes while a peer still reads it. Off by default
-// (kSingleCopyMinBytes is SIZE_MAX): quiet, process_vm_readv moves 5.4 GB/s on
-// this VM where memcpy moves 9.7, and the slots won at every size from 1 to
-// 256 MiB, 2 ranks and 4 on 2 cores (64 MiB allgather 8.8 against 13.0 ms;
-// docs/perf, "Design measurements"). Kept for nodes where such reads run at
-// copy speed; the bench's --engine=single measures it.
-Status ShmCollectives::copy_direct(const Call& c) {
-  const CollectiveView& v = *c.view;
-  auto pid = [&](int p) { return static_cast<pid_t>(header(p, c.first)[kPid]); };
-  auto at = [&](int p, int64_t elements) {
-    return reinterpret_cast<const char*>(static_cast<uintptr_t>(header(p, c.first)[kAddress])) +
-           c.bytes(elements);
-  };
-  switch (c.op) {
-    case CollectiveOp::kBroadcast:
-      if (c.me == v.root) {
-        if (c.bcast_src != c.out) copy_bytes(c.out, c.bcast_src, c.bytes(v.count));
-        return Status::OK();
-      }
-      return read_peer(pid(v.root), at(v.root, 0), c.out, c.bytes(v.count));
-    case CollectiveOp::kReducescatter:
-      return reduce_direct(c);
-    case CollectiveOp::kAllgather:
-    case CollectiveOp::kAlltoall:
-      break;
-  }
-  const bool alltoall = c.op == CollectiveOp::kAlltoall;
-  for (int p = 0; p < c.n; ++p) {
-    const int64_t m = v.recv_counts[p];
-    char* dst = c.out + c.bytes((*c.displs_out)[p]);
-    if (p == c.me) {
-      const char* src = c.in + c.bytes(alltoall ? (*c.displs_in)[c.me] : 0);
-      if (src != dst) copy_bytes(dst, src, c.bytes(m));
-      continue;
-    }
-    int64_t skip = 0;  // alltoall: where p's block for this rank starts in p's input
-    for (int d = 0; alltoall && d < c.me; ++d) skip += header(p, c.first)[kFields + d];
-    KOLO_RETURN_IF_ERROR_AS_IS(read_peer(pid(p), at(p, skip), dst, c.bytes(m)));
-  }
-  return Status::OK();
-}
-
-// This rank's block, a scratch-sized piece at a time: its own input (prescaled
-// into the output) combined with each peer's piece read into the scratch.
-Status ShmCollectives::reduce_direct(const Call& c) {
-  const CollectiveView& v = *c.view;
-  const transport::Reduction& r = v.reduction;
-  const int64_t count = v.recv_counts[c.me];
-  const int64_t per = static_cast<int64_t>(scratch_.size() / c.elem);
-  const int64_t first = (*c.displs_in)[c.me];
-  for (int64_t lo = 0; lo < count; lo += per) {
-    const int64_t m = std::min(per, count - lo);
-    char* dst = c.out + c.bytes(lo);
-    const char* a = c.in + c.bytes(first + lo);
-    if (r.scales_input()) {
-      reduce::copy_scaled(dst, a, m, v.dtype, r.prescale);
-      a = dst;
-    }
-    for (int p = 0; p < c.n; ++p) {
-      if (p == c.me) continue;
-      const int64_t* h = header(p, c.first);
-      const char* remote =
-          reinterpret_cast<const char*>(static_cast<uintptr_t>(h[kAddress])) + c.bytes(first + lo);
-      KOLO_RETURN_IF_ERROR_AS_IS(
-          read_peer(static_cast<pid_t>(h[kPid]), remote, scratch_.data(), c.bytes(m)));
-      if (r.scales_input()) reduce::scale(scratch_.data(), scratch_.data(), m, v.dtype, r.prescale);
-      reduce::reduce(dst, a, scratch_.data(), m, v.dtype, r.op);
-      a = dst;
-    }
-    transport::finish_output(r, dst, m, v.dtype);
-  }
   return Status::OK();
 }
 

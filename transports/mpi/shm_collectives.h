@@ -62,6 +62,16 @@ class ShmCollectives {
   void set_stream_output_min_bytes(size_t bytes) { stream_output_min_bytes_ = bytes; }
   static constexpr size_t kStreamOutputMinBytes = size_t{16} << 20;
 
+  // How round pieces are written into the slots (Note [Streaming slots across
+  // distant cores]): kAuto measures the cores' distance; tests and the bench
+  // force either way. The same on every rank, before the next run().
+  enum class SlotStores { kAuto, kPlain, kStreaming };
+  void set_slot_stores(SlotStores mode) { slot_stores_ = mode; }
+  // Calls whose largest block has at least this many bytes may stream their slots.
+  static constexpr size_t kStreamSlotMinBytes = size_t{64} << 10;
+  // Whether the last call that could stream its slots did (for tests and logs).
+  bool streaming_slots() const { return far_; }
+
   int local_rank() const { return window_->local_rank(); }
   int local_size() const { return window_->local_size(); }
   size_t slot_bytes() const { return slot_bytes_; }
@@ -78,6 +88,8 @@ class ShmCollectives {
   void consume(const Call& call, int64_t k);
   void run_alone(const Call& call);
   Status copy_direct(const Call& call);
+  Status decide_slot_stores(Call& call, int64_t largest_bytes);
+  Status calibrate();
   Status reduce_direct(const Call& call);
   // Waits until counter `which` of every local rank in [0, n) other than this one
   // (or only of `only` when >= 0) is at least `target`.
@@ -98,7 +110,11 @@ class ShmCollectives {
   bool single_copy_ = false;
   size_t single_copy_min_bytes_ = kSingleCopyMinBytes;
   size_t stream_output_min_bytes_ = kStreamOutputMinBytes;
-  std::vector<char> scratch_;  // reduce_direct's peer piece: slot_bytes_, pre-faulted
+  std::vector<char> scratch_;  // reduce_direct's peer piece, post's prescaled piece; pre-faulted
+  SlotStores slot_stores_ = SlotStores::kAuto;
+  bool far_ = false;              // the last calibration's (or the forced) answer
+  uint64_t streamable_calls_ = 0;  // calls of kStreamSlotMinBytes and up, the same on every rank
+  uint64_t calibrations_ = 0;
 };
 
 }  // namespace kolo::mpi

@@ -154,13 +154,15 @@ TYPED_TEST_SUITE(ShmCollectivesTest, AllDtypes);
 // A 256-byte slot (a 64-byte region per peer at 4 ranks): blocks of 0 to
 // hundreds of elements cross many rounds; a 1000-byte slot (960 used; regions
 // of 960, 448 and 320 bytes at 2, 3 and 4 ranks, not a multiple of most
-// elements' blocks) with every output streamed; then a default slot, blocks of 0
+// elements' blocks) with every output and the slots of calls from 64 KiB
+// streamed (none here: LargeBlocks has those); then a default slot, blocks of 0
 // to thousands of elements; then single copy for every call (reducescatter in
 // pieces of the 256-byte scratch), where the node allows it.
 TYPED_TEST(ShmCollectivesTest, EveryCollectiveExact) {
   std::unique_ptr<ShmCollectives> tiny = engine(256);
   std::unique_ptr<ShmCollectives> odd = engine(1000);
   odd->set_stream_output_min_bytes(0);
+  odd->set_slot_stores(ShmCollectives::SlotStores::kStreaming);
   std::unique_ptr<ShmCollectives> large = engine(ShmCollectives::kDefaultSlotBytes);
   std::unique_ptr<ShmCollectives> direct = engine(256);  // single copy (where the node allows)
   direct->set_single_copy_min_bytes(0);
@@ -181,13 +183,16 @@ TYPED_TEST(ShmCollectivesTest, EveryCollectiveExact) {
 
 // Blocks larger than the default slot (1 MiB; a peer's alltoall region of it
 // 349,504 bytes at 4 ranks): several full rounds and a partial one on the
-// default engine, through the slots with plain and streamed outputs, and by
-// single copy where the node allows it.
+// default engine, through the slots written as measured, plain and streamed
+// (with plain and streamed outputs), and by single copy where the node allows it.
 TEST(ShmCollectives, LargeBlocks) {
   std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
-  for (int way = 0; way < 3; ++way) {
+  for (int way = 0; way < 5; ++way) {  // single copy; slots measured, plain, streamed (x2)
     e->set_single_copy_min_bytes(way == 0 ? 0 : SIZE_MAX);
-    e->set_stream_output_min_bytes(way == 2 ? 0 : SIZE_MAX);
+    e->set_stream_output_min_bytes(way == 4 ? 0 : SIZE_MAX);
+    e->set_slot_stores(way == 1   ? ShmCollectives::SlotStores::kAuto
+                       : way == 2 ? ShmCollectives::SlotStores::kPlain
+                                  : ShmCollectives::SlotStores::kStreaming);
     check_allgather<float>(*e, 300007, false);
     check_allgather<int16_t>(*e, 600001, true);
     check_alltoall<int32_t>(*e, 200003);
@@ -198,6 +203,20 @@ TEST(ShmCollectives, LargeBlocks) {
   }
   // Informational: whether this node gave the single-copy path above.
   if (rank() == 0) std::printf("single copy between ranks: %s\n", e->single_copy() ? "yes" : "no");
+}
+
+// Note [Streaming slots across distant cores]: every rank follows local rank
+// 0's measurement, also across recalibrations (the calls that count are the
+// same on every rank); whatever the verdict, the results are exact.
+TEST(ShmCollectives, SlotStoresVerdictIsTheSameOnEveryRank) {
+  std::unique_ptr<ShmCollectives> e = engine(size_t{64} << 10);
+  for (int i = 0; i < 70; ++i) {  // past kRecalibrateEvery (64) calls of 64 KiB and up
+    check_broadcast<float>(*e, (i % 3 == 0 ? 4 : 20000) + i, i % size(), false);
+    int verdict = e->streaming_slots() ? 1 : 0, lowest = 0, highest = 0;
+    ASSERT_EQ(MPI_Allreduce(&verdict, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Allreduce(&verdict, &highest, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(lowest, highest) << "call " << i;
+  }
 }
 
 // Reducescatter applies the whole Reduction: prescale, postscale, integer division.

@@ -1,0 +1,184 @@
+// The shm collectives engine's measured choices (shm_collectives.h): how a
+// call's slots are written (Note [Streaming slots across distant cores]) and the
+// single copy that reads the peers' buffers instead (Note [Single copy for large
+// calls]). The rounds themselves are in shm_collectives.cc.
+#include <sys/types.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "common/check.h"
+#include "reduce/reduce.h"
+#include "transport/reduction.h"
+#include "transports/mpi/peer_read.h"
+#include "transports/mpi/shm_collectives_call.h"
+
+namespace kolo::mpi {
+namespace {
+
+using namespace shm_layout;  // NOLINT: the engine's own layout
+using transport::CollectiveOp;
+using transport::CollectiveView;
+
+// Note [Streaming slots across distant cores]: how often and how to measure.
+constexpr uint64_t kRecalibrateEvery = 64;
+constexpr int kPingPongs = 16;
+constexpr double kFarRoundTripNs = 250;
+
+}  // namespace
+
+// Note [Streaming slots across distant cores]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The reader of a slot copies lines that the writer's core has just written.
+// When the two cores share a cache that is cheap; when they are far apart
+// (another core complex: the development VM moves between the two, see
+// shm_transport.cc's Note of the same name) every line is fetched from the
+// writer's cache one at a time: in such a placement (round trip 346 ns, load
+// 5.5) the engine moved 3.3-3.5 GB/s for every collective from 1 MiB, where
+// near it moves 7-19 and MPI moved 5-16 beside it. Streaming stores send the
+// slot's lines to memory instead, from where the reader streams them; the
+// allreduce measured that they win far and lose near (docs/perf, "Streaming
+// stores across distant cores"), and near this engine measured it too (16 MiB
+// broadcast 1.0 -> 1.6 ms streamed). So, as the allreduce does, local ranks 0
+// and 1 time a few round trips through the control block (on the first call
+// whose largest block is kStreamSlotMinBytes or more, and every
+// kRecalibrateEvery such calls after: the same calls on every rank, the count
+// coming from the headers) and rank 0 publishes the verdict, which every rank
+// follows. The writers of such calls then stream their slots and fence before
+// they post (a call's first round, written before the headers are read,
+// follows this rank's own size and the last verdict). Both ways give the same
+// bytes. A far placement on a quiet machine did not come up while this was
+// written: the far gain for this engine is still to be measured
+// (shm_collectives_bench --slot_stores=plain|stream|auto).
+Status ShmCollectives::decide_slot_stores(Call& c, int64_t largest_bytes) {
+  if (static_cast<size_t>(largest_bytes) < kStreamSlotMinBytes) return Status::OK();
+  if (slot_stores_ != SlotStores::kAuto) {
+    far_ = slot_stores_ == SlotStores::kStreaming;
+  } else if (streamable_calls_++ % kRecalibrateEvery == 0) {
+    KOLO_RETURN_IF_ERROR_AS_IS(calibrate());
+  }
+  c.stream_slot = far_;
+  return Status::OK();
+}
+
+// Local rank 0 pings, local rank 1 answers; every rank then reads rank 0's
+// decision. Counter values only grow.
+Status ShmCollectives::calibrate() {
+  const uint64_t round = ++calibrations_;
+  const uint64_t base = (round - 1) * (kPingPongs + 1);
+  uint64_t* ping = counter(0, kPing);
+  uint64_t* pong = counter(1, kPong);
+  uint64_t* decision = counter(0, kDecision);
+  const int me = local_rank();
+  auto wait = [&](const uint64_t* c, uint64_t target) {
+    return wait_for_counter(c, target, kSpinLoads, alive_);
+  };
+  if (me == 0) {
+    std::vector<double> ns;
+    for (uint64_t i = 1; i <= kPingPongs + 1; ++i) {  // the first exchange only meets rank 1
+      const auto start = std::chrono::steady_clock::now();
+      __atomic_store_n(ping, base + i, __ATOMIC_RELEASE);
+      KOLO_RETURN_IF_ERROR_AS_IS(wait(pong, base + i));
+      const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
+      if (i > 1) ns.push_back(took.count());
+    }
+    std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
+    far_ = ns[ns.size() / 2] > kFarRoundTripNs;
+    __atomic_store_n(decision, 2 * round + (far_ ? 1 : 0), __ATOMIC_RELEASE);
+    return Status::OK();
+  }
+  if (me == 1) {
+    for (uint64_t i = 1; i <= kPingPongs + 1; ++i) {
+      KOLO_RETURN_IF_ERROR_AS_IS(wait(ping, base + i));
+      __atomic_store_n(pong, base + i, __ATOMIC_RELEASE);
+    }
+  }
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(decision, 2 * round));
+  far_ = (__atomic_load_n(decision, __ATOMIC_ACQUIRE) & 1) != 0;
+  return Status::OK();
+}
+
+// Note [Single copy for large calls]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Where the node allows it (peer_read.h), a call whose largest block is at
+// least single_copy_min_bytes_ can read the peers' buffers straight into the
+// output, at the addresses the headers give; reducescatter reads each peer's
+// piece into a private scratch and reduces from there. Every rank decides from
+// the headers, so alike; each marks done and waits for every peer's done before
+// it returns, so no buffer changes while a peer still reads it. Off by default
+// (kSingleCopyMinBytes is SIZE_MAX): quiet, process_vm_readv moves 5.4 GB/s on
+// this VM where memcpy moves 9.7, and the slots won at every size from 1 to
+// 256 MiB, 2 ranks and 4 on 2 cores (64 MiB allgather 8.8 against 13.0 ms;
+// docs/perf, "Design measurements"). Kept for nodes where such reads run at
+// copy speed; the bench's --engine=single measures it.
+Status ShmCollectives::copy_direct(const Call& c) {
+  const CollectiveView& v = *c.view;
+  auto pid = [&](int p) { return static_cast<pid_t>(header(p, c.first)[kPid]); };
+  auto at = [&](int p, int64_t elements) {
+    return reinterpret_cast<const char*>(static_cast<uintptr_t>(header(p, c.first)[kAddress])) +
+           c.bytes(elements);
+  };
+  switch (c.op) {
+    case CollectiveOp::kBroadcast:
+      if (c.me == v.root) {
+        if (c.bcast_src != c.out) copy_bytes(c.out, c.bcast_src, c.bytes(v.count));
+        return Status::OK();
+      }
+      return read_peer(pid(v.root), at(v.root, 0), c.out, c.bytes(v.count));
+    case CollectiveOp::kReducescatter:
+      return reduce_direct(c);
+    case CollectiveOp::kAllgather:
+    case CollectiveOp::kAlltoall:
+      break;
+  }
+  const bool alltoall = c.op == CollectiveOp::kAlltoall;
+  for (int p = 0; p < c.n; ++p) {
+    const int64_t m = v.recv_counts[p];
+    char* dst = c.out + c.bytes((*c.displs_out)[p]);
+    if (p == c.me) {
+      const char* src = c.in + c.bytes(alltoall ? (*c.displs_in)[c.me] : 0);
+      if (src != dst) copy_bytes(dst, src, c.bytes(m));
+      continue;
+    }
+    int64_t skip = 0;  // alltoall: where p's block for this rank starts in p's input
+    for (int d = 0; alltoall && d < c.me; ++d) skip += header(p, c.first)[kFields + d];
+    KOLO_RETURN_IF_ERROR_AS_IS(read_peer(pid(p), at(p, skip), dst, c.bytes(m)));
+  }
+  return Status::OK();
+}
+
+// This rank's block, a scratch-sized piece at a time: its own input (prescaled
+// into the output) combined with each peer's piece read into the scratch.
+Status ShmCollectives::reduce_direct(const Call& c) {
+  const CollectiveView& v = *c.view;
+  const transport::Reduction& r = v.reduction;
+  const int64_t count = v.recv_counts[c.me];
+  const int64_t per = static_cast<int64_t>(scratch_.size() / c.elem);
+  const int64_t first = (*c.displs_in)[c.me];
+  for (int64_t lo = 0; lo < count; lo += per) {
+    const int64_t m = std::min(per, count - lo);
+    char* dst = c.out + c.bytes(lo);
+    const char* a = c.in + c.bytes(first + lo);
+    if (r.scales_input()) {
+      reduce::copy_scaled(dst, a, m, v.dtype, r.prescale);
+      a = dst;
+    }
+    for (int p = 0; p < c.n; ++p) {
+      if (p == c.me) continue;
+      const int64_t* h = header(p, c.first);
+      const char* remote =
+          reinterpret_cast<const char*>(static_cast<uintptr_t>(h[kAddress])) + c.bytes(first + lo);
+      KOLO_RETURN_IF_ERROR_AS_IS(
+          read_peer(static_cast<pid_t>(h[kPid]), remote, scratch_.data(), c.bytes(m)));
+      if (r.scales_input()) reduce::scale(scratch_.data(), scratch_.data(), m, v.dtype, r.prescale);
+      reduce::reduce(dst, a, scratch_.data(), m, v.dtype, r.op);
+      a = dst;
+    }
+    transport::finish_output(r, dst, m, v.dtype);
+  }
+  return Status::OK();
+}
+
+}  // namespace kolo::mpi
