@@ -280,8 +280,9 @@ Status Selector::select(const Bucket& bucket, Transport** chosen) const {
 // forces MPI's collectives); with "auto" on one node, "shm" (kolo's shared-memory
 // engine, shm_collectives.h: faster than MPI's from a few KiB up, docs/perf);
 // with "auto" on several nodes, "hierarchical" (hierarchical_collectives.h) where
-// the world offers it (nodes of equal size) and the call is at least
-// hierarchical_min_bytes(op); then every offered transport in the world's order
+// the world offers it (nodes of equal size), the nodes have several ranks (with
+// one, its cross step is MPI's own collective, plus its agreement round) and the
+// call is at least hierarchical_min_bytes(op); then every offered transport in the world's order
 // (mpi first), so a preference that implements none of them ("ring") still gets
 // MPI's. The first whose supports_collective() is OK runs it: the same on every
 // rank (topology, preference and the sizes compared are).
@@ -306,7 +307,9 @@ size_t Selector::hierarchical_min_bytes(CollectiveOp op) {
 // Whether "auto" tries "hierarchical" first for this collective, from sizes that
 // are the same on every rank (see Note [Which transport runs the other collectives]).
 bool Selector::hierarchical_first(CollectiveOp op, const CollectiveView& view) const {
-  if (!is_valid(view.dtype) || topology_.local_size == topology_.size) return false;
+  // One rank per node: no node step, so only the agreement round over MPI's own.
+  if (!is_valid(view.dtype) || topology_.local_size == topology_.size || topology_.local_size < 2)
+    return false;
   int64_t count = 0;
   if (op == CollectiveOp::kBroadcast) count = view.count;
   if (op == CollectiveOp::kAlltoall) count = view.alltoall_total / std::max(topology_.size, 1);

@@ -99,8 +99,8 @@ TEST(HierarchicalCollectives, ReducescatterAppliesTheFactors) {
 }
 
 // Where the auto choice sends the other collectives: "hierarchical" on equal nodes
-// from Selector::hierarchical_min_bytes(op) up (MPI below), "mpi" on unequal
-// nodes; KOLO_TRANSPORT=mpi forces MPI's everywhere.
+// of several ranks from Selector::hierarchical_min_bytes(op) up (MPI below), "mpi"
+// on unequal nodes and nodes of one rank; KOLO_TRANSPORT=mpi forces MPI's everywhere.
 TEST(HierarchicalCollectives, AutoChoiceAsTheNoteSays) {
   std::vector<transport::Transport*> offered;
   for (auto& t : test_world().transports) offered.push_back(t.get());
@@ -113,7 +113,7 @@ TEST(HierarchicalCollectives, AutoChoiceAsTheNoteSays) {
     v.recv_counts.assign(size(), count);
     v.send_counts.assign(size(), count / size());
     v.alltoall_total = count / size() * size() * size();
-    const bool large = count >= (int64_t{1} << 18);
+    const bool large = count >= (int64_t{1} << 18) && topo.local_size > 1;
     for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kBroadcast,
                             CollectiveOp::kAlltoall, CollectiveOp::kReducescatter}) {
       SCOPED_TRACE(std::string(collective_op_name(op)) + " of " + std::to_string(count));

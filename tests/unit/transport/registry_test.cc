@@ -321,6 +321,10 @@ TEST(SelectorTest, CollectiveOrderOnSeveralNodes) {
   gpu.device.kind = DeviceKind::kCuda;
   gpu.alltoall_total = 4 * per_rank;
   EXPECT_EQ(first("auto", CollectiveOp::kAlltoall, gpu), "mpi");
+  // Nodes of one rank: MPI's own collective is the cross step; nothing to gain.
+  v.alltoall_total = 4 * per_rank;
+  EXPECT_EQ(Selector(f.offered, "auto", nodes(1, 4, 1)).collective_order(CollectiveOp::kAlltoall, v)[0]->name(),
+            std::string("mpi"));
 }
 
 TEST(SelectorTest, AutoOrderOnSeveralNodes) {
