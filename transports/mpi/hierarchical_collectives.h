@@ -44,9 +44,6 @@ class HierarchicalCollectives {
   // Runs the collective to completion (synchronous).
   Status run(transport::CollectiveOp op, const transport::CollectiveView& view);
 
-  // Tests: the node engine's single-copy threshold (ShmCollectives).
-  ShmCollectives& node() { return *node_; }
-
  private:
   HierarchicalCollectives() = default;
 

@@ -66,7 +66,6 @@ class HierarchicalTransport : public transport::Transport {
                                               const transport::CollectiveView& view) override {
     return std::make_unique<transport::CompletedWork>(collectives_->run(op, view));
   }
-  HierarchicalCollectives& collectives() { return *collectives_; }
 
  private:
   HierarchicalTransport() = default;
