@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "bench/perf_breakdown.h"
 #include "bench/perf_mpi.h"
 
 namespace kolo::bench {
@@ -30,6 +31,7 @@ CompletedHandle finish(MPI_Comm comm, const char* what, kolo_status_t submitted,
   if (status != KOLO_OK) {
     abort_job(comm, "kolo_wait", describe(status, kolo_handle_message(handle)).c_str());
   }
+  breakdown_record(handle);
   return owned;
 }
 
@@ -80,6 +82,7 @@ std::string effective_transport() {
 void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void* out,
                     int64_t count, DataType dtype, ReduceOp op, const kolo_device_t& device) {
   kolo_handle_t handle = nullptr;
+  breakdown_call_started();
   kolo_status_t status =
       kolo_allreduce_async_ex(name.c_str(), in, out, count, static_cast<kolo_dtype_t>(dtype),
                               static_cast<kolo_op_t>(op), 1.0, 1.0, device, &g_options, &handle);
@@ -92,6 +95,7 @@ void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void
     kolo_handle_release(handle);
     abort_job(comm, "kolo_wait", text.c_str());
   }
+  breakdown_record(handle);
   kolo_handle_release(handle);
 }
 
@@ -105,6 +109,7 @@ const char* handle_output(const CompletedHandle& handle, int64_t* bytes) {
 CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const void* in,
                                int64_t count_per_rank, DataType dtype) {
   kolo_handle_t handle = nullptr;
+  breakdown_call_started();
   kolo_status_t status =
       kolo_allgather_async_ex(name.c_str(), in, count_per_rank, 1, static_cast<kolo_dtype_t>(dtype),
                               kCpu, &g_options, &handle);
@@ -114,6 +119,7 @@ CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const voi
 CompletedHandle kolo_alltoall(MPI_Comm comm, const std::string& name, const void* in,
                               int64_t count_per_peer, int world_size, DataType dtype) {
   kolo_handle_t handle = nullptr;
+  breakdown_call_started();
   kolo_status_t status =
       kolo_alltoall_async_ex(name.c_str(), in, count_per_peer * world_size, 1,
                              /*send_splits=*/nullptr, static_cast<kolo_dtype_t>(dtype), kCpu,
@@ -125,6 +131,7 @@ void kolo_broadcast(MPI_Comm comm, const std::string& name, void* buffer, int64_
                     DataType dtype, int root) {
   kolo_handle_t handle = nullptr;
   const int global_root = g_set_ranks.empty() ? root : g_set_ranks[static_cast<size_t>(root)];
+  breakdown_call_started();
   kolo_status_t status =
       kolo_broadcast_async_ex(name.c_str(), buffer, buffer, count, static_cast<kolo_dtype_t>(dtype),
                               global_root, kCpu, &g_options, &handle);
@@ -134,6 +141,7 @@ void kolo_broadcast(MPI_Comm comm, const std::string& name, void* buffer, int64_
 void kolo_reducescatter(MPI_Comm comm, const std::string& name, const void* in, void* out,
                         int64_t count_per_rank, int world_size, DataType dtype, ReduceOp op) {
   kolo_handle_t handle = nullptr;
+  breakdown_call_started();
   kolo_status_t status = kolo_reducescatter_async_ex(
       name.c_str(), in, out, count_per_rank * world_size, 1, static_cast<kolo_dtype_t>(dtype),
       static_cast<kolo_op_t>(op), 1.0, 1.0, kCpu, &g_options, &handle);

@@ -214,6 +214,11 @@ bool check_consistency(const PerfOptions& o, std::string* error) {
     *error = "--model times allreduces; it takes no --collective";
     return false;
   }
+  if (o.breakdown && (!o.model.empty() || o.tensors > 1 || uses_device(o))) {
+    *error = "--breakdown times one host operation at a time in the size sweep (not with "
+             "--model, --tensors or -t nccl)";
+    return false;
+  }
   if (o.autotune && o.model.empty()) {
     *error = "--autotune tunes a training step: it needs --model";
     return false;
@@ -247,6 +252,10 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       o.help = true;
+      continue;
+    }
+    if (arg == "--breakdown") {
+      o.breakdown = true;
       continue;
     }
     if (arg == "--autotune") {
@@ -310,6 +319,9 @@ const char* perf_usage() {
          "      --autotune           with -m: also run with KOLO_AUTOTUNE=1 until the search\n"
          "                           freezes, then time the frozen setting (kolo_autotuned), and\n"
          "                           kolo with every tuned knob at its default (kolo_defaults)\n"
+         "      --breakdown          after each size, every rank's median time in each phase of\n"
+         "                           an operation (submit, to_cycle, negotiate, to_transport,\n"
+         "                           transport, to_complete, wake; kolo_handle_phases)\n"
          "      --csv FILE           also write the rows as CSV\n"
          "      --timeline PATH      with -m: record the last timed kolo_fused step with\n"
          "                           kolo_timeline_start(PATH, 1) / kolo_timeline_stop()\n"

@@ -48,6 +48,7 @@ struct PerfOptions {
   std::vector<int> process_set;  // empty: the global set
   int tensors = 1;               // --tensors: tensors per timed operation (perf_tensors.h)
   bool help = false;
+  bool breakdown = false;  // --breakdown: per-phase medians after each size (perf_breakdown.h)
   bool autotune = false;  // --model with KOLO_AUTOTUNE=1: tune, then time the frozen setting
 };
 

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/perf_breakdown.h"
 #include "bench/perf_collective.h"
 #include "bench/perf_device_case.h"
 #include "bench/perf_kolo.h"
@@ -174,6 +175,7 @@ int run_sweep(MPI_Comm comm, const PerfOptions& o, CudaDevice* device) {
   } else {
     coll = std::make_unique<CollectiveCase>(comm, o, o.max_bytes);
   }
+  if (o.breakdown) breakdown_enable();
   if (rank == 0) print_header(o, world_size, device);
   double busbw_sum = 0;
   int rows = 0;
@@ -183,6 +185,7 @@ int run_sweep(MPI_Comm comm, const PerfOptions& o, CudaDevice* device) {
     wrong += r.wrong;
     ref_wrong += r.ref_wrong;
     if (rank == 0) busbw_sum += report_row(o, r, world_size, csv.get());
+    breakdown_report(comm, o.iters);
     ++rows;
   }
   if (rank == 0) {

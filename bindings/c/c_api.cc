@@ -589,6 +589,20 @@ kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_
   });
 }
 
+kolo_status_t kolo_handle_phases(kolo_handle_t handle, int64_t* ns, int n) {
+  return guarded([&] {
+    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+    if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the length of ns");
+    if (ns == nullptr && n > 0)
+      return invalid("ns is NULL (it must have room for n = " + std::to_string(n) + " values)");
+    if (!handle->state->done()) return invalid("the operation has not completed yet");
+    static_assert(kolo::core::HandleState::kNumPhases == KOLO_NUM_PHASES);
+    const auto& phases = handle->state->phases();
+    for (int i = 0; i < n && i < KOLO_NUM_PHASES; ++i) ns[i] = phases[static_cast<size_t>(i)];
+    return KOLO_OK;
+  });
+}
+
 kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n) {
   return guarded([&] {
     if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;

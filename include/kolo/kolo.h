@@ -555,6 +555,16 @@ KOLO_API kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** dat
  * KOLO_ERR_INVALID_ARGUMENT before completion. */
 KOLO_API kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n);
 
+/* Where a completed operation's time went, for kolo-allreduce-perf --breakdown:
+ * copies min(n, KOLO_NUM_PHASES) times into ns, each in nanoseconds on the
+ * process's monotonic clock (CLOCK_MONOTONIC), 0 for a phase not reached:
+ *   [0] submitted (queued by the submit call)  [1] its negotiation cycle began
+ *   [2] negotiated (ready on every rank)       [3] its transport call began
+ *   [4] the transport finished (host work)     [5] the handle completed
+ * KOLO_ERR_INVALID_ARGUMENT before completion. */
+#define KOLO_NUM_PHASES 6
+KOLO_API kolo_status_t kolo_handle_phases(kolo_handle_t handle, int64_t* ns, int n);
+
 /* For a CUDA operation: makes `stream` (a cudaStream_t on the operation's
  * device; NULL: the legacy default stream) wait until the operation's device
  * work is done, without blocking the CPU on the GPU. It blocks the CPU only

@@ -122,7 +122,7 @@ void Coordinator::run_cycle() {
   const bool asked = shutdown_requested_.load(std::memory_order_acquire);
   bool stop = false;
   const bool recording = timeline_.recording();
-  const Clock::time_point cycle_start = recording ? Clock::now() : Clock::time_point{};
+  const Clock::time_point cycle_start = Clock::now();
   negotiator_.set_recording(recording);
   auto fail = [this](Status s) {
     ended_ = end_failed_ = true;
@@ -136,7 +136,7 @@ void Coordinator::run_cycle() {
     note_submits(ready_);
     if (Status s = record_cycle(ready_, cycle_start); !s.ok()) return fail(std::move(s));
   }
-  record_negotiated(ready_);
+  record_negotiated(ready_, cycle_start);
   take_announced_setting();  // before this cycle's buckets: Note [Announcements]
   executor_.execute(ready_, &pending_);
   tune_after_cycle();
@@ -169,7 +169,7 @@ void Coordinator::note_submits(const std::vector<Response>& ready) {
 Status Coordinator::record_cycle(const std::vector<Response>& ready, Clock::time_point start) {
   KOLO_RETURN_IF_ERROR(exchange_stragglers(*world_.control, submit_ages_, &stragglers_));
   if (!timeline_.recording()) return Status::OK();
-  if (start != Clock::time_point{}) timeline_.cycle(negotiator_.cycles() - 1, ready.size(), start);
+  timeline_.cycle(negotiator_.cycles() - 1, ready.size(), start);
   for (size_t i = 0; i < ready.size(); ++i) {
     if (submit_ages_[i] < 0) continue;
     timeline_.negotiated(ready[i].name, collective_name(ready[i].params.collective),

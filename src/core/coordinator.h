@@ -90,7 +90,8 @@ class Coordinator {
 
   // coordinator_flight.cc: the flight recorder and the stall report.
   void init_flight_recorder();
-  void record_negotiated(const std::vector<Response>& ready);
+  // The flight recorder's "negotiated", and each handle's phases up to it.
+  void record_negotiated(const std::vector<Response>& ready, Clock::time_point cycle_start);
   void dump_if_signalled();
   RankReport rank_report() const;
 

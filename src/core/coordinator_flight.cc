@@ -22,13 +22,18 @@ void Coordinator::init_flight_recorder() {
   dump_signals_seen_ = dump_signals();
 }
 
-void Coordinator::record_negotiated(const std::vector<Response>& ready) {
-  if (!flight_.enabled() || ready.empty()) return;
+void Coordinator::record_negotiated(const std::vector<Response>& ready,
+                                    Clock::time_point cycle_start) {
+  if (ready.empty()) return;
   const auto now = Clock::now();
   for (const Response& r : ready) {
     auto it = pending_.find(r.name);
-    if (it != pending_.end())
-      flight_.advance(it->second.flight, FlightRecorder::State::kNegotiated, now);
+    if (it == pending_.end()) continue;
+    TensorEntry& e = it->second;
+    if (flight_.enabled()) flight_.advance(e.flight, FlightRecorder::State::kNegotiated, now);
+    if (!e.handle) continue;
+    e.handle->stamp(HandleState::kCycleStarted, std::max(cycle_start, e.enqueued));
+    e.handle->stamp(HandleState::kNegotiated, now);
   }
 }
 

@@ -74,10 +74,12 @@ void Executor::launch(Status started, std::unique_ptr<transport::Work> work, Dev
   // See Note [One execution model].
   if (!started.ok() || work == nullptr || where == DeviceKind::kCpu) {
     Status status = !started.ok() ? started : work ? work->wait() : Status::OK();
+    const auto transported = Timeline::Clock::now();
     if (!status.ok()) KOLO_LOG(kError) << "operation " << sequence_ << ": " << status.to_string();
     record();  // before completing: a caller who then stops the timeline finds it there
     for (const std::string* name : names_) {
       auto it = pending->find(*name);
+      if (it->second.handle) it->second.handle->stamp(HandleState::kTransported, transported);
       if (it->second.handle) complete_(it->second, status);  // joined zeros have none
       pending->erase(it);
     }
@@ -182,8 +184,10 @@ void Executor::run_allreduce(const PlannedBucket& bucket, const std::vector<cons
   }
   const TensorParams& params = ok[bucket.items[0]]->params;
   const auto start = Timeline::Clock::now();
-  for (TensorEntry* e : entries_)
+  for (TensorEntry* e : entries_) {
     if (flight_) flight_->advance(e->flight, FlightRecorder::State::kExecuting, start);
+    if (e->handle) e->handle->stamp(HandleState::kExecuting, start);
+  }
   Status started;
   std::unique_ptr<transport::Work> work = start_bucket(entries_, params, &started);
   op_ = Op{bytes, params.collective, start};

@@ -38,8 +38,10 @@ void Executor::run_collective(const PlannedBucket& bucket, const std::vector<con
   }
   const TensorParams& params = responses[0]->params;
   const auto start = Timeline::Clock::now();
-  for (TensorEntry* e : entries_)
+  for (TensorEntry* e : entries_) {
     if (flight_) flight_->advance(e->flight, FlightRecorder::State::kExecuting, start);
+    if (e->handle) e->handle->stamp(HandleState::kExecuting, start);
+  }
   const bool packed_group = params.collective == Collective::kGroupedAllgather &&
                             params.device == DeviceKind::kCpu && bucket.bytes <= threshold_ &&
                             bucket.bytes < alone_bytes_;

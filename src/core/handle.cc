@@ -23,6 +23,7 @@ const std::string kEmpty;
 
 void HandleState::complete(Status status) {
   KOLO_CHECK(!done());
+  stamp(kCompleted, std::chrono::steady_clock::now());
   status_ = std::move(status);
   {
     std::lock_guard<std::mutex> lock(mu_);

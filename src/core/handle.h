@@ -7,6 +7,7 @@
 // coordinator or the peer rank on a machine with few cores.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -67,12 +68,37 @@ class HandleState {
   // Set at submission: who runs cycles for a waiter; null: the coordinator only.
   std::shared_ptr<CycleHelper> helper;
 
+  // Note [Where a small operation's time goes]: when the operation passed each
+  // phase (kolo_handle_phases), in steady-clock nanoseconds; 0 where it has not.
+  // Written by the submitting thread and then the thread running the cycle,
+  // before complete(); read after done().
+  enum Phase { kSubmitted, kCycleStarted, kNegotiated, kExecuting, kTransported, kCompleted,
+               kNumPhases };
+  void stamp(Phase phase, std::chrono::steady_clock::time_point at) {
+    phases_[phase] = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch())
+                         .count();
+  }
+  const std::array<int64_t, kNumPhases>& phases() const { return phases_; }
+
  private:
   std::atomic<bool> done_{false};
+  std::array<int64_t, kNumPhases> phases_{};
   Status status_;  // written once, before done_ is released
   std::shared_ptr<transport::DeviceEvent> done_event_;  // guarded by mu_
   std::mutex mu_;
   std::condition_variable cv_;
 };
+
+// Note [Where a small operation's time goes]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A small collective costs microseconds, most of it outside the data movement:
+// the submit (checks, the queue, the doorbell), the wait for a cycle, the
+// negotiation (on the cache's fast path one AND with every rank, so it includes
+// waiting for the slowest), planning and the output's allocation, the transport,
+// completing the handle and waking the waiter. Each handle carries the time it
+// passed each phase (reusing the clock reads the flight recorder and the
+// executor make anyway; two more per cycle and per bucket), and
+// kolo-allreduce-perf --breakdown prints each phase's median per size, so that a
+// change to the small-message path is judged phase by phase.
 
 }  // namespace kolo::core

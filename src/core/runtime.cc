@@ -137,6 +137,7 @@ Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle
   entry.handle->on_device = entry.device.kind == DeviceKind::kCuda;
   if (!entry.handle->on_device) entry.handle->helper = helper_;
   entry.enqueued = Clock::now();
+  entry.handle->stamp(HandleState::kSubmitted, entry.enqueued);
   auto h = entry.handle;
   if (Status s = queue_.push(std::move(entry)); !s.ok()) return s;
   *handle = std::move(h);

@@ -205,5 +205,35 @@ TEST_F(Collectives, MismatchesAreReportedOnEveryRank) {
   EXPECT_NE(std::string(kolo_last_error()).find("splits add up"), std::string::npos);
 }
 
+// kolo_handle_phases (kolo-allreduce-perf --breakdown): a completed host
+// operation has passed every phase, in order; before completion it is refused.
+TEST_F(Collectives, PhasesOfACompletedOperationAreInOrder) {
+  std::vector<float> in(4, 1.0f), out(4, 0.0f);
+  int64_t phases[KOLO_NUM_PHASES] = {};
+  for (int i = 0; i < 3; ++i) {  // the first negotiates by the slow path, the rest by the cache
+    kolo_handle_t h = nullptr;
+    ASSERT_EQ(kolo_allreduce_async("phased", in.data(), out.data(), 4, KOLO_FLOAT32,
+                                   KOLO_OP_SUM, 1.0, 1.0, cpu(), &h),
+              KOLO_OK);
+    ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+    EXPECT_EQ(out, std::vector<float>(4, static_cast<float>(size_)));
+    ASSERT_EQ(kolo_handle_phases(h, phases, KOLO_NUM_PHASES), KOLO_OK);
+    kolo_handle_release(h);
+    EXPECT_GT(phases[0], 0);
+    for (int p = 1; p < KOLO_NUM_PHASES; ++p) EXPECT_LE(phases[p - 1], phases[p]) << "phase " << p;
+  }
+  std::vector<int> value(1, rank_);
+  kolo_handle_t h = nullptr;
+  ASSERT_EQ(
+      kolo_broadcast_async("phased_b", value.data(), value.data(), 1, KOLO_INT32, 0, cpu(), &h),
+      KOLO_OK);
+  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  EXPECT_EQ(value[0], 0);
+  ASSERT_EQ(kolo_handle_phases(h, phases, KOLO_NUM_PHASES), KOLO_OK);
+  for (int p = 1; p < KOLO_NUM_PHASES; ++p) EXPECT_LE(phases[p - 1], phases[p]) << "phase " << p;
+  EXPECT_EQ(kolo_handle_phases(h, nullptr, 1), KOLO_ERR_INVALID_ARGUMENT);
+  kolo_handle_release(h);
+}
+
 }  // namespace
 }  // namespace kolo_test
