@@ -189,6 +189,7 @@ _SIGNATURES = {
     "kolo_handle_message": (_cstr, [_handle]),
     "kolo_handle_output": (_status, [_handle, ctypes.POINTER(_ptr), _c_int64_p]),
     "kolo_handle_splits": (_status, [_handle, _c_int64_p, ctypes.c_int]),
+    "kolo_handle_phases": (_status, [_handle, _c_int64_p, ctypes.c_int]),
     "kolo_handle_stream_wait": (_status, [_handle, _ptr]),
     "kolo_handle_release": (None, [_handle]),
 }
