@@ -21,6 +21,10 @@ std::vector<transport::Transport*> offered(transport::World& world) {
 
 // See Note [Waking up]: poll this long before sleeping.
 constexpr auto kSpinFor = std::chrono::microseconds(50);
+// Note [The coordinator dozes while waiters run cycles]: how long after the last
+// helper left, and how long each doze.
+constexpr auto kDozeWindow = std::chrono::milliseconds(1);
+constexpr auto kDoze = std::chrono::microseconds(100);
 // While device work is in flight the coordinator polls it (yielding) this long
 // before it sleeps: a wake-up from the transport's host callback costs two
 // thread wake-ups, tens of microseconds each in a VM, on every bucket. Only
@@ -204,18 +208,21 @@ Status Coordinator::wait_for_news(std::unique_lock<std::mutex>& lock) {
   const auto poll = std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 1000));
   while (true) {
     if (!lock.owns_lock()) lock.lock();
-    if (gate_->helping()) {
-      // A user thread runs the cycles (Note [The waiter runs the cycle]); sleep
-      // until it leaves, then look at once, without the spin.
+    const bool helping = gate_->helping();
+    if (ended_ && !helping) return Status::OK();
+    const uint64_t next = negotiator_.cycles();
+    if (!helping) {
+      dump_if_signalled();
+      if (has_news_now(next)) return Status::OK();
+    }
+    if (gate_->helped_within(kDozeWindow)) {
+      // Note [The coordinator dozes while waiters run cycles]; after the doze,
+      // look at once, without the spin.
       lock.unlock();
-      gate_->wait_no_helpers(std::chrono::milliseconds(1));
+      gate_->doze(kDoze);
       idle_start = Clock::now() - kSpinFor;
       continue;
     }
-    if (ended_) return Status::OK();
-    const uint64_t next = negotiator_.cycles();
-    dump_if_signalled();
-    if (has_news_now(next)) return Status::OK();
     executor_.poll();  // Note [Device work in flight]
     KOLO_RETURN_IF_ERROR_AS_IS(control.check_peers());
     const auto now = Clock::now();

@@ -11,6 +11,12 @@ namespace {
 // it leaves the rest to the coordinator: as long as the coordinator's own spin.
 constexpr auto kHelpIdle = std::chrono::microseconds(50);
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             CycleHelper::Clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
@@ -31,16 +37,38 @@ void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
     if (now >= deadline || now - idle_since > kHelpIdle) break;
     sched_yield();
   }
+  if (handle.done()) {
+    // The common case costs no lock and no wake-up: the coordinator dozes on.
+    last_help_end_.store(now_ns(), std::memory_order_release);
+    helpers_.fetch_sub(1, std::memory_order_acq_rel);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(idle_mu_);
+    last_help_end_.store(0, std::memory_order_release);
+    handed_back_ = true;
     helpers_.fetch_sub(1, std::memory_order_acq_rel);
   }
   idle_cv_.notify_all();
 }
 
-void CycleGate::wait_no_helpers(std::chrono::microseconds timeout) {
+bool CycleGate::helped_within(std::chrono::microseconds window) const {
+  if (helping()) return true;
+  const int64_t last = last_help_end_.load(std::memory_order_acquire);
+  return last != 0 && now_ns() - last < static_cast<int64_t>(window.count()) * 1000;
+}
+
+void CycleGate::doze(std::chrono::microseconds timeout) {
   std::unique_lock<std::mutex> lock(idle_mu_);
-  idle_cv_.wait_for(lock, timeout, [this] { return !helping(); });
+  ++dozers_;
+  idle_cv_.wait_for(lock, timeout, [this] { return handed_back_; });
+  --dozers_;
+  handed_back_ = false;
+}
+
+bool CycleGate::dozing() {
+  std::lock_guard<std::mutex> lock(idle_mu_);
+  return dozers_ > 0;
 }
 
 }  // namespace kolo::core

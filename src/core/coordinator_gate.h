@@ -29,11 +29,16 @@ class CycleGate : public CycleHelper {
   void help(const HandleState& handle, Clock::time_point deadline) override;
 
   std::mutex& mu() { return mu_; }
-  // Coordinator: true while a user thread is helping; the coordinator then
-  // stays out of the way (wait_no_helpers) instead of competing for the core.
+  // Coordinator: true while a user thread is helping, or one finished helping
+  // less than `window` ago; the coordinator then dozes instead of competing for
+  // the core (Note [The coordinator dozes while waiters run cycles]).
   bool helping() const { return helpers_.load(std::memory_order_acquire) > 0; }
-  // Coordinator, without mu(): returns when no thread helps, or after `timeout`.
-  void wait_no_helpers(std::chrono::microseconds timeout);
+  bool helped_within(std::chrono::microseconds window) const;
+  // Coordinator, without mu(): sleeps for `timeout`, or until a helper leaves
+  // with its handle not done (the coordinator must take over at once).
+  void doze(std::chrono::microseconds timeout);
+  // Whether a thread is inside doze() now (tests force their interleavings with it).
+  bool dozing();
   // Coordinator, with mu() held, when it stops: no cycle runs outside it from now.
   void detach() { coordinator_ = nullptr; }
 
@@ -41,8 +46,11 @@ class CycleGate : public CycleHelper {
   std::mutex mu_;
   Coordinator* coordinator_;  // guarded by mu_; null once detached
   std::atomic<int> helpers_{0};
+  std::atomic<int64_t> last_help_end_{0};  // steady-clock ns; 0: none, or handed back
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
+  bool handed_back_ = false;  // guarded by idle_mu_: a helper left a handle undone
+  int dozers_ = 0;            // guarded by idle_mu_
 };
 
 // Note [The waiter runs the cycle]
@@ -60,5 +68,19 @@ class CycleGate : public CycleHelper {
 // MPI calls of a cycle still come from one thread at a time. A helper gives up
 // after kHelpIdle without news (the peer is late): the coordinator takes over,
 // so progress never depends on a user thread waiting.
+
+// Note [The coordinator dozes while waiters run cycles]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// While user threads run the cycles, every submit (the queue's doorbell) and
+// every peer's ring would wake a coordinator asleep on the doorbell: a futex
+// wake-up, and on a rank bound to one core a context switch away from the very
+// thread that runs the cycle, twice per operation. So while a thread helps, and
+// for kDozeWindow after the last one left with its handle done, the coordinator
+// dozes instead: it sleeps kDoze at a time without announcing itself on the
+// doorbell (rings and submits then make no system call), and between dozes
+// looks for news as usual, so whatever nobody waits for still starts within
+// kDoze. A helper that leaves with its handle not done ends the doze at once.
+// Past the window the coordinator sleeps on the doorbell again, and a submit
+// wakes it at once (Note [Waking up]).
 
 }  // namespace kolo::core

@@ -136,6 +136,7 @@ Status ShmCollectives::create(MPI_Comm local, size_t slot_bytes, Liveness* alive
                                          alive, &window));
   std::unique_ptr<ShmCollectives> e(new ShmCollectives(std::move(window), slot_bytes, alive));
   e->header_bytes_ = header_bytes;
+  e->pid_ = static_cast<int64_t>(getpid());  // once, not a system call per call
   if (n > 1) {
     KOLO_RETURN_IF_ERROR(probe_peer_reads(local, *e->window_, kProbeOffset, alive, &e->single_copy_));
   }
@@ -301,7 +302,7 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   h[kRoot] = bcast ? v.root : 0;
   h[kCount] = bcast ? v.count : 0;
   h[kReduceOp] = reduces ? static_cast<int64_t>(v.reduction.op) : 0;
-  h[kPid] = static_cast<int64_t>(getpid());
+  h[kPid] = pid_;
   h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(bcast ? c.bcast_src : c.in));
   for (int i = 0; i < c.n; ++i) {
     h[kFields + i] = c.op == CollectiveOp::kAlltoall ? v.send_counts[i]

@@ -102,6 +102,7 @@ class ShmCollectives {
   std::unique_ptr<ShmWindow> window_;
   size_t slot_bytes_;
   size_t header_bytes_;
+  int64_t pid_ = 0;  // this process's, for the headers
   Liveness* alive_;
   uint64_t next_round_ = 0;   // rounds done so far, the same on every rank
   std::vector<char> staging_;  // an input that overlaps the output (grow-only)

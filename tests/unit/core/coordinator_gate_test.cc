@@ -1,0 +1,58 @@
+// CycleGate (src/core/coordinator_gate.h): Note [The coordinator dozes while
+// waiters run cycles]. A helper that leaves with its handle done keeps the
+// coordinator dozing (helped_within); one that leaves it undone ends the doze at
+// once, whichever of the two comes first. Orders are forced by the calls' order
+// and by joins, never by a sleep; a doze that is not ended would sleep its whole
+// (long) timeout.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "core/coordinator_gate.h"
+
+namespace kolo::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kLong = std::chrono::microseconds(60 * 1000 * 1000);
+const auto kNoDeadline = Clock::time_point::max();
+
+TEST(CycleGate, AHelperWhoseHandleIsDoneLeavesTheCoordinatorDozing) {
+  CycleGate gate(nullptr);  // detached: help() runs no cycle
+  EXPECT_FALSE(gate.helped_within(std::chrono::hours(1)));
+  HandleState handle;
+  handle.complete(Status::OK());
+  gate.help(handle, kNoDeadline);
+  EXPECT_FALSE(gate.helping());
+  EXPECT_TRUE(gate.helped_within(std::chrono::hours(1)));
+  EXPECT_FALSE(gate.helped_within(std::chrono::microseconds(0)));
+}
+
+TEST(CycleGate, AHelperThatLeavesItsHandleUndoneEndsTheDoze) {
+  CycleGate gate(nullptr);
+  HandleState handle;  // never completed: help() gives up at once (detached)
+  const auto start = Clock::now();
+  std::thread coordinator([&] { gate.doze(kLong); });
+  while (!gate.dozing()) std::this_thread::yield();  // asleep in the doze now
+  gate.help(handle, kNoDeadline);
+  coordinator.join();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30)) << "the doze was not ended";
+  EXPECT_FALSE(gate.helped_within(std::chrono::hours(1)));  // the coordinator takes over
+}
+
+TEST(CycleGate, AHandBackBeforeTheDozeIsKept) {
+  CycleGate gate(nullptr);
+  HandleState handle;
+  gate.help(handle, kNoDeadline);  // hands back before anyone dozes
+  const auto start = Clock::now();
+  gate.doze(kLong);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+  // Taken: the next doze sleeps its time again (a short one here).
+  const auto again = Clock::now();
+  gate.doze(std::chrono::microseconds(1000));
+  EXPECT_GE(Clock::now() - again, std::chrono::microseconds(1000));
+}
+
+}  // namespace
+}  // namespace kolo::core
