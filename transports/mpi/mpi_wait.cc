@@ -4,11 +4,14 @@
 
 #include "common/check.h"
 #include "transports/mpi/mpi_check.h"
+#include "transports/mpi/node_counter.h"
 
 namespace kolo::mpi {
 
 namespace {
 std::atomic<bool> g_peer_failed{false};
+// The longest sleep on a counter between liveness checks (a wake-up ends it early).
+constexpr int64_t kSleepSliceUs = 2000;
 }  // namespace
 
 void record_peer_failure() { g_peer_failed.store(true, std::memory_order_release); }
@@ -51,12 +54,18 @@ Status wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads
     if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return Status::OK();
     __builtin_ia32_pause();
   }
-  Backoff backoff;  // yields, then sleeps: ranks may outnumber cores
-  while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < target) {
+  // Note [Waiting for a counter in the kernel] (node_counter.h): with cores to
+  // spare, the Backoff's spin and yields first (a peer on another core answers
+  // within them); on an oversubscribed node straight to the kernel.
+  Backoff backoff;
+  const bool polite = !node_oversubscribed();
+  for (;;) {
+    const uint64_t seen = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
+    if (seen >= target) return Status::OK();
     if (alive) KOLO_RETURN_IF_ERROR_AS_IS(alive->check());
-    backoff.pause();
+    if (polite && backoff.pause_awake()) continue;
+    sleep_on_counter(counter, seen, kSleepSliceUs);
   }
-  return Status::OK();
 }
 
 Status arrive(MPI_Comm comm, Liveness* alive) {

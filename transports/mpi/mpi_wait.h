@@ -74,9 +74,12 @@ Status wait(MPI_Request* request, Liveness* alive, MPI_Status* status = MPI_STAT
 Status wait_all(MPI_Request* requests, int n, Liveness* alive);
 
 // Waits until `*counter`, a word in memory shared with other processes of the node
-// that only grows, is at least `target`: up to `spin_loads` acquire loads with a
-// pause between them, then a Backoff, consulting `alive`. For the shared-memory
-// engines (shm_transport.h, node_and.h).
+// that only grows and is written with publish_counter() (node_counter.h, which
+// says how it is laid out), is at least `target`: up to `spin_loads` acquire
+// loads with a pause between them, then the Backoff's spin and yields (unless
+// the node is oversubscribed), then sleeps on the counter in the kernel,
+// consulting `alive` between. For the shared-memory engines (shm_transport.h,
+// shm_collectives.h, node_and.h).
 Status wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads,
                         Liveness* alive);
 

@@ -5,6 +5,7 @@
 
 #include "common/check.h"
 #include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/node_counter.h"
 
 namespace kolo::mpi {
 namespace {
@@ -44,7 +45,7 @@ Status NodeAnd::run(std::vector<uint64_t>* bits) {
   const uint64_t call = calls_++;
   const int me = window_->local_rank();
   std::copy(bits->begin(), bits->end(), slot(me, call));
-  __atomic_store_n(sequence(me), call + 1, __ATOMIC_RELEASE);
+  publish_counter(sequence(me), call + 1);
   for (int p = 0; p < window_->local_size(); ++p) {
     if (p == me) continue;
     Status arrived = wait_for_counter(sequence(p), call + 1, kSpinLoads, alive_);

@@ -57,6 +57,7 @@
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_check.h"
+#include "transports/mpi/node_counter.h"
 #include "transports/mpi/peer_read.h"
 #include "transports/mpi/shm_collectives_call.h"
 #include "transports/mpi/shm_pass.h"
@@ -463,11 +464,11 @@ Status ShmCollectives::run_call(Call& c) {
   write_header(c, header(c.me, g0));
   post(c, 0);
   if (c.stream_slot) _mm_sfence();
-  __atomic_store_n(counter(c.me, kPosted), g0 + 1, __ATOMIC_RELEASE);
+  publish_counter(counter(c.me, kPosted), g0 + 1);
   KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kPosted, g0 + 1));
   Status agreed = check_headers(c);
   if (!agreed.ok()) {
-    __atomic_store_n(counter(c.me, kDone), g0 + 1, __ATOMIC_RELEASE);
+    publish_counter(counter(c.me, kDone), g0 + 1);
     next_round_ = g0 + 1;
     return agreed;
   }
@@ -481,7 +482,7 @@ Status ShmCollectives::run_call(Call& c) {
     // reading this rank's buffer, which the caller may change once run() returns.
     Status copied = copy_direct(c);
     if (c.stream) _mm_sfence();  // round 0's own piece may have been streamed
-    __atomic_store_n(counter(c.me, kDone), g0 + 1, __ATOMIC_RELEASE);
+    publish_counter(counter(c.me, kDone), g0 + 1);
     next_round_ = g0 + 1;
     KOLO_RETURN_IF_ERROR_AS_IS(copied);
     return wait_peers(kDone, g0 + 1);
@@ -495,11 +496,11 @@ Status ShmCollectives::run_call(Call& c) {
       KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g));
       post(c, k + 1);
       if (c.stream_slot) _mm_sfence();  // streamed stores are not ordered by the release
-      __atomic_store_n(counter(c.me, kPosted), g + 2, __ATOMIC_RELEASE);
+      publish_counter(counter(c.me, kPosted), g + 2);
     }
     if (k > 0) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kPosted, g + 1, reads_from));
     consume(c, k);
-    __atomic_store_n(counter(c.me, kDone), g + 1, __ATOMIC_RELEASE);
+    publish_counter(counter(c.me, kDone), g + 1);
   }
   next_round_ = g0 + static_cast<uint64_t>(c.rounds);
   if (c.stream) _mm_sfence();  // the caller's loads after run() see the streamed output

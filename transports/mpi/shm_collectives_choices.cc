@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
+#include "transports/mpi/node_counter.h"
 #include "transports/mpi/peer_read.h"
 #include "transports/mpi/shm_collectives_call.h"
 
@@ -79,20 +80,20 @@ Status ShmCollectives::calibrate() {
     std::vector<double> ns;
     for (uint64_t i = 1; i <= kPingPongs + 1; ++i) {  // the first exchange only meets rank 1
       const auto start = std::chrono::steady_clock::now();
-      __atomic_store_n(ping, base + i, __ATOMIC_RELEASE);
+      publish_counter(ping, base + i);
       KOLO_RETURN_IF_ERROR_AS_IS(wait(pong, base + i));
       const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
       if (i > 1) ns.push_back(took.count());
     }
     std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
     far_ = ns[ns.size() / 2] > kFarRoundTripNs;
-    __atomic_store_n(decision, 2 * round + (far_ ? 1 : 0), __ATOMIC_RELEASE);
+    publish_counter(decision, 2 * round + (far_ ? 1 : 0));
     return Status::OK();
   }
   if (me == 1) {
     for (uint64_t i = 1; i <= kPingPongs + 1; ++i) {
       KOLO_RETURN_IF_ERROR_AS_IS(wait(ping, base + i));
-      __atomic_store_n(pong, base + i, __ATOMIC_RELEASE);
+      publish_counter(pong, base + i);
     }
   }
   KOLO_RETURN_IF_ERROR_AS_IS(wait(decision, 2 * round));

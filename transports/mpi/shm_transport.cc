@@ -59,6 +59,7 @@
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/node_counter.h"
 #include "transports/mpi/shm_pass.h"
 
 namespace kolo::mpi {
@@ -239,21 +240,21 @@ Status ShmAllreduce::calibrate() {
     std::vector<double> ns;
     for (int i = 1; i <= kPingPongs + 1; ++i) {  // the first exchange only meets rank 1
       const auto start = std::chrono::steady_clock::now();
-      __atomic_store_n(ping, base + i, __ATOMIC_RELEASE);
+      publish_counter(ping, base + i);
       KOLO_RETURN_IF_ERROR(wait_counter(pong, base + i, 1));
       if (i > 1)
         ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
     }
     std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
     const bool far = ns[ns.size() / 2] > kFarRoundTripNs;
-    __atomic_store_n(decision, 2 * round + (far ? 1 : 0), __ATOMIC_RELEASE);
+    publish_counter(decision, 2 * round + (far ? 1 : 0));
     streaming_ = far;
     return Status::OK();
   }
   if (me == 1) {
     for (int i = 1; i <= kPingPongs + 1; ++i) {
       KOLO_RETURN_IF_ERROR(wait_counter(ping, base + i, 0));
-      __atomic_store_n(pong, base + i, __ATOMIC_RELEASE);
+      publish_counter(pong, base + i);
     }
   }
   KOLO_RETURN_IF_ERROR(wait_counter(decision, 2 * round, 0));
@@ -280,7 +281,7 @@ Status ShmAllreduce::post(const Slice& s, bool stream) {
     });
   }
   if (stream) _mm_sfence();  // streaming stores are not ordered by the release below
-  __atomic_store_n(counter(me, kPosted), g + 1, __ATOMIC_RELEASE);
+  publish_counter(counter(me, kPosted), g + 1);
   test_point("shm");
   return Status::OK();
 }
@@ -327,7 +328,7 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage, bool st
     }
   }
   KOLO_RETURN_IF_ERROR(status);
-  __atomic_store_n(counter(me, kReduced), g + 1, __ATOMIC_RELEASE);
+  publish_counter(counter(me, kReduced), g + 1);
   return Status::OK();
 }
 
@@ -348,7 +349,7 @@ Status ShmAllreduce::gather(const Slice& s, bool stream_output) {
   // Streaming stores into the output are ordered before the caller learns that
   // the bucket is done (the release below, and the coordinator's completion).
   if (stream_output) _mm_sfence();
-  __atomic_store_n(counter(me, kDone), g + 1, __ATOMIC_RELEASE);
+  publish_counter(counter(me, kDone), g + 1);
   return Status::OK();
 }
 

@@ -1,0 +1,56 @@
+#include "transports/mpi/node_counter.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+
+namespace kolo::mpi {
+namespace {
+
+std::atomic<bool> g_oversubscribed{false};
+
+uint32_t* futex_word(const uint64_t* counter) {
+  // The low half of the little-endian counter: it changes with every publish.
+  return reinterpret_cast<uint32_t*>(const_cast<uint64_t*>(counter));
+}
+
+uint32_t* sleepers(const uint64_t* counter) {
+  return reinterpret_cast<uint32_t*>(const_cast<uint64_t*>(counter) + 1);
+}
+
+long futex(uint32_t* word, int op, uint32_t value, const timespec* timeout) {
+  return syscall(SYS_futex, word, op, value, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+void publish_counter(uint64_t* counter, uint64_t value) {
+  __atomic_store_n(counter, value, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(sleepers(counter), __ATOMIC_SEQ_CST) != 0)
+    futex(futex_word(counter), FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void sleep_on_counter(const uint64_t* counter, uint64_t seen, int64_t timeout_us) {
+  __atomic_fetch_add(sleepers(counter), 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(counter, __ATOMIC_SEQ_CST) == seen) {
+    timespec ts;
+    ts.tv_sec = static_cast<time_t>(timeout_us / 1000000);
+    ts.tv_nsec = static_cast<long>(timeout_us % 1000000) * 1000;
+    futex(futex_word(counter), FUTEX_WAIT, static_cast<uint32_t>(seen), &ts);
+  }
+  __atomic_fetch_sub(sleepers(counter), 1, __ATOMIC_SEQ_CST);
+}
+
+void set_node_ranks(int ranks_on_node) {
+  // Only ever raised: a process set's smaller node does not make the node roomier.
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus > 0 && ranks_on_node > cpus) g_oversubscribed.store(true, std::memory_order_relaxed);
+}
+
+bool node_oversubscribed() { return g_oversubscribed.load(std::memory_order_relaxed); }
+
+}  // namespace kolo::mpi

@@ -1,0 +1,50 @@
+// Counters in a node's shared window: a word that only grows, written by one
+// rank and waited for by its peers — the shm engines' posted / reduced / done
+// words and the node AND's sequence. A writer publishes with publish_counter();
+// a reader waits with wait_for_counter() (mpi_wait.h), which spins first and then
+// sleeps in the kernel on the counter until publish_counter() wakes it (Note
+// [Waiting for a counter in the kernel]).
+//
+// Layout contract: a counter is the first word of a 64-byte cache line of its
+// own; the line's second word (32 bits) counts the readers asleep on it and
+// starts at zero, as the windows' memory does. Any thread, any process of the
+// node that maps the window.
+#pragma once
+
+#include <cstdint>
+
+namespace kolo::mpi {
+
+// Stores `value` (release, and ordered before the check for sleepers) and wakes
+// every reader asleep on the counter, if any: one load when none is.
+void publish_counter(uint64_t* counter, uint64_t value);
+
+// Sleeps until `*counter` has moved from `seen` (its low 32 bits compared), a
+// publish_counter() wakes it, or `timeout_us` passes; may return early. Returns at
+// once if the counter has moved already.
+void sleep_on_counter(const uint64_t* counter, uint64_t seen, int64_t timeout_us);
+
+// Whether this node runs more ranks than it has CPUs online (told by each world
+// as it is made, the same on every rank of the node; once true it stays true):
+// waits then go to the kernel as soon as their short spin is over.
+void set_node_ranks(int ranks_on_node);
+bool node_oversubscribed();
+
+// Note [Waiting for a counter in the kernel]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A rank that waits for a peer's counter used to yield, then sleep in short
+// steps. With more ranks than cores (4 ranks on 2 cores in CI) yields among
+// six to eight runnable waiters hand the core to the wrong thread, and a sleep
+// ends late or early but never when the counter moves. So a reader that has
+// spun without success announces itself (the sleepers word), re-reads the
+// counter, and waits on it with FUTEX_WAIT (on a shared mapping, so across
+// processes); publish_counter() stores the value, then reads the sleepers word
+// and calls FUTEX_WAKE only when someone sleeps. Both sides use sequentially
+// consistent operations, so either the reader sees the new value or the writer
+// sees the sleeper: no wake-up is lost. The futex compares the counter's low
+// 32 bits, which change with every publish (values only grow, by far less than
+// 2^32 between two reads). Sleeps are bounded (kSleepSliceUs), so a reader still
+// consults liveness regularly. The writer's cost on the fast path, where nobody
+// sleeps, is the one load of a word on the line it has just written.
+
+}  // namespace kolo::mpi
