@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "common/check.h"
 #include "common/logging.h"
@@ -51,7 +52,9 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
                 [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_,
                 world.device),
       flight_(static_cast<size_t>(config.flight_recorder)),
-      gate_(std::make_shared<CycleGate>(this)),
+      crowded_(world.control->topology().local_size >
+               static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+      gate_(std::make_shared<CycleGate>(this, crowded_)),
       // See Note [The waiter runs the cycle]: on one node the idle checks make no
       // foreign calls, so a cycle may run on any thread that holds the gate.
       helping_(world.control->topology().local_size == world.control->topology().size) {}
@@ -215,7 +218,8 @@ Status Coordinator::wait_for_news(std::unique_lock<std::mutex>& lock) {
       dump_if_signalled();
       if (has_news_now(next)) return Status::OK();
     }
-    if (gate_->helped_within(kDozeWindow)) {
+    // Note [Crowded nodes wait in the kernel]: there, dozes only while a thread helps.
+    if (gate_->helped_within(crowded_ ? std::chrono::microseconds(0) : kDozeWindow)) {
       // Note [The coordinator dozes while waiters run cycles]; after the doze,
       // look at once, without the spin.
       lock.unlock();
@@ -232,7 +236,9 @@ Status Coordinator::wait_for_news(std::unique_lock<std::mutex>& lock) {
     auto until = negotiator_.next_deadline(now);
     if (busy) until = std::min(until, now + kDeviceRecheck);
     lock.unlock();
-    if (now - idle_start < (busy ? kSpinWhileDeviceBusy : kSpinFor)) {
+    const Clock::duration spin =
+        busy ? Clock::duration(kSpinWhileDeviceBusy) : crowded_ ? Clock::duration(0) : kSpinFor;
+    if (now - idle_start < spin) {
       sched_yield();
       continue;
     }

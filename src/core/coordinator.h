@@ -119,6 +119,7 @@ class Coordinator {
   uint64_t bytes_before_cycle_ = 0;
   std::shared_ptr<AutotuneRecord> autotune_record_ = std::make_shared<AutotuneRecord>();
   std::vector<Response> ready_;  // the cycle's responses (scratch)
+  const bool crowded_;  // Note [Crowded nodes wait in the kernel] (coordinator_gate.h)
   std::shared_ptr<CycleGate> gate_;
   const bool helping_;     // Note [The waiter runs the cycle]
   bool ended_ = false;     // a cycle stopped kolo or failed: finish() is due

@@ -30,6 +30,8 @@ void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
         const Coordinator::Helped helped = coordinator_->help_once();
         if (helped == Coordinator::Helped::kEnded) break;
         if (helped == Coordinator::Helped::kRan) idle_since = Clock::now();
+        // Note [Crowded nodes wait in the kernel]: no polling for news here.
+        if (helped == Coordinator::Helped::kIdle && crowded_) break;
       }
     }
     if (handle.done()) break;

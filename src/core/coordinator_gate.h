@@ -21,7 +21,11 @@ class Coordinator;
 
 class CycleGate : public CycleHelper {
  public:
-  explicit CycleGate(Coordinator* coordinator) : coordinator_(coordinator) {}
+  // `crowded`: the node runs more ranks than it has CPUs (Note [Crowded nodes
+  // wait in the kernel]).
+  explicit CycleGate(Coordinator* coordinator, bool crowded = false)
+      : coordinator_(coordinator), crowded_(crowded) {}
+  bool crowded() const override { return crowded_; }
 
   // Runs cycles on the calling thread while the handle is not done, the
   // coordinator is not in a cycle, and there is news (kHelpIdle without news
@@ -45,6 +49,7 @@ class CycleGate : public CycleHelper {
  private:
   std::mutex mu_;
   Coordinator* coordinator_;  // guarded by mu_; null once detached
+  const bool crowded_;
   std::atomic<int> helpers_{0};
   std::atomic<int64_t> last_help_end_{0};  // steady-clock ns; 0: none, or handed back
   std::mutex idle_mu_;
@@ -68,6 +73,17 @@ class CycleGate : public CycleHelper {
 // MPI calls of a cycle still come from one thread at a time. A helper gives up
 // after kHelpIdle without news (the peer is late): the coordinator takes over,
 // so progress never depends on a user thread waiting.
+
+// Note [Crowded nodes wait in the kernel]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With more ranks than CPUs on the node (4 ranks on 2 cores in CI) every thread
+// that polls or yields takes the core from the one thread that must run next.
+// There a helper that finds no news hands back at once instead of yielding for
+// kHelpIdle, its user thread sleeps on the handle's condition variable at once,
+// and the coordinator neither spins before sleeping on the doorbell nor dozes
+// after the helpers left (a doze wakes every kDoze): each waiter sleeps in the
+// kernel until the thread that has what it needs wakes it (Note [Waiting for a
+// counter in the kernel] for the shared-memory engines' waits).
 
 // Note [The coordinator dozes while waiters run cycles]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -16,6 +16,8 @@ constexpr Backoff::Schedule kHostWait{8, std::chrono::microseconds(50), {}};
 // Device operations take longer (the GPU's work, then the coordinator's poll);
 // a waiter on one polls longer before it sleeps, for the same reason.
 constexpr Backoff::Schedule kDeviceWait{8, std::chrono::milliseconds(2), {}};
+// On a crowded node no yields: the thread that completes the handle needs the core.
+constexpr Backoff::Schedule kCrowdedWait{8, std::chrono::microseconds(0), {}};
 
 const std::string kEmpty;
 
@@ -58,7 +60,8 @@ bool HandleState::wait(double timeout_seconds) {
               : Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(timeout_seconds));
   if (helper != nullptr && !done()) helper->help(*this, deadline);
-  Backoff backoff(on_device ? kDeviceWait : kHostWait, deadline);
+  const bool crowded = helper != nullptr && helper->crowded();
+  Backoff backoff(on_device ? kDeviceWait : crowded ? kCrowdedWait : kHostWait, deadline);
   while (!done()) {
     if (!backoff.pause_awake()) break;  // time to sleep, or the deadline passed
   }

@@ -33,6 +33,10 @@ class CycleHelper {
   // Runs cycles for `handle` until it is done, `deadline` passes, or nothing is
   // left to do for now; returns at once when another thread runs the cycle.
   virtual void help(const HandleState& handle, Clock::time_point deadline) = 0;
+  // True when the node runs more ranks than it has CPUs: a waiter then sleeps
+  // instead of yielding (Note [Crowded nodes wait in the kernel] in
+  // coordinator_gate.h).
+  virtual bool crowded() const { return false; }
 };
 
 class HandleState {
