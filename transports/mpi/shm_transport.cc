@@ -262,6 +262,48 @@ Status ShmAllreduce::calibrate() {
   return Status::OK();
 }
 
+// Note [One round for small buckets]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A slice waits three times (slot free, peers posted, peers reduced); for a few
+// kilobytes those waits, each a cache-line round trip plus whatever skew the
+// ranks have (and with more ranks than cores, a wake-up), cost more than the
+// data. A bucket of at most kSmallBytes is instead one slice done in one round:
+// every rank copies its whole bucket (prescaled) into its slot, waits once for
+// every peer's, and reduces all n copies itself into its output, in rank order
+// from the slots, so every rank performs the same operations in the same order
+// and ends bitwise the same; an element-wise stage is applied on the way. The
+// counters move as for a slice (posted, reduced and done = g + 1), so slices of
+// either kind follow each other. n times the reduction work, nothing at this
+// size. Not for a stage that needs a whole shard (the hierarchical step).
+constexpr size_t kSmallBytes = size_t{4} << 10;
+
+Status ShmAllreduce::run_small(const Tensors& tensors, DataType dtype, ReduceOp op,
+                               const ShardStage& stage, double prescale) {
+  const int n = local_size();
+  const int me = local_rank();
+  const uint64_t g = next_slice_;
+  const size_t elem = dtype_size(dtype);
+  const int64_t count = tensors.count();
+  if (g + 1 >= kSlots) KOLO_RETURN_IF_ERROR(wait_peers(kDone, g + 1 - kSlots));
+  char* mine = slot(me, g);
+  tensors.visit(0, count, [&](const char* in, char*, int64_t at, int64_t k) {
+    reduce::copy_scaled(mine + static_cast<size_t>(at) * elem, in, k, dtype, prescale);
+  });
+  publish_counter(counter(me, kPosted), g + 1);
+  KOLO_RETURN_IF_ERROR(wait_peers(kPosted, g + 1));
+  Status status;
+  tensors.visit(0, count, [&](const char*, char* out, int64_t at, int64_t k) {
+    const size_t skip = static_cast<size_t>(at) * elem;
+    reduce::reduce(out, slot(0, g) + skip, slot(1, g) + skip, k, dtype, op);
+    for (int p = 2; p < n; ++p) reduce::reduce(out, out, slot(p, g) + skip, k, dtype, op);
+    if (stage && status.ok()) status = stage.apply(out, k);
+  });
+  publish_counter(counter(me, kReduced), g + 1);
+  publish_counter(counter(me, kDone), g + 1);  // this rank reads no slot of g any more
+  next_slice_ = g + 1;
+  return status;
+}
+
 // The three steps of a slice (see the top of the file); run() interleaves them
 // across consecutive slices: Note [Pipelined slices].
 Status ShmAllreduce::post(const Slice& s, bool stream) {
@@ -392,6 +434,14 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
       reduce::copy_scaled(out, in, k, dtype, prescale);
       if (stage && status.ok()) status = stage.apply(out, k);
     });
+    return status;
+  }
+  // Note [One round for small buckets]: the same choice on every rank (the same
+  // bucket and stage kind).
+  if (static_cast<size_t>(count) * elem <= std::min(kSmallBytes, slot_bytes_) &&
+      (!stage || stage.per_element)) {
+    Status status = run_small(tensors, dtype, op, stage, prescale);
+    if (!status.ok()) broken_ = status.with_context("shm is unusable after an earlier failure");
     return status;
   }
   // Note [Streaming stores across distant cores]. Every rank sees the same bucket

@@ -100,6 +100,9 @@ class ShmAllreduce {
                   const ShardStage& stage, double prescale);
   Status run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage,
                      double prescale);
+  // Note [One round for small buckets] (shm_transport.cc).
+  Status run_small(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage,
+                   double prescale);
   Status post(const Slice& slice, bool stream);
   // `stream`: the slots, `stream_output`: the outputs are written with streaming
   // stores (Note [Streaming stores across distant cores]).
