@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
+#include "transports/mpi/core_distance.h"
 #include "transports/mpi/node_counter.h"
 #include "transports/mpi/peer_read.h"
 #include "transports/mpi/shm_collectives_call.h"
@@ -24,9 +25,6 @@ using transport::CollectiveOp;
 using transport::CollectiveView;
 
 // Note [Streaming slots across distant cores]: how often and how to measure.
-constexpr uint64_t kRecalibrateEvery = 64;
-constexpr int kPingPongs = 16;
-constexpr double kFarRoundTripNs = 250;
 
 }  // namespace
 
@@ -64,41 +62,14 @@ Status ShmCollectives::decide_slot_stores(Call& c, int64_t largest_bytes) {
   return Status::OK();
 }
 
-// Local rank 0 pings, local rank 1 answers; every rank then reads rank 0's
-// decision. Counter values only grow.
+// core_distance.h: local ranks 0 and 1 measure, every rank gets rank 0's verdict.
 Status ShmCollectives::calibrate() {
-  const uint64_t round = ++calibrations_;
-  const uint64_t base = (round - 1) * (kPingPongs + 1);
-  uint64_t* ping = counter(0, kPing);
-  uint64_t* pong = counter(1, kPong);
-  uint64_t* decision = counter(0, kDecision);
-  const int me = local_rank();
-  auto wait = [&](const uint64_t* c, uint64_t target) {
-    return wait_for_counter(c, target, kSpinLoads, alive_);
-  };
-  if (me == 0) {
-    std::vector<double> ns;
-    for (uint64_t i = 1; i <= kPingPongs + 1; ++i) {  // the first exchange only meets rank 1
-      const auto start = std::chrono::steady_clock::now();
-      publish_counter(ping, base + i);
-      KOLO_RETURN_IF_ERROR_AS_IS(wait(pong, base + i));
-      const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
-      if (i > 1) ns.push_back(took.count());
-    }
-    std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
-    far_ = ns[ns.size() / 2] > kFarRoundTripNs;
-    publish_counter(decision, 2 * round + (far_ ? 1 : 0));
-    return Status::OK();
-  }
-  if (me == 1) {
-    for (uint64_t i = 1; i <= kPingPongs + 1; ++i) {
-      KOLO_RETURN_IF_ERROR_AS_IS(wait(ping, base + i));
-      publish_counter(pong, base + i);
-    }
-  }
-  KOLO_RETURN_IF_ERROR_AS_IS(wait(decision, 2 * round));
-  far_ = (__atomic_load_n(decision, __ATOMIC_ACQUIRE) & 1) != 0;
-  return Status::OK();
+  const CoreProbe probe{counter(0, kPing), counter(1, kPong), counter(0, kDecision)};
+  return cores_far_apart(probe, ++calibrations_, local_rank(),
+                         [&](const uint64_t* c, uint64_t target, int) {
+                           return wait_for_counter(c, target, kSpinLoads, alive_);
+                         },
+                         &far_);
 }
 
 // Note [Single copy for large calls]

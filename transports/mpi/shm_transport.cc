@@ -59,6 +59,7 @@
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_wait.h"
+#include "transports/mpi/core_distance.h"
 #include "transports/mpi/node_counter.h"
 #include "transports/mpi/shm_pass.h"
 
@@ -112,9 +113,6 @@ constexpr int kSpinLoads = 64;
 // bitwise the same result. Buckets below kStreamMinBytes, and stages that need
 // the whole shard (the hierarchical allreduce's), use plain stores. The
 // measurements behind each threshold: docs/perf, "Design measurements".
-constexpr uint64_t kRecalibrateEvery = 64;
-constexpr int kPingPongs = 16;
-constexpr double kFarRoundTripNs = 250;
 
 }  // namespace
 
@@ -227,39 +225,14 @@ Status ShmAllreduce::wait_counter(const uint64_t* c, uint64_t target, int who) {
                               std::to_string(target) + "): " + s.message());
 }
 
-// Note [Streaming stores across distant cores]. Local rank 0 pings, local rank 1
-// answers; every rank then reads rank 0's decision. Values only grow.
+// Note [Streaming stores across distant cores]; core_distance.h measures.
 Status ShmAllreduce::calibrate() {
-  const uint64_t round = ++calibrations_;
-  const uint64_t base = (round - 1) * (kPingPongs + 1);
-  uint64_t* ping = counter(0, kPing);
-  uint64_t* pong = counter(1, kPong);
-  uint64_t* decision = counter(0, kDecision);
-  const int me = local_rank();
-  if (me == 0) {
-    std::vector<double> ns;
-    for (int i = 1; i <= kPingPongs + 1; ++i) {  // the first exchange only meets rank 1
-      const auto start = std::chrono::steady_clock::now();
-      publish_counter(ping, base + i);
-      KOLO_RETURN_IF_ERROR(wait_counter(pong, base + i, 1));
-      if (i > 1)
-        ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count());
-    }
-    std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
-    const bool far = ns[ns.size() / 2] > kFarRoundTripNs;
-    publish_counter(decision, 2 * round + (far ? 1 : 0));
-    streaming_ = far;
-    return Status::OK();
-  }
-  if (me == 1) {
-    for (int i = 1; i <= kPingPongs + 1; ++i) {
-      KOLO_RETURN_IF_ERROR(wait_counter(ping, base + i, 0));
-      publish_counter(pong, base + i);
-    }
-  }
-  KOLO_RETURN_IF_ERROR(wait_counter(decision, 2 * round, 0));
-  streaming_ = (__atomic_load_n(decision, __ATOMIC_ACQUIRE) & 1) != 0;
-  return Status::OK();
+  const CoreProbe probe{counter(0, kPing), counter(1, kPong), counter(0, kDecision)};
+  return cores_far_apart(probe, ++calibrations_, local_rank(),
+                         [&](const uint64_t* c, uint64_t target, int who) {
+                           return wait_counter(c, target, who);
+                         },
+                         &streaming_);
 }
 
 // Note [One round for small buckets]

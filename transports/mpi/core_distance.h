@@ -1,0 +1,37 @@
+// Whether local ranks 0 and 1 of a node run on cores far apart: the shm engines
+// stream their slots to memory when they do (Note [Streaming stores across
+// distant cores] in shm_transport.cc says why and what was measured).
+//
+// Contract: collective over the node's ranks of one engine, at the same calls on
+// every rank (each engine counts its calibrations alike, from its headers or
+// buckets). Local rank 0 pings, local rank 1 answers, kPingPongs times through
+// three counters in the engine's own control blocks; rank 0 publishes whether the
+// median round trip exceeded kFarRoundTripNs, and every rank returns that verdict.
+// Counter values only grow: `round` is this engine's calibration number, from 1.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "common/status.h"
+
+namespace kolo::mpi {
+
+// The three counters: ping and decision in local rank 0's block, pong in rank 1's.
+struct CoreProbe {
+  uint64_t* ping;
+  uint64_t* pong;
+  uint64_t* decision;
+};
+
+// Waits until `counter` (local rank `who`'s) reaches `target`; fails if that rank died.
+using CounterWait = std::function<Status(const uint64_t* counter, uint64_t target, int who)>;
+
+// Engines re-measure every kRecalibrateEvery calls that could stream (the VM
+// moves between placements while a job runs).
+constexpr uint64_t kRecalibrateEvery = 64;
+
+Status cores_far_apart(const CoreProbe& probe, uint64_t round, int local_rank,
+                       const CounterWait& wait, bool* far);
+
+}  // namespace kolo::mpi
