@@ -129,6 +129,16 @@ def fit_alpha_beta(points, steps):
     return alpha, beta
 
 
+def large_sizes(points, steps):
+    """[(size, [times])], ascending, of the sizes whose messages (S / steps) are
+    LARGE_FROM or more; None when fewer than two such sizes were measured."""
+    by_size = {}
+    for s, t in points:
+        if s / steps >= LARGE_FROM:
+            by_size.setdefault(s, []).append(t)
+    return sorted(by_size.items()) if len(by_size) >= 2 else None
+
+
 def fit_large(points, steps):
     """alpha_large and beta of the large class: T = steps alpha_large + S beta
     through the median time of each size whose messages (S / steps) are LARGE_FROM
@@ -170,13 +180,10 @@ def fit_steps(points, steps):
     """The large class's measured steps: [message bytes, time of one step] at the
     per-size median of every size whose messages are LARGE_FROM or more (step_time
     draws the line between neighbours). None below two sizes."""
-    by_size = {}
-    for s, t in points:
-        if s / steps >= LARGE_FROM:
-            by_size.setdefault(s, []).append(t)
-    if len(by_size) < 2:
+    by_size = large_sizes(points, steps)
+    if by_size is None:
         return None
-    return [[s / steps, median(ts) / steps] for s, ts in sorted(by_size.items())]
+    return [[s / steps, median(ts) / steps] for s, ts in by_size]
 
 
 def step_time(link, m):
