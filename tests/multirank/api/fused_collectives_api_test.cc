@@ -18,9 +18,6 @@ namespace {
 
 const ::testing::Environment* const kMpi = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
 
-using kolo_test_types::Bf16;
-using kolo_test_types::Bool;
-using kolo_test_types::Half;
 template <typename T, kolo_dtype_t D>
 using Type = kolo_test_types::Plain<T, D>;
 
