@@ -82,8 +82,9 @@ class CycleGate : public CycleHelper {
 // kHelpIdle, its user thread sleeps on the handle's condition variable at once,
 // and the coordinator neither spins before sleeping on the doorbell nor dozes
 // after the helpers left (a doze wakes every kDoze): each waiter sleeps in the
-// kernel until the thread that has what it needs wakes it (Note [Waiting for a
-// counter in the kernel] for the shared-memory engines' waits).
+// kernel until the thread that has what it needs wakes it. The shared-memory
+// engines' waits between ranks are the exception: they yield before they sleep
+// (Note [Waiting for a counter in the kernel] has the measurements).
 
 // Note [The coordinator dozes while waiters run cycles]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

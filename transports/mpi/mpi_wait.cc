@@ -54,16 +54,14 @@ Status wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads
     if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return Status::OK();
     __builtin_ia32_pause();
   }
-  // Note [Waiting for a counter in the kernel] (node_counter.h): with cores to
-  // spare, the Backoff's spin and yields first (a peer on another core answers
-  // within them); on an oversubscribed node straight to the kernel.
+  // Note [Waiting for a counter in the kernel] (node_counter.h): the Backoff's
+  // spin and yields first, on every node, then the kernel.
   Backoff backoff;
-  const bool polite = !node_oversubscribed();
   for (;;) {
     const uint64_t seen = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
     if (seen >= target) return Status::OK();
     if (alive) KOLO_RETURN_IF_ERROR_AS_IS(alive->check());
-    if (polite && backoff.pause_awake()) continue;
+    if (backoff.pause_awake()) continue;
     sleep_on_counter(counter, seen, kSleepSliceUs);
   }
 }

@@ -149,7 +149,6 @@ Status split_topology(int test_node_size, int world_rank, Comms* comms,
   KOLO_MPI_CHECK(MPI_Comm_set_errhandler(comms->local, MPI_ERRORS_RETURN));
   KOLO_MPI_CHECK(MPI_Comm_rank(comms->local, &topology->local_rank));
   KOLO_MPI_CHECK(MPI_Comm_size(comms->local, &topology->local_size));
-  set_node_ranks(topology->local_size);  // Note [Waiting for a counter in the kernel]
   KOLO_RETURN_IF_ERROR_AS_IS(arrive(base, alive));
   KOLO_MPI_CHECK(MPI_Comm_split(base, topology->local_rank, topology->rank, &comms->cross));
   KOLO_MPI_CHECK(MPI_Comm_set_errhandler(comms->cross, MPI_ERRORS_RETURN));

@@ -5,13 +5,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <climits>
 
 namespace kolo::mpi {
 namespace {
-
-std::atomic<bool> g_oversubscribed{false};
 
 uint32_t* futex_word(const uint64_t* counter) {
   // The low half of the little-endian counter: it changes with every publish.
@@ -44,13 +41,5 @@ void sleep_on_counter(const uint64_t* counter, uint64_t seen, int64_t timeout_us
   }
   __atomic_fetch_sub(sleepers(counter), 1, __ATOMIC_SEQ_CST);
 }
-
-void set_node_ranks(int ranks_on_node) {
-  // Only ever raised: a process set's smaller node does not make the node roomier.
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus > 0 && ranks_on_node > cpus) g_oversubscribed.store(true, std::memory_order_relaxed);
-}
-
-bool node_oversubscribed() { return g_oversubscribed.load(std::memory_order_relaxed); }
 
 }  // namespace kolo::mpi

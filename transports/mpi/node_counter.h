@@ -24,27 +24,26 @@ void publish_counter(uint64_t* counter, uint64_t value);
 // once if the counter has moved already.
 void sleep_on_counter(const uint64_t* counter, uint64_t seen, int64_t timeout_us);
 
-// Whether this node runs more ranks than it has CPUs online (told by each world
-// as it is made, the same on every rank of the node; once true it stays true):
-// waits then go to the kernel as soon as their short spin is over.
-void set_node_ranks(int ranks_on_node);
-bool node_oversubscribed();
-
 // Note [Waiting for a counter in the kernel]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A rank that waits for a peer's counter used to yield, then sleep in short
-// steps. With more ranks than cores (4 ranks on 2 cores in CI) yields among
-// six to eight runnable waiters hand the core to the wrong thread, and a sleep
-// ends late or early but never when the counter moves. So a reader that has
-// spun without success announces itself (the sleepers word), re-reads the
-// counter, and waits on it with FUTEX_WAIT (on a shared mapping, so across
-// processes); publish_counter() stores the value, then reads the sleepers word
-// and calls FUTEX_WAKE only when someone sleeps. Both sides use sequentially
-// consistent operations, so either the reader sees the new value or the writer
-// sees the sleeper: no wake-up is lost. The futex compares the counter's low
-// 32 bits, which change with every publish (values only grow, by far less than
-// 2^32 between two reads). Sleeps are bounded (kSleepSliceUs), so a reader still
-// consults liveness regularly. The writer's cost on the fast path, where nobody
-// sleeps, is the one load of a word on the line it has just written.
+// A rank that waits for a peer's counter spins, then yields (Backoff::kPeer),
+// and only then sleeps, in the kernel on the counter itself: it announces itself
+// (the sleepers word), re-reads the counter, and waits with FUTEX_WAIT (on a
+// shared mapping, so across processes); publish_counter() stores the value, then
+// reads the sleepers word and calls FUTEX_WAKE only when someone sleeps. Both
+// sides use sequentially consistent operations, so either the reader sees the new
+// value or the writer sees the sleeper: no wake-up is lost. The futex compares
+// the counter's low 32 bits, which change with every publish (values only grow,
+// by far less than 2^32 between two reads). Sleeps are bounded (kSleepSliceUs),
+// so a reader still consults liveness regularly. The writer's cost on the fast
+// path, where nobody sleeps, is the one load of a word on the line it has just
+// written.
+//
+// The yields come first on every node, crowded ones too: a futex wake-up costs a
+// scheduling round trip that yields do not. With 4 processes on 2 cores a
+// barrier on one shared word took 2.4 us through sched_yield and 24-31 us
+// through FUTEX_WAIT/WAKE; kolo's 8 B allreduce at 4 ranks on 2 cores took
+// 102-130 us when crowded nodes skipped the yields and 24-34 us with them
+// (2026-11-24, `mpiexec.mpich -n 4 kolo-allreduce-perf -t shm -b 8 -e 8 -n 3000`).
 
 }  // namespace kolo::mpi
