@@ -8,7 +8,8 @@
 // each iteration on its own clock; after the loop (not inside it) one
 // MPI_Allreduce(MAX) gives each iteration's slowest rank, and the reported time is the
 // median of those maxima. With -c 1 the output is poisoned before every iteration and
-// compared with the expected result after it, outside the timed region (see Note
+// compared with the expected result after it, outside the timed region (a broadcast
+// iteration then starts from a barrier: Note [The root's preparation is not timed]; see Note
 // [Exact inputs] and Note [Exact sequences for data movement]). Sizes, algbw and busbw
 // follow nccl-tests: see Note [Sizes and bandwidths per collective].
 #include "bench/perf_sweep.h"
