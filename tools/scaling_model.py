@@ -35,7 +35,9 @@ Predictions, for a message of S bytes on p = N P ranks (placed node by node):
                 (a_shm + S b_shm) when P > 1); the leaders use recursive doubling for
                 8 B or less (log2 N steps of S) and recursive halving and doubling
                 otherwise (steps of S/2, S/4, ..., S/N each way, twice)
-  When ranks outnumber cores, each path adds its os run in place of its shm terms.
+  When ranks outnumber cores, each path adds its os run in place of its shm terms
+  (MPI on several nodes: its measured composition, Note [MPI's composition on
+  shared cores]).
 busbw = S/T * 2(p-1)/p (nccl-tests). A training step (a gradient profile from
 bench/profiles, cut into fusion buckets of at most 64 MiB in order) costs the sum
 of its buckets; scaling efficiency = compute / (compute + communication), with no
@@ -63,11 +65,28 @@ measurement of another configuration: no run here has a kolo rank that only
 sends across, and the 2 x 2 ring rows are its test. The hierarchical path's ranks
 do both, but P of them share a link: the slower bound holds.
 
+Note [MPI's composition on shared cores]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+On the pretend cluster (all hosts' ranks on one machine's cores) MPICH's node-aware
+allreduce at 2 x 2 is not the one-host run plus the leaders' exchange at 2 x 1's
+rate: timed phase by phase (bench/mpi_phases.cc), the leaders' exchange takes
+116-133 ms at 8 MiB and 1 Gbit/s against 72 ms on 2 x 1, while the non-leaders
+busy-poll in the broadcast; reduce + bcast take 16-31 ms. So when the fit has them,
+the composition is its two measured parts, each from a run that is not 2 x 2: the
+node leader's reduce + bcast on 1 host x K ranks split into pretend nodes
+(os[K].mpi_node, a + S b), and the leaders' MPI_Allreduce on 2 x 1 beside K - 2
+MPI ranks busy-polling in MPI_Bcast (os[K].mpi_leaders, a link class). It is the
+cores' share, not MPI: 2 x 1 beside two busy loops each in a session of its own
+took 115-116 ms, the same loops in one session (one scheduler autogroup) 73-77 ms;
+every MPI rank is a session of its own.
+
 What it leaves out: see docs/scaling.md ("What the model leaves out").
 
 Usage:
   scaling_model.py fit --net RUN... --shm RUN... [--os RUN...] [--cores C] [--own-cores]
+                   [--mpi-node PHASES... --mpi-busy PHASES... [--busy-ranks K]]
                    [--json FILE]   (repeats pooled)
+  scaling_model.py phases PHASES... [--min-bytes B]   (kolo-mpi-phases runs, a table)
   scaling_model.py predict --params FILE|--alpha-net S --beta-net S/B ... --nodes N --ppn P
                    [--cores-per-node C]
   scaling_model.py check --params FILE --measured RUN... [--min-bytes B]
@@ -79,6 +98,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 
 SMALL_MPI_BYTES = 8             # MPICH 4.0.2's built-in selection: "avg_msg_size<=8"
@@ -107,6 +127,32 @@ def read_rows(path):
         if len(words) >= 12:
             row["ref_time_us"] = words[9]
         rows.append(row)
+    return rows
+
+
+def read_phases(path):
+    """Rows of kolo-mpi-phases (bench/mpi_phases.cc), times in seconds: size, and
+    per row "leaders_node" (each node leader's reduce + bcast medians), "leaders"
+    (each node leader's leaders' allreduce median), "composed" and "whole" (the
+    slowest rank's medians). A node's leader is node rank 0: ranks r with r % G == 0
+    for --node-size G, or for MPI's nodes r % (ranks / nodes) == 0 (node by node)."""
+    rows, ranks, group = [], 0, 1
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if line.startswith("# kolo-mpi-phases:"):
+                ranks, nodes = int(words[2]), int(words[4])
+                group = int(words[7].rstrip("),")) if "--node-size" in line else ranks // nodes
+                continue
+            if not words or line.startswith("#") or not words[0].isdigit():
+                continue
+            v = [float(w) * 1e-3 for w in words[1:3 * ranks + 3]]
+            reduce, lead, bcast = v[:ranks], v[ranks:2 * ranks], v[2 * ranks:3 * ranks]
+            leaders = range(0, ranks, group)
+            rows.append({"size": int(words[0]),
+                         "leaders_node": [reduce[r] + bcast[r] for r in leaders],
+                         "leaders": [lead[r] for r in leaders],
+                         "composed": v[3 * ranks], "whole": v[3 * ranks + 1]})
     return rows
 
 
@@ -215,10 +261,10 @@ def fit_os(points):
 
 
 def ranks_of(path):
-    """N x P from a run's file name (<setting>_<N>x<P>_<transport>_<repeat>.txt)."""
+    """N x P from a run's file name (<setting>_<N>x<P>[what]_<transport>_<repeat>.txt)."""
     name = path.rsplit("/", 1)[-1]
-    word = next(w for w in name.split("_") if "x" in w and w[0].isdigit())
-    nodes, ppn = (int(v) for v in word.split("x"))
+    word = next(w for w in name.split("_") if re.match(r"\d+x\d+", w))
+    nodes, ppn = (int(v) for v in re.match(r"(\d+)x(\d+)", word).groups())
     return nodes, ppn
 
 
@@ -251,6 +297,7 @@ def fit(args):
                 cls.setdefault("mpi", []).append((s, float(r["ref_time_us"]) * 1e-6))
     if over:
         params["os"] = {k: {path: fit_os(pts) for path, pts in v.items()} for k, v in over.items()}
+    fit_composition(args, params)
     params["machine"] = {"cores": args.cores, "hosts_share_cores": not args.own_cores}
     text = json.dumps(params, indent=1)
     if args.json:
@@ -265,8 +312,49 @@ def fit(args):
               file=sys.stderr)
     for k, cls in sorted(params.get("os", {}).items()):
         for path, c in sorted(cls.items()):
+            if "a" not in c:   # mpi_leaders: a link class
+                print("# os %s ranks on %d cores, %-12s steps %s ms" % (
+                    k, args.cores, path, ", ".join("%d KiB: %.2f" % (m / 1024, t * 1e3)
+                                                   for m, t in c.get("steps", []))),
+                      file=sys.stderr)
+                continue
             print("# os %s ranks on %d cores, %-12s a %8.2f ms  b %7.4f ns/B" % (
                 k, args.cores, path, c["a"] * 1e3, c["b"] * 1e9), file=sys.stderr)
+
+
+def fit_composition(args, params):
+    """MPI's node-aware allreduce on shared cores (Note [MPI's composition on shared
+    cores]), from kolo-mpi-phases runs that are not the configuration it predicts:
+    os[K].mpi_node, the node leader's reduce + bcast on 1 host x K ranks split into
+    pretend nodes (fit_os), and os[K].mpi_leaders, a 2-rank MPI_Allreduce across
+    the network beside K - 2 busy-polling MPI ranks (a link class, as mpi: 2 steps of
+    S/2; both loops of the run, each the slowest rank's median)."""
+    if not (args.mpi_node or args.mpi_busy):
+        return
+    if not (args.mpi_node and args.mpi_busy):
+        raise ModelError("--mpi-node and --mpi-busy come together (MPI's composition "
+                         "needs both its node phases and its leaders' exchange)")
+    node, busy = {}, []
+    for path in args.mpi_node:
+        nodes, ppn = ranks_of(path)
+        for r in read_phases(path):
+            node.setdefault(str(nodes * ppn), []).extend((r["size"], t) for t in r["leaders_node"])
+    for path in args.mpi_busy:
+        busy.extend((r["size"], t) for r in read_phases(path) for t in (r["composed"], r["whole"]))
+    k = str(args.busy_ranks)
+    if list(node) != [k]:
+        raise ModelError("--mpi-node runs must be on 1 host x %s ranks (--busy-ranks), not %s"
+                         % (k, ", ".join(sorted(node))))
+    alpha, beta = fit_alpha_beta(busy, 2)
+    leaders = {"alpha": alpha, "beta": beta}
+    large = fit_large(busy, 2)
+    if large:
+        leaders.update(alpha_large=large[0], beta=large[1], large_from=LARGE_FROM)
+    if fit_steps(busy, 2):
+        leaders["steps"] = fit_steps(busy, 2)
+    cls = params.setdefault("os", {}).setdefault(k, {})
+    cls["mpi_node"] = fit_os(node[k])
+    cls["mpi_leaders"] = leaders
 
 
 def for_cluster(m, cores_per_node):
@@ -391,6 +479,9 @@ def mpi_time(m, nodes, ppn, size):
     if nodes * ppn == 1:
         return 0.0
     over = os_class(m, nodes, ppn)
+    if over and nodes > 1 and ppn > 1 and "mpi_node" in over:
+        # Note [MPI's composition on shared cores]
+        return os_time(over, "mpi_node", size) + leaders_time(over["mpi_leaders"], nodes, size)
     if over:
         intra = os_time(over, "mpi", size)
     elif ppn > 1:
@@ -474,6 +565,24 @@ def check(args):
     print("\nlargest error: %.0f %%; %d of %d rows within %.0f %% (sizes from %s)" % (
         worst * 100, within, len(groups), args.tolerance * 100, fmt_size(args.min_bytes)))
     return 0 if worst <= args.tolerance else 1
+
+
+def phases(args):
+    """A table of kolo-mpi-phases runs (read_phases) from --min-bytes up: per run and
+    size, the node leaders' reduce + bcast and leaders' allreduce (each leader's
+    median; min-max over the leaders), the slowest rank's composition and whole
+    MPI_Allreduce, in ms."""
+    print("| run | size | leaders' reduce + bcast ms | leaders' allreduce ms | composed ms | MPI_Allreduce ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for path in args.runs:
+        name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        for r in read_phases(path):
+            if r["size"] < args.min_bytes:
+                continue
+            node, lead = sorted(r["leaders_node"]), sorted(r["leaders"])
+            print("| %s | %s | %.1f-%.1f | %.1f-%.1f | %.1f | %.1f |" % (
+                name, fmt_size(r["size"]), node[0] * 1e3, node[-1] * 1e3, lead[0] * 1e3,
+                lead[-1] * 1e3, r["composed"] * 1e3, r["whole"] * 1e3))
 
 
 # --- a training step -------------------------------------------------------------------
@@ -566,6 +675,12 @@ def main():
                    help="cores the runs' ranks shared (default: this machine's)")
     f.add_argument("--own-cores", action="store_true",
                    help="each host had its own cores (not the pretend cluster)")
+    f.add_argument("--mpi-node", nargs="+",
+                   help="kolo-mpi-phases on 1 host x K ranks as pretend nodes (--node-size)")
+    f.add_argument("--mpi-busy", nargs="+",
+                   help="kolo-mpi-phases on 2 hosts x 1 rank beside K - 2 busy-polling MPI ranks")
+    f.add_argument("--busy-ranks", type=int, default=4,
+                   help="K: the ranks sharing the cores in the --mpi-node/--mpi-busy runs")
     f.add_argument("--json")
     for name in ("predict", "check", "efficiency"):
         p = sub.add_parser(name)
@@ -585,6 +700,9 @@ def main():
         sub.choices[name].add_argument(
             "--cores-per-node", type=int,
             help="cores of each node (default: at least one per rank)")
+    ph = sub.add_parser("phases")
+    ph.add_argument("runs", nargs="+")
+    ph.add_argument("--min-bytes", type=int, default=131072)
     e = sub.choices["efficiency"]
     e.add_argument("--profile", required=True)
     e.add_argument("--compute-ms", type=float, required=True)
@@ -592,7 +710,8 @@ def main():
     e.add_argument("--title", default="ResNet-50, predicted scaling efficiency")
     args = ap.parse_args()
     try:
-        return {"fit": fit, "predict": predict, "check": check, "efficiency": efficiency}[
+        return {"fit": fit, "predict": predict, "check": check, "efficiency": efficiency,
+                "phases": phases}[
             args.cmd](args) or 0
     except ModelError as e:
         print("scaling_model.py: %s" % e, file=sys.stderr)

@@ -2,7 +2,9 @@
 """Checks of tools/scaling_model.py against values worked out by hand."""
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -124,6 +126,48 @@ class ScalingModelTest(unittest.TestCase):
         # 3 x 1 on the pretend cluster needs a 1 x 3 run: a clear error without one.
         with self.assertRaisesRegex(model.ModelError, "1 host x 3 ranks"):
             model.ring_time(pretend, 3, 1, MIB)
+
+    def test_mpi_composition_on_shared_cores_is_its_measured_phases(self):
+        # Note [MPI's composition on shared cores]: with os[4].mpi_node (the node
+        # leader's reduce + bcast, a + S b) and os[4].mpi_leaders (the leaders'
+        # exchange beside busy-polling ranks, a link class), 2 x 2 on the pretend
+        # cluster is the sum: 8 ms + S 2 ns/B, then 2 steps of S/2 at 3 ns/B.
+        over = {"mpi": {"a": 6e-3, "b": 3e-9}, "mpi_node": {"a": 8e-3, "b": 2e-9},
+                "mpi_leaders": {"alpha": 1e-6, "beta": 3e-9}}
+        pretend = dict(M, machine={"cores": 2, "hosts_share_cores": True}, os={"4": over})
+        self.assertAlmostEqual(model.mpi_time(pretend, 2, 2, MIB),
+                               8e-3 + MIB * 2e-9 + 2 * (1e-6 + MIB / 2 * 3e-9), places=12)
+        # 1 x 4 is one node: MPI's one-host run, as before.
+        self.assertAlmostEqual(model.mpi_time(pretend, 1, 4, MIB), 6e-3 + MIB * 3e-9, places=12)
+        # Without the composition's classes: the one-host run plus the quiet leaders.
+        del over["mpi_node"]
+        self.assertAlmostEqual(model.mpi_time(pretend, 2, 2, MIB),
+                               model.mpi_time(M, 2, 1, MIB) + 6e-3 + MIB * 3e-9, places=12)
+
+    def test_read_phases_takes_the_node_leaders_columns(self):
+        # 4 ranks as 2 pretend nodes (--node-size 2): leaders are ranks 0 and 2.
+        text = ("# kolo-mpi-phases: 4 ranks, 2 nodes (--node-size 2), float32 sum, 5 "
+                "iterations after 2 warm-ups; medians in ms\n# columns: ...\n"
+                "  1024   1.0 9.0 3.0 9.0   5.0 0.0 6.0 0.0   0.5 9.0 0.25 9.0   12.0 13.0 0\n")
+        path = os.path.join(self.tmp, "shm_1x4pairs_1.txt")
+        with open(path, "w") as f:
+            f.write(text)
+        rows = model.read_phases(path)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["size"], 1024)
+        for got, want in zip(rows[0]["leaders_node"], (1.5e-3, 3.25e-3)):
+            self.assertAlmostEqual(got, want)
+        for got, want in zip(rows[0]["leaders"], (5e-3, 6e-3)):
+            self.assertAlmostEqual(got, want)
+        self.assertAlmostEqual(rows[0]["composed"], 12e-3)
+        self.assertAlmostEqual(rows[0]["whole"], 13e-3)
+        self.assertEqual(model.ranks_of(path), (1, 4))
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
 
     def test_fit_os_takes_the_small_median_and_the_large_slope(self):
         small = [(s, t) for s in (8, 512, 32768) for t in (2e-3, 4e-3, 9e-3)]
