@@ -7,7 +7,6 @@
 // first, so that every failure leaves it NULL.
 #include "kolo/kolo.h"
 
-#include <cmath>
 #include <cstdint>
 #include <chrono>
 #include <cstdlib>
@@ -45,10 +44,6 @@ kolo_status_t invalid(const std::string& message) {
   return report(Code::kInvalidArgument, message);
 }
 }  // namespace kolo::c_api
-
-struct kolo_handle {
-  std::shared_ptr<kolo::core::HandleState> state;
-};
 
 namespace {
 
@@ -246,25 +241,6 @@ int topology_value(int kolo::transport::Topology::*field) {
     }
     return g_runtime->topology().*field;
   });
-}
-
-// The handle functions' common check: a NULL handle is refused by name.
-bool check_handle(kolo_handle_t handle) {
-  if (handle != nullptr) return true;
-  invalid("handle is NULL");
-  return false;
-}
-
-// kolo_wait's timeout as HandleState::wait takes it: NaN is refused; one too large
-// for the clock (over ~30 years, or infinite) waits forever, as a negative one does.
-bool wait_seconds(double timeout_seconds, double* seconds) {
-  if (std::isnan(timeout_seconds)) {
-    invalid("timeout_seconds is NaN (use a negative timeout to wait forever)");
-    return false;
-  }
-  constexpr double kForever = 1e9;
-  *seconds = timeout_seconds > kForever ? -1.0 : timeout_seconds;
-  return true;
 }
 
 }  // namespace
@@ -544,90 +520,6 @@ kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank) {
     if (s == KOLO_OK && last_rank != nullptr) *last_rank = in_set ? set->ranks[last] : last;
     kolo_handle_release(h);
     return s;
-  });
-}
-
-kolo_status_t kolo_poll(kolo_handle_t handle, int* done) {
-  return guarded([&] {
-    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
-    if (done == nullptr) return invalid("done is NULL");
-    *done = handle->state->done() ? 1 : 0;
-    return KOLO_OK;
-  });
-}
-
-kolo_status_t kolo_wait(kolo_handle_t handle, double timeout_seconds) {
-  return guarded([&] {
-    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
-    double seconds = 0;
-    if (!wait_seconds(timeout_seconds, &seconds)) return KOLO_ERR_INVALID_ARGUMENT;
-    if (!handle->state->wait(seconds))
-      return report(Code::kTimeout, "the operation did not complete within " +
-                                        std::to_string(timeout_seconds) + " s");
-    return report(Status(handle->state->code(), handle->state->message()));
-  });
-}
-
-kolo_status_t kolo_handle_status(kolo_handle_t handle) {
-  return guarded([&] {
-    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
-    return static_cast<kolo_status_t>(handle->state->code());
-  });
-}
-
-const char* kolo_handle_message(kolo_handle_t handle) {
-  return guarded("", [&] { return handle ? handle->state->message().c_str() : ""; });
-}
-
-kolo_status_t kolo_handle_output(kolo_handle_t handle, const void** data, int64_t* bytes) {
-  return guarded([&] {
-    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
-    if (!handle->state->done()) return invalid("the operation has not completed yet");
-    if (data) *data = handle->state->output.data();
-    if (bytes) *bytes = static_cast<int64_t>(handle->state->output.size());
-    return KOLO_OK;
-  });
-}
-
-kolo_status_t kolo_handle_phases(kolo_handle_t handle, int64_t* ns, int n) {
-  return guarded([&] {
-    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
-    if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the length of ns");
-    if (ns == nullptr && n > 0)
-      return invalid("ns is NULL (it must have room for n = " + std::to_string(n) + " values)");
-    if (!handle->state->done()) return invalid("the operation has not completed yet");
-    static_assert(kolo::core::HandleState::kNumPhases == KOLO_NUM_PHASES);
-    const auto& phases = handle->state->phases();
-    for (int i = 0; i < n && i < KOLO_NUM_PHASES; ++i) ns[i] = phases[static_cast<size_t>(i)];
-    return KOLO_OK;
-  });
-}
-
-kolo_status_t kolo_handle_splits(kolo_handle_t handle, int64_t* splits, int n) {
-  return guarded([&] {
-    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
-    if (n < 0) return invalid("n is negative (" + std::to_string(n) + "): the length of splits");
-    if (splits == nullptr && n > 0)
-      return invalid("splits is NULL (it must have room for n = " + std::to_string(n) + " values)");
-    if (!handle->state->done()) return invalid("the operation has not completed yet");
-    const auto& s = handle->state->splits;
-    for (int i = 0; i < n && i < static_cast<int>(s.size()); ++i) splits[i] = s[i];
-    return KOLO_OK;
-  });
-}
-
-kolo_status_t kolo_handle_stream_wait(kolo_handle_t handle, void* stream) {
-  return guarded([&] {
-    if (!check_handle(handle)) return KOLO_ERR_INVALID_ARGUMENT;
-    if (!g_runtime) return not_initialized();
-    return report(g_runtime->stream_wait(*handle->state, stream));
-  });
-}
-
-void kolo_handle_release(kolo_handle_t handle) {
-  guarded(0, [&] {
-    delete handle;
-    return 0;
   });
 }
 
