@@ -19,6 +19,15 @@ OUTDIR/uptime.txt. `report` reads the CSVs back: per collective and size, the me
 and the min-max of the speedup over the runs, and (with --plots) a PNG per
 collective of the median busbw of kolo and of MPI over sizes, with the min-max band
 of each. Needs matplotlib for --plots (Debian: python3-matplotlib).
+
+The VM moves its two vCPUs between cores that share a cache and cores far apart,
+from one process start to the next (docs/perf/README.md, "Two machines in one"),
+and every speedup depends on which. So before each sweep `run` also measures the
+cache-line round trip between the two cores (BM_CoreRoundTrip of
+BUILD/bin/memory_ceiling_bench, when built) into OUTDIR/<collective>.<run>.placement,
+and `report --placement near|far` keeps only the sweeps that started near (round
+trip under 150 ns; 52-135 ns seen) or far (313-453 ns seen). `run --start N`
+numbers the runs from N, so that later runs add to a folder.
 """
 
 import argparse
@@ -28,8 +37,10 @@ import os
 import statistics
 import subprocess
 import sys
+import re
 import time
 
+NEAR_NS = 150.0  # a round trip under this: the cores share a cache
 COLLECTIVES = ["allreduce", "allgather", "broadcast", "alltoall", "reducescatter"]
 GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=2147483648"
 
@@ -40,9 +51,13 @@ def run(args):
     perf = os.path.join(args.build, "bin", "kolo-allreduce-perf")
     if not os.access(perf, os.X_OK):
         sys.exit(f"perf_collectives.py: no {perf} (build the target kolo-allreduce-perf)")
-    for r in range(1, args.runs + 1):
+    ceiling = os.path.join(args.build, "bin", "memory_ceiling_bench")
+    for r in range(args.start, args.start + args.runs):
         for c in args.collectives:
             csv_path = os.path.join(args.outdir, f"{c}.{r}.csv")
+            if os.access(ceiling, os.X_OK):
+                with open(os.path.join(args.outdir, f"{c}.{r}.placement"), "w") as f:
+                    f.write(f"{round_trip_ns(ceiling, env)}\n")
             cmd = ["mpiexec.mpich", "-bind-to", "core", "-n", str(args.np), perf,
                    "--collective", c, "-b", "8" if c == "allreduce" else "4K",
                    "-e", args.max, "-f", "4", "-r", "mpi", "--csv", csv_path]
@@ -57,11 +72,33 @@ def run(args):
                 sys.exit(f"perf_collectives.py: {' '.join(cmd)} exited {done.returncode}")
 
 
-def read(outdir):
-    """{collective: {size: [row, ...]}} from OUTDIR/<collective>.<run>.csv."""
+def round_trip_ns(ceiling, env):
+    """The cache-line round trip between the first two cores, in ns (-1 if unread)."""
+    done = subprocess.run(["mpiexec.mpich", "-n", "1", ceiling,
+                           "--benchmark_filter=RoundTrip"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    found = re.search(r"BM_CoreRoundTrip\S*\s+([0-9.]+) ns", done.stdout)
+    return float(found.group(1)) if found else -1.0
+
+
+def placement_of(csv_path):
+    """'near', 'far' or 'unknown': the round trip measured before the sweep."""
+    try:
+        with open(csv_path[:-len(".csv")] + ".placement") as f:
+            ns = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return "unknown"
+    return "unknown" if ns < 0 else "near" if ns < NEAR_NS else "far"
+
+
+def read(outdir, placement="all"):
+    """{collective: {size: [row, ...]}} from OUTDIR/<collective>.<run>.csv, keeping
+    only the sweeps of `placement` unless it is 'all'."""
     table = {}
     for c in COLLECTIVES:
         for path in sorted(glob.glob(os.path.join(outdir, f"{c}.*.csv"))):
+            if placement != "all" and placement_of(path) != placement:
+                continue
             with open(path, newline="") as f:
                 for row in csv.DictReader(f):
                     if int(row["wrong"]) != 0 or int(row.get("ref_wrong", 0) or 0) != 0:
@@ -82,9 +119,9 @@ def spread(values):
 
 
 def report(args):
-    table = read(args.outdir)
+    table = read(args.outdir, args.placement)
     if not table:
-        sys.exit(f"perf_collectives.py: no CSV in {args.outdir}")
+        sys.exit(f"perf_collectives.py: no CSV in {args.outdir} (placement {args.placement})")
     for c, sizes in table.items():
         runs = max(len(v) for v in sizes.values())
         print(f"\n### {c} ({runs} runs)\n")
@@ -142,6 +179,7 @@ def main():
     r = sub.add_parser("run", help="run the sweeps")
     r.add_argument("outdir")
     r.add_argument("--runs", type=int, default=5)
+    r.add_argument("--start", type=int, default=1, help="number of the first run (default 1)")
     r.add_argument("--build", default="build")
     r.add_argument("--np", type=int, default=2)
     r.add_argument("--max", default="256M", help="largest size (default 256M)")
@@ -149,6 +187,8 @@ def main():
     p = sub.add_parser("report", help="print the table, draw the plots")
     p.add_argument("outdir")
     p.add_argument("--plots", help="directory for one PNG per collective")
+    p.add_argument("--placement", choices=["all", "near", "far"], default="all",
+                   help="only the sweeps that started with the cores near or far apart")
     args = parser.parse_args()
     run(args) if args.command == "run" else report(args)
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """tools/perf_collectives.py end to end: a tiny sweep of every collective at 2 ranks,
 the report's table has a row per collective and size, and a wrong element anywhere
-makes the report fail instead of printing a speedup.
+makes the report fail instead of printing a speedup; each sweep's placement is
+recorded, `--start` adds runs, and `report --placement` keeps only that placement's.
 
 Usage: perf_collectives_test.py BUILD_DIR
 """
@@ -29,6 +30,26 @@ def main():
             assert f"### {c} (2 runs)" in done.stdout, done.stdout
         rows = [l for l in done.stdout.splitlines() if l.startswith("| 4K |")]
         assert len(rows) == len(COLLECTIVES) - 1, done.stdout  # allreduce steps 8, 32, ..., 2K
+        # Each sweep's round trip was recorded (memory_ceiling_bench is built beside).
+        for c in COLLECTIVES:
+            for r in (1, 2):
+                with open(os.path.join(out, f"{c}.{r}.placement")) as f:
+                    assert float(f.read()) > 0, (c, r)
+        # A third run adds to the folder; then run 1 is near, 2 and 3 far.
+        done = tool("run", out, "--runs", "1", "--start", "3", "--build", build, "--max", "4K",
+                    "--collectives", "allgather")
+        assert done.returncode == 0, done.stdout + done.stderr
+        for r, ns in ((1, "60"), (2, "400"), (3, "420")):
+            for c in COLLECTIVES:
+                path = os.path.join(out, f"{c}.{r}.placement")
+                if os.path.exists(path):
+                    open(path, "w").write(ns + "\n")
+        near = tool("report", out, "--placement", "near")
+        far = tool("report", out, "--placement", "far")
+        assert near.returncode == 0 and far.returncode == 0, near.stderr + far.stderr
+        assert "### allgather (1 runs)" in near.stdout, near.stdout
+        assert "### allgather (2 runs)" in far.stdout, far.stdout
+        assert "### broadcast (1 runs)" in far.stdout, far.stdout
         # A wrong element in one run's row: the report refuses.
         path = os.path.join(out, "broadcast.2.csv")
         lines = open(path).read().splitlines()
