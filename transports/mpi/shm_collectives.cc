@@ -264,7 +264,7 @@ Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
   // The first round's slot, written before the headers are read: by this rank's
   // own size and the last verdict (Note [Streaming slots across distant cores]).
   const size_t posts = op == CollectiveOp::kBroadcast ? c.bytes(view.count) : in_bytes;
-  c.stream_slot = posts >= kStreamSlotMinBytes &&
+  c.stream_slot = posts >= stream_slot_min_bytes_ &&
                   (slot_stores_ == SlotStores::kAuto ? far_ : slot_stores_ == SlotStores::kStreaming);
   if (c.n == 1) {
     run_alone(c);

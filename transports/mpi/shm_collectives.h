@@ -67,8 +67,11 @@ class ShmCollectives {
   // force either way. The same on every rank, before the next run().
   enum class SlotStores { kAuto, kPlain, kStreaming };
   void set_slot_stores(SlotStores mode) { slot_stores_ = mode; }
-  // Calls whose largest block has at least this many bytes may stream their slots.
-  static constexpr size_t kStreamSlotMinBytes = size_t{64} << 10;
+  // Calls whose largest block has at least this many bytes may stream their
+  // slots (Note [Streaming slots across distant cores] says why 2 KiB). Tests
+  // and the bench set other sizes (the same on every rank, before the next run()).
+  void set_stream_slot_min_bytes(size_t bytes) { stream_slot_min_bytes_ = bytes; }
+  static constexpr size_t kStreamSlotMinBytes = size_t{2} << 10;
   // Whether the last call that could stream its slots did (for tests and logs).
   bool streaming_slots() const { return far_; }
 
@@ -113,8 +116,9 @@ class ShmCollectives {
   size_t stream_output_min_bytes_ = kStreamOutputMinBytes;
   std::vector<char> scratch_;  // reduce_direct's peer piece, post's prescaled piece; pre-faulted
   SlotStores slot_stores_ = SlotStores::kAuto;
+  size_t stream_slot_min_bytes_ = kStreamSlotMinBytes;
   bool far_ = false;              // the last calibration's (or the forced) answer
-  uint64_t streamable_calls_ = 0;  // calls of kStreamSlotMinBytes and up, the same on every rank
+  uint64_t streamable_calls_ = 0;  // calls of stream_slot_min_bytes_ and up, the same on every rank
   uint64_t calibrations_ = 0;
 };
 

@@ -48,11 +48,20 @@ using transport::CollectiveView;
 // follows. The writers of such calls then stream their slots and fence before
 // they post (a call's first round, written before the headers are read,
 // follows this rank's own size and the last verdict). Both ways give the same
-// bytes. A far placement on a quiet machine did not come up while this was
-// written: the far gain for this engine is still to be measured
-// (shm_collectives_bench --slot_stores=plain|stream|auto).
+// bytes.
+//
+// Why kStreamSlotMinBytes is 2 KiB: far apart a plain slot costs most at the
+// small sizes, where the reader pulls a few hundred lines that all sit in the
+// writer's cache. 2 ranks, shm_collectives_bench --stream_slot_from=0, plain
+// against streamed, medians of runs whose placement probe read 307-415 ns
+// before and after (load 2.3-3.4): allgather of 4 KiB 1.73 -> 1.42 us, 16 KiB
+// 5.49 -> 2.33, 64 KiB 19-22 -> 4.3-5.9, 256 KiB 66-71 -> 14-21; alltoall,
+// broadcast and reducescatter alike (broadcast 64 KiB 30 -> 4.4 us). With the
+// old 64 KiB floor a 64 KiB allgather (32 KiB blocks) stayed plain and cost as
+// much as a streamed 256 KiB one (the dip of issue 15). Near, streaming loses
+// at 4-16 KiB (allgather 4 KiB 0.52 -> 0.97 us) but near never streams.
 Status ShmCollectives::decide_slot_stores(Call& c, int64_t largest_bytes) {
-  if (static_cast<size_t>(largest_bytes) < kStreamSlotMinBytes) return Status::OK();
+  if (static_cast<size_t>(largest_bytes) < stream_slot_min_bytes_) return Status::OK();
   if (slot_stores_ != SlotStores::kAuto) {
     far_ = slot_stores_ == SlotStores::kStreaming;
   } else if (streamable_calls_++ % kRecalibrateEvery == 0) {
