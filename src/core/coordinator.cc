@@ -223,7 +223,9 @@ Status Coordinator::wait_for_news(std::unique_lock<std::mutex>& lock) {
       // Note [The coordinator dozes while waiters run cycles]; after the doze,
       // look at once, without the spin.
       lock.unlock();
-      gate_->doze(kDoze);
+      // See Note [The coordinator dozes while waiters run cycles]: not on mu() while one helps.
+      while (!gate_->doze(kDoze) && gate_->helping()) {
+      }
       idle_start = Clock::now() - kSpinFor;
       continue;
     }

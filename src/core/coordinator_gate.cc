@@ -60,12 +60,13 @@ bool CycleGate::helped_within(std::chrono::microseconds window) const {
   return last != 0 && now_ns() - last < static_cast<int64_t>(window.count()) * 1000;
 }
 
-void CycleGate::doze(std::chrono::microseconds timeout) {
+bool CycleGate::doze(std::chrono::microseconds timeout) {
   std::unique_lock<std::mutex> lock(idle_mu_);
   ++dozers_;
-  idle_cv_.wait_for(lock, timeout, [this] { return handed_back_; });
+  const bool handed_back = idle_cv_.wait_for(lock, timeout, [this] { return handed_back_; });
   --dozers_;
   handed_back_ = false;
+  return handed_back;
 }
 
 bool CycleGate::dozing() {

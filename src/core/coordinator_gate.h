@@ -39,8 +39,8 @@ class CycleGate : public CycleHelper {
   bool helping() const { return helpers_.load(std::memory_order_acquire) > 0; }
   bool helped_within(std::chrono::microseconds window) const;
   // Coordinator, without mu(): sleeps for `timeout`, or until a helper leaves
-  // with its handle not done (the coordinator must take over at once).
-  void doze(std::chrono::microseconds timeout);
+  // with its handle not done (the coordinator must take over at once: true).
+  bool doze(std::chrono::microseconds timeout);
   // Whether a thread is inside doze() now (tests force their interleavings with it).
   bool dozing();
   // Coordinator, with mu() held, when it stops: no cycle runs outside it from now.
@@ -97,6 +97,12 @@ class CycleGate : public CycleHelper {
 // doorbell (rings and submits then make no system call), and between dozes
 // looks for news as usual, so whatever nobody waits for still starts within
 // kDoze. A helper that leaves with its handle not done ends the doze at once.
+// A doze that ends while a thread still helps starts the next one without
+// taking the gate's mutex: the helper holds it for its whole cycle, and a
+// coordinator blocked on it is woken by the helper's unlock, right after the
+// handle completed, and takes the core from the waiter before kolo_wait
+// returns (the breakdown's "wake": 12-15 us where the cycle ran past a doze,
+// e.g. a 1 MiB alltoall or a far 128 KiB allreduce, against 0.3-0.9 us).
 // Past the window the coordinator sleeps on the doorbell again, and a submit
 // wakes it at once (Note [Waking up]).
 

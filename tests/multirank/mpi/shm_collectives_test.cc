@@ -247,7 +247,9 @@ TEST(ShmCollectives, SmallBlocksStreamTheirSlotsWhenTold) {
   Status s = e->run(CollectiveOp::kAllgather, v);
   ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_TRUE(same_bytes(out.data(), all));
-  if (size() > 1) EXPECT_TRUE(e->streaming_slots());
+  if (size() > 1) {
+    EXPECT_TRUE(e->streaming_slots());
+  }
 }
 
 // Reducescatter applies the whole Reduction: prescale, postscale, integer division.

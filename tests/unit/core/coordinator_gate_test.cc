@@ -33,10 +33,12 @@ TEST(CycleGate, AHelperThatLeavesItsHandleUndoneEndsTheDoze) {
   CycleGate gate(nullptr);
   HandleState handle;  // never completed: help() gives up at once (detached)
   const auto start = Clock::now();
-  std::thread coordinator([&] { gate.doze(kLong); });
+  bool handed_back = false;
+  std::thread coordinator([&] { handed_back = gate.doze(kLong); });
   while (!gate.dozing()) std::this_thread::yield();  // asleep in the doze now
   gate.help(handle, kNoDeadline);
   coordinator.join();
+  EXPECT_TRUE(handed_back) << "doze() must say so: the coordinator stops dozing";
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(30)) << "the doze was not ended";
   EXPECT_FALSE(gate.helped_within(std::chrono::hours(1)));  // the coordinator takes over
 }
@@ -46,11 +48,11 @@ TEST(CycleGate, AHandBackBeforeTheDozeIsKept) {
   HandleState handle;
   gate.help(handle, kNoDeadline);  // hands back before anyone dozes
   const auto start = Clock::now();
-  gate.doze(kLong);
+  EXPECT_TRUE(gate.doze(kLong));
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
-  // Taken: the next doze sleeps its time again (a short one here).
+  // Taken: the next doze sleeps its time again (a short one here), and says so.
   const auto again = Clock::now();
-  gate.doze(std::chrono::microseconds(1000));
+  EXPECT_FALSE(gate.doze(std::chrono::microseconds(1000)));
   EXPECT_GE(Clock::now() - again, std::chrono::microseconds(1000));
 }
 
