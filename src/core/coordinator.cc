@@ -26,6 +26,7 @@ constexpr auto kSpinFor = std::chrono::microseconds(50);
 // helper left, and how long each doze.
 constexpr auto kDozeWindow = std::chrono::milliseconds(1);
 constexpr auto kDoze = std::chrono::microseconds(100);
+constexpr auto kLongestDoze = std::chrono::microseconds(800);
 // While device work is in flight the coordinator polls it (yielding) this long
 // before it sleeps: a wake-up from the transport's host callback costs two
 // thread wake-ups, tens of microseconds each in a VM, on every bucket. Only
@@ -224,8 +225,10 @@ Status Coordinator::wait_for_news(std::unique_lock<std::mutex>& lock) {
       // look at once, without the spin.
       lock.unlock();
       // See Note [The coordinator dozes while waiters run cycles]: not on mu() while one helps.
-      while (!gate_->doze(kDoze) && gate_->helping()) {
-      }
+      // Each doze that ends while a thread still helps is twice as long, up to
+      // kLongestDoze: a long cycle is not interrupted every kDoze.
+      for (auto doze = kDoze; !gate_->doze(doze) && gate_->helping();)
+        doze = std::min(2 * doze, kLongestDoze);
       idle_start = Clock::now() - kSpinFor;
       continue;
     }
