@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <random>
 #include <string>
 
 #include "common/check.h"
@@ -49,7 +50,7 @@ void split(const std::string& buffer, const std::vector<int>& counts,
 
 MpiControlPlane::MpiControlPlane(SharedComms comms, const transport::Topology& topology)
     : comms_(std::move(comms)), comm_(comms_->control), topology_(topology),
-      doorbell_in_(std::make_unique<uint64_t>(0)) {}
+      doorbell_in_(std::make_unique<Ring>()) {}
 
 Status MpiControlPlane::create(SharedComms comms, const transport::Topology& topology,
                                std::unique_ptr<MpiControlPlane>* out) {
@@ -60,7 +61,10 @@ Status MpiControlPlane::create(SharedComms comms, const transport::Topology& top
   if (topology.size > 1 && topology.local_size == topology.size &&
       plane->comms_->local != MPI_COMM_NULL)
     KOLO_RETURN_IF_ERROR(NodeAnd::create(plane->comms_->local, plane->alive(), &plane->node_and_));
-  if (topology.size > 1) KOLO_RETURN_IF_ERROR(plane->post_doorbell_receive());
+  if (topology.size > 1) {
+    KOLO_RETURN_IF_ERROR(plane->agree_on_session());
+    KOLO_RETURN_IF_ERROR(plane->post_doorbell_receive());
+  }
   *out = std::move(plane);
   return Status::OK();
 }
@@ -199,17 +203,29 @@ Status MpiControlPlane::find_node_peers() {
   return Status::OK();
 }
 
+// Note [Rings from an earlier plane]. Before the doorbell receive is posted.
+Status MpiControlPlane::agree_on_session() {
+  if (topology_.rank == 0) {
+    std::random_device device;
+    session_ = (uint64_t{device()} << 32) ^ device() ^
+               static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Ibcast(&session_, 1, MPI_UINT64_T, 0, comm_, &request));
+  return wait(&request, alive());
+}
+
 Status MpiControlPlane::ring(uint64_t cycle) {
   KOLO_RETURN_IF_ERROR(reap_ringings());
   if (node_) node_->ring(cycle);
   if (remote_peers_ == 0) return Status::OK();
   Ringing& ringing = ringings_.emplace_back();
-  ringing.cycle = cycle;
+  ringing.ring = Ring{session_, cycle};
   ringing.sends.reserve(remote_peers_);
   for (int peer = 0; peer < topology_.size; ++peer) {
     if (on_my_node_[peer]) continue;
     MPI_Request& request = ringing.sends.emplace_back(MPI_REQUEST_NULL);
-    KOLO_MPI_CHECK(MPI_Isend(&ringing.cycle, 1, MPI_UINT64_T, peer, kDoorbellTag, comm_,
+    KOLO_MPI_CHECK(MPI_Isend(&ringing.ring, 2, MPI_UINT64_T, peer, kDoorbellTag, comm_,
                              &request));
   }
   return Status::OK();
@@ -256,7 +272,7 @@ bool MpiControlPlane::mpi_rung(uint64_t cycle) {
 }
 
 Status MpiControlPlane::post_doorbell_receive() {
-  KOLO_MPI_CHECK(MPI_Irecv(doorbell_in_.get(), 1, MPI_UINT64_T, MPI_ANY_SOURCE, kDoorbellTag,
+  KOLO_MPI_CHECK(MPI_Irecv(doorbell_in_.get(), 2, MPI_UINT64_T, MPI_ANY_SOURCE, kDoorbellTag,
                            comm_, &doorbell_recv_));
   return Status::OK();
 }
@@ -268,8 +284,11 @@ Status MpiControlPlane::drain_doorbell() {
     int arrived = 0;
     KOLO_MPI_CHECK(MPI_Test(&doorbell_recv_, &arrived, MPI_STATUS_IGNORE));
     if (!arrived) break;
-    highest_rung_ = any_rung_ ? std::max(highest_rung_, *doorbell_in_) : *doorbell_in_;
-    any_rung_ = true;
+    const Ring heard = *doorbell_in_;
+    if (heard.session == session_) {  // Note [Rings from an earlier plane]
+      highest_rung_ = any_rung_ ? std::max(highest_rung_, heard.cycle) : heard.cycle;
+      any_rung_ = true;
+    }
     KOLO_RETURN_IF_ERROR(post_doorbell_receive());
   }
   return Status::OK();

@@ -12,7 +12,9 @@
 // rung point-to-point on the control communicator, on its own tag
 // (kDoorbellTag): ring(c) sends c to each of them; each rank keeps one receive
 // for the tag posted at all times, and rung() drains what has arrived and
-// remembers the highest cycle seen. Point-to-point and collective traffic never
+// remembers the highest cycle seen. Each ring carries the plane's session, so a
+// ring left from an earlier plane is not heard (Note [Rings from an earlier
+// plane]). Point-to-point and collective traffic never
 // match each other in MPI, and the data communicator is a different one, so the
 // doorbell cannot steal a message meant for anything else.
 //
@@ -67,13 +69,20 @@ class MpiControlPlane : public transport::ControlPlane {
   Status check_peers() override;
 
  private:
-  // One ring(): the cycle number (the send buffer) and a send to each peer.
-  struct Ringing {
+  // A ring on the wire: the sender's plane's session and the cycle.
+  struct Ring {
+    uint64_t session = 0;
     uint64_t cycle = 0;
+  };
+  static_assert(sizeof(Ring) == 2 * sizeof(uint64_t), "a ring is sent as two MPI_UINT64_T");
+  // One ring(): the message (the send buffer) and a send to each peer.
+  struct Ringing {
+    Ring ring;
     std::vector<MPI_Request> sends;
   };
 
   MpiControlPlane(SharedComms comms, const transport::Topology& topology);
+  Status agree_on_session();
   Status post_doorbell_receive();
   bool mpi_rung(uint64_t cycle);
   Status find_node_peers();
@@ -88,7 +97,8 @@ class MpiControlPlane : public transport::ControlPlane {
   SharedComms comms_;
   MPI_Comm comm_;
   transport::Topology topology_;
-  std::unique_ptr<uint64_t> doorbell_in_;  // the posted receive's buffer
+  uint64_t session_ = 0;  // the same on every rank; drawn by rank 0 at create()
+  std::unique_ptr<Ring> doorbell_in_;  // the posted receive's buffer
   MPI_Request doorbell_recv_ = MPI_REQUEST_NULL;
   uint64_t highest_rung_ = 0;
   bool any_rung_ = false;
@@ -100,5 +110,23 @@ class MpiControlPlane : public transport::ControlPlane {
   std::vector<bool> on_my_node_;  // by rank of the control communicator
   int remote_peers_ = 0;
 };
+
+// Note [Rings from an earlier plane]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A ring can reach a rank after that rank's control plane is gone: two ranks rang
+// the same last cycle and only one ring was drained, or the ring was still on the
+// wire when the destructor cancelled the receive. MPI keeps it among the
+// unexpected messages of the freed communicator's context id, and MPICH gives
+// that id to the next communicator duplicated the same way: the next kolo_init's
+// control plane. Its doorbell receive then matched the old ring, an old session's
+// cycle (hundreds) stood as "rung" for the new session's first cycles, and a rank
+// that believed itself rung started those cycles without ringing; ranks on other
+// nodes, which hear only MPI rings, slept until a stall timer woke them. Each
+// allreduce of multihost allreduce_api_test.2x2 took KOLO_STALL_CHECK_TIME_SECONDS
+// (60 s) in CI until the new cycles passed the old number. Draining at shutdown
+// cannot be made complete (a rank does not know how many rings are still
+// coming), so the rings say which plane sent them: rank 0 draws a 64-bit session
+// at create() and broadcasts it; a ring of another session is dropped on arrival.
+// Test: MpiControlPlane.ARingLeftFromAnEarlierPlaneIsNotHeardByTheNext.
 
 }  // namespace kolo::mpi

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdio>
 #include <string>
 
 #include "api_dtypes.h"
@@ -72,6 +73,14 @@ inline kolo_status_t allreduce(const std::string& name, const void* in, void* ou
     return s;
   }
   s = kolo_wait(h, 120.0);
+  if (s == KOLO_ERR_TIMEOUT) {
+    // The handle is still live: kolo may write `out` after the caller has freed
+    // it (in CI a timed-out test went on to "malloc(): unaligned tcache chunk").
+    // Stop here, with the reason, instead of corrupting the heap.
+    std::fprintf(stderr, "[rank %d] allreduce of \"%s\" not done after 120 s; aborting\n",
+                 kolo_rank(), name.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   if (message) *message = kolo_handle_message(h);
   kolo_handle_release(h);
   return s;

@@ -232,6 +232,38 @@ TEST(MpiControlPlane, ManyRingsAreAllReceivedAndReaped) {
   EXPECT_EQ(all.back(), blob_of(size() - 1, 2));
 }
 
+// A ring that reaches a rank after its control plane has cancelled the doorbell's
+// receive stays in MPI's queue of unexpected messages. MPI hands a freed
+// communicator's context id to the next one made the same way, so the next
+// control plane (the next kolo_init) received the old ring: it took an old
+// session's cycle for a ring in its own, did not ring for its cycles itself, and
+// ranks on other nodes slept until a stall timer woke them (CI, multihost
+// allreduce_api_test.2x2: 60 s per allreduce). Planes made one after the other
+// must not hear each other's rings.
+TEST(MpiControlPlane, ARingLeftFromAnEarlierPlaneIsNotHeardByTheNext) {
+  transport::Topology topology = control().topology();
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::unique_ptr<MpiControlPlane> earlier;
+    ASSERT_TRUE(MpiControlPlane::create(testing::dup_world_comms(), topology, &earlier).ok());
+    // The others cancel their receive before rank 0 rings: every ring arrives late.
+    if (rank() != 0) earlier.reset();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank() == 0) {
+      for (uint64_t cycle : {uint64_t{7000}, uint64_t{7001}}) ASSERT_TRUE(earlier->ring(cycle).ok());
+      earlier.reset();  // waits until the rings are sent
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    std::unique_ptr<MpiControlPlane> next;
+    ASSERT_TRUE(MpiControlPlane::create(testing::dup_world_comms(), topology, &next).ok());
+    if (rank() != 0) {
+      EXPECT_FALSE(eventually([&] { return next->rung(0); }, std::chrono::milliseconds(300)))
+          << "an earlier control plane's ring was heard by the next one";
+    }
+    EXPECT_TRUE(next->barrier().ok());
+  }
+}
+
 TEST(MpiControlPlane, SeparateControlPlaneOnItsOwnCommunicator) {
   // A second control plane over fresh communicators: its doorbell and collectives
   // do not see the world's traffic.
