@@ -93,7 +93,7 @@ TEST_F(Adasum, FusedGroupedAndAloneMatchTheReference) {
               KOLO_OK) << kolo_last_error();
   }
   for (kolo_handle_t h : handles) {
-    ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+    ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
     kolo_handle_release(h);
   }
   std::vector<std::string> names;
@@ -115,7 +115,7 @@ TEST_F(Adasum, FusedGroupedAndAloneMatchTheReference) {
   ASSERT_EQ(kolo_grouped_allreduce_async(n, c_names.data(), ins.data(), outs.data(), kCounts.data(),
                                          KOLO_FLOAT64, KOLO_OP_ADASUM, 2.0, 0.5, cpu(), &g),
             KOLO_OK) << kolo_last_error();
-  ASSERT_EQ(kolo_wait(g, 120.0), KOLO_OK) << kolo_handle_message(g);
+  ASSERT_EQ(wait_or_abort(g), KOLO_OK) << kolo_handle_message(g);
   kolo_handle_release(g);
   for (int t = 0; t < n; ++t) {
     const std::vector<double> in = input(t, rank_);
@@ -173,7 +173,7 @@ TEST_F(Adasum, RefusedWhereItCannotRunOnEveryRank) {
                                          1.0, cpu(), &h);
   if (power_of_two(size_)) {
     ASSERT_EQ(s, KOLO_OK) << kolo_last_error();
-    EXPECT_EQ(kolo_wait(h, 120.0), KOLO_OK);
+    EXPECT_EQ(wait_or_abort(h), KOLO_OK);
     kolo_handle_release(h);
   } else {
     EXPECT_EQ(s, KOLO_ERR_UNSUPPORTED);

@@ -111,7 +111,7 @@ TEST_F(KoloTest, ManyTensorsOutOfOrderFromSeveralThreads) {
     const float rank_sum = size_ * (size_ + 1) / 2.0f;
     for (int id = 0; id < tensors; ++id) {
       ASSERT_NE(handles[id], nullptr);
-      ASSERT_EQ(kolo_wait(handles[id], 120.0), KOLO_OK) << kolo_handle_message(handles[id]);
+      ASSERT_EQ(wait_or_abort(handles[id]), KOLO_OK) << kolo_handle_message(handles[id]);
       kolo_handle_release(handles[id]);
       for (int64_t i = 0; i < counts[id]; ++i)
         ASSERT_EQ(bufs[id][i], rank_sum * float(id % 13 + i % 11)) << "tensor " << id;
@@ -145,12 +145,12 @@ TEST_F(KoloTest, EveryMismatchIsReportedOnEveryRankWhileOthersComplete) {
     ASSERT_EQ(kolo_allreduce_async("bystander", good.data(), good.data(), 8, KOLO_FLOAT32,
                                    KOLO_OP_SUM, 1.0, 1.0, cpu(), &hg),
               KOLO_OK);
-    EXPECT_EQ(kolo_wait(hb, 120.0), KOLO_ERR_MISMATCH);
+    EXPECT_EQ(wait_or_abort(hb), KOLO_ERR_MISMATCH);
     std::string msg = kolo_handle_message(hb);
     EXPECT_NE(msg.find(bad_name), std::string::npos) << msg;
     EXPECT_NE(msg.find(c.field), std::string::npos) << msg;
     EXPECT_NE(msg.find("rank " + std::to_string(size_ - 1)), std::string::npos) << msg;
-    EXPECT_EQ(kolo_wait(hg, 120.0), KOLO_OK);
+    EXPECT_EQ(wait_or_abort(hg), KOLO_OK);
     EXPECT_EQ(good, std::vector<float>(8, float(size_)));
     EXPECT_EQ(bad, std::vector<double>(8, 1.0));  // a failed name leaves its buffer alone
     kolo_handle_release(hb);
@@ -169,7 +169,7 @@ TEST_F(KoloTest, DuplicateInFlightNameIsRefusedAndNothingIsLost) {
             KOLO_ERR_DUPLICATE_NAME);
   EXPECT_EQ(h2, nullptr);
   EXPECT_NE(std::string(kolo_last_error()).find("'dup'"), std::string::npos);
-  ASSERT_EQ(kolo_wait(h1, 120.0), KOLO_OK);
+  ASSERT_EQ(wait_or_abort(h1), KOLO_OK);
   kolo_handle_release(h1);
   EXPECT_EQ(a, std::vector<int32_t>(16, size_ * (size_ + 1) / 2));
   EXPECT_EQ(b, std::vector<int32_t>(16, 100));
@@ -251,7 +251,7 @@ TEST_F(KoloTest, WaitTimesOutAndPollReportsProgress) {
     ASSERT_EQ(kolo_allreduce_async("late", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM, 1, 1,
                                    cpu(), &h),
               KOLO_OK);
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK);
   EXPECT_EQ(kolo_handle_status(h), KOLO_OK);
   kolo_handle_release(h);
   EXPECT_EQ(x, std::vector<float>(4, float(size_)));
@@ -279,7 +279,7 @@ TEST(KoloKnobs, FusionOnAndOffGiveIdenticalResults) {
     }
     std::vector<float> flat;
     for (int t = 0; t < 40; ++t) {
-      ASSERT_EQ(kolo_wait(hs[t], 120.0), KOLO_OK);
+      ASSERT_EQ(wait_or_abort(hs[t]), KOLO_OK);
       kolo_handle_release(hs[t]);
       flat.insert(flat.end(), bufs[t].begin(), bufs[t].end());
     }
@@ -333,7 +333,7 @@ TEST(KoloLifecycle, ShutdownWithPendingWorkReachesEveryRank) {
   if (rank == 0) {
     EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   } else {
-    EXPECT_EQ(kolo_wait(h, 120.0), KOLO_ERR_SHUTDOWN);
+    EXPECT_EQ(wait_or_abort(h), KOLO_ERR_SHUTDOWN);
     EXPECT_NE(std::string(kolo_handle_message(h)).find("shut down"), std::string::npos);
     kolo_handle_release(h);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

@@ -61,6 +61,20 @@ inline kolo_device_t cpu() {
   return d;
 }
 
+// kolo_wait with the tests' 120 s limit. A wait that times out leaves the handle
+// live: kolo may still write buffers the test is about to free (in CI a timed-out
+// test went on to "malloc(): unaligned tcache chunk"). So it stops the job
+// there, naming the handle's operation, instead of returning KOLO_ERR_TIMEOUT.
+inline kolo_status_t wait_or_abort(kolo_handle_t h, const std::string& what = "an operation") {
+  const kolo_status_t s = kolo_wait(h, 120.0);
+  if (s == KOLO_ERR_TIMEOUT) {
+    std::fprintf(stderr, "[rank %d] %s not done after 120 s; aborting\n", kolo_rank(),
+                 what.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  return s;
+}
+
 // Enqueues, waits, returns the status; the handle's message goes to *message.
 inline kolo_status_t allreduce(const std::string& name, const void* in, void* out, int64_t count,
                                kolo_dtype_t dtype, kolo_op_t op, std::string* message = nullptr,
@@ -72,15 +86,7 @@ inline kolo_status_t allreduce(const std::string& name, const void* in, void* ou
     if (message) *message = kolo_last_error();
     return s;
   }
-  s = kolo_wait(h, 120.0);
-  if (s == KOLO_ERR_TIMEOUT) {
-    // The handle is still live: kolo may write `out` after the caller has freed
-    // it (in CI a timed-out test went on to "malloc(): unaligned tcache chunk").
-    // Stop here, with the reason, instead of corrupting the heap.
-    std::fprintf(stderr, "[rank %d] allreduce of \"%s\" not done after 120 s; aborting\n",
-                 kolo_rank(), name.c_str());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  s = wait_or_abort(h, "allreduce of \"" + name + "\"");
   if (message) *message = kolo_handle_message(h);
   kolo_handle_release(h);
   return s;

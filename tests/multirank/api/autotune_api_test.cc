@@ -67,7 +67,7 @@ class Autotune : public ::testing::Test {
       handles.push_back(h);
     }
     for (kolo_handle_t h : handles) {
-      EXPECT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+      EXPECT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
       kolo_handle_release(h);
     }
     const float ranks = static_cast<float>(size_ * (size_ + 1) / 2);

@@ -30,7 +30,7 @@ kolo_handle_t finished_allgather(const char* name, int32_t* row) {
   kolo_handle_t h = nullptr;
   EXPECT_EQ(kolo_allgather_async(name, row, 1, 1, KOLO_INT32, cpu(), &h), KOLO_OK)
       << kolo_last_error();
-  EXPECT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  EXPECT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   return h;
 }
 

@@ -44,7 +44,7 @@ TEST_F(Collectives, AllgatherRowsDifferPerRankIncludingZero) {
     kolo_handle_t h = nullptr;
     std::string name = "gather" + std::to_string(row);
     ASSERT_EQ(kolo_allgather_async(name.c_str(), in.data(), rows, row, KOLO_FLOAT64, cpu(), &h), KOLO_OK);
-    ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+    ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
     std::vector<double> want;
     std::vector<int64_t> want_splits;
     for (int r = 0; r < size_; ++r) {
@@ -66,8 +66,8 @@ TEST_F(Collectives, BroadcastFromEveryRoot) {
                                    513, KOLO_INT64, root, cpu(), &h1), KOLO_OK);
     ASSERT_EQ(kolo_broadcast_async(n2.c_str(), in.data(), in.data(), 513, KOLO_INT64, root, cpu(), &h2),
               KOLO_OK);
-    ASSERT_EQ(kolo_wait(h1, 120.0), KOLO_OK) << kolo_handle_message(h1);
-    ASSERT_EQ(kolo_wait(h2, 120.0), KOLO_OK) << kolo_handle_message(h2);
+    ASSERT_EQ(wait_or_abort(h1), KOLO_OK) << kolo_handle_message(h1);
+    ASSERT_EQ(wait_or_abort(h2), KOLO_OK) << kolo_handle_message(h2);
     for (size_t i = 0; i < 513; ++i) {
       ASSERT_EQ(out[i], int64_t(i) * 7 - 1000);
       ASSERT_EQ(in[i], int64_t(i) * 7 - 1000);
@@ -88,7 +88,7 @@ TEST_F(Collectives, AlltoallUnevenSplits) {
   const int64_t rows = std::accumulate(splits.begin(), splits.end(), int64_t{0});
   kolo_handle_t h = nullptr;
   ASSERT_EQ(kolo_alltoall_async("a2a", in.data(), rows, row, splits.data(), KOLO_INT32, cpu(), &h), KOLO_OK);
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   std::vector<int32_t> want;
   std::vector<int64_t> received;
   for (int s = 0; s < size_; ++s) {
@@ -112,7 +112,7 @@ TEST_F(Collectives, ReducescatterSumAndAverageWithUnevenShards) {
     std::string name = "rs" + std::to_string(op);
     ASSERT_EQ(kolo_reducescatter_async(name.c_str(), in.data(), out.data(), rows, row, KOLO_FLOAT32,
                                        op, 1.0, 1.0, cpu(), &h), KOLO_OK);
-    ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+    ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
     const float rank_sum = size_ * (size_ + 1) / 2.0f;
     for (int64_t i = 0; i < mine * row; ++i) {
       float sum = float((first + i) % 17) * rank_sum;
@@ -144,7 +144,7 @@ TEST_F(Collectives, GroupedAllreduce) {
   kolo_handle_t h = nullptr;
   ASSERT_EQ(kolo_grouped_allreduce_async(3, names, ins, outs, counts, KOLO_INT32, KOLO_OP_SUM, 1.0,
                                          1.0, cpu(), &h), KOLO_OK);
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   kolo_handle_release(h);
   const int rank_sum = size_ * (size_ + 1) / 2;
   for (int t = 0; t < 3; ++t)
@@ -166,7 +166,7 @@ TEST_F(Collectives, BarrierAndJoinWithUnevenSteps) {
     std::vector<float> x(4);
     kolo_handle_t h = nullptr;
     ASSERT_EQ(kolo_allgather_async("while_joined", x.data(), 4, 1, KOLO_FLOAT32, cpu(), &h), KOLO_OK);
-    EXPECT_EQ(kolo_wait(h, 120.0), KOLO_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(wait_or_abort(h), KOLO_ERR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(kolo_handle_message(h)).find("joined"), std::string::npos);
     kolo_handle_release(h);
   }
@@ -190,7 +190,7 @@ TEST_F(Collectives, MismatchesAreReportedOnEveryRank) {
                                 cpu(), &ha), KOLO_OK);
   for (auto [h, field] : {std::pair<kolo_handle_t, const char*>{hg, "trailing dimensions"},
                           {hb, "root"}, {ha, "dtype"}}) {
-    EXPECT_EQ(kolo_wait(h, 120.0), KOLO_ERR_MISMATCH);
+    EXPECT_EQ(wait_or_abort(h), KOLO_ERR_MISMATCH);
     std::string msg = kolo_handle_message(h);
     EXPECT_NE(msg.find(field), std::string::npos) << msg;
     EXPECT_NE(msg.find("rank " + std::to_string(size_ - 1)), std::string::npos) << msg;
@@ -215,7 +215,7 @@ TEST_F(Collectives, PhasesOfACompletedOperationAreInOrder) {
     ASSERT_EQ(kolo_allreduce_async("phased", in.data(), out.data(), 4, KOLO_FLOAT32,
                                    KOLO_OP_SUM, 1.0, 1.0, cpu(), &h),
               KOLO_OK);
-    ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+    ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
     EXPECT_EQ(out, std::vector<float>(4, static_cast<float>(size_)));
     ASSERT_EQ(kolo_handle_phases(h, phases, KOLO_NUM_PHASES), KOLO_OK);
     kolo_handle_release(h);
@@ -227,7 +227,7 @@ TEST_F(Collectives, PhasesOfACompletedOperationAreInOrder) {
   ASSERT_EQ(
       kolo_broadcast_async("phased_b", value.data(), value.data(), 1, KOLO_INT32, 0, cpu(), &h),
       KOLO_OK);
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   EXPECT_EQ(value[0], 0);
   ASSERT_EQ(kolo_handle_phases(h, phases, KOLO_NUM_PHASES), KOLO_OK);
   for (int p = 1; p < KOLO_NUM_PHASES; ++p) EXPECT_LE(phases[p - 1], phases[p]) << "phase " << p;

@@ -98,9 +98,9 @@ void check_all(Tensors* ts, int rank, int size) {
   const bool is_bool = T::kDtype == KOLO_BOOL;
   for (int t = 0; t < kTensors; ++t) {
     SCOPED_TRACE("tensor " + std::to_string(t));
-    ASSERT_EQ(kolo_wait(ts->gathers[t], 120.0), KOLO_OK) << kolo_handle_message(ts->gathers[t]);
-    ASSERT_EQ(kolo_wait(ts->bcasts[t], 120.0), KOLO_OK) << kolo_handle_message(ts->bcasts[t]);
-    ASSERT_EQ(kolo_wait(ts->reduces[t], 120.0), KOLO_OK) << kolo_handle_message(ts->reduces[t]);
+    ASSERT_EQ(wait_or_abort(ts->gathers[t]), KOLO_OK) << kolo_handle_message(ts->gathers[t]);
+    ASSERT_EQ(wait_or_abort(ts->bcasts[t]), KOLO_OK) << kolo_handle_message(ts->bcasts[t]);
+    ASSERT_EQ(wait_or_abort(ts->reduces[t]), KOLO_OK) << kolo_handle_message(ts->reduces[t]);
 
     std::vector<unsigned char> want;
     std::vector<int64_t> want_splits;

@@ -37,7 +37,7 @@ TEST_F(Grouped, AllgatherGivesEachMembersRowsInOrderWithMemberMajorSplits) {
                                            KOLO_INT32, cpu(), nullptr, &h),
               KOLO_OK)
         << kolo_last_error();
-    ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+    ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
     std::vector<int32_t> want;
     std::vector<int64_t> want_splits;
     for (int m = 0; m < 3; ++m)
@@ -83,7 +83,7 @@ TEST_F(Grouped, ReducescatterGivesEachMembersShard) {
                                                  nullptr, &h),
                 KOLO_OK)
           << kolo_last_error();
-      ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+      ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
       kolo_handle_release(h);
       const int64_t rank_sum = int64_t(size_) * (size_ + 1) / 2;
       for (int m = 0; m < 3; ++m) {
@@ -114,7 +114,7 @@ TEST_F(Grouped, AMismatchInOneMemberFailsTheGroupOnEveryRank) {
                                              &h),
             KOLO_OK)
       << kolo_last_error();
-  EXPECT_EQ(kolo_wait(h, 120.0), KOLO_ERR_MISMATCH);
+  EXPECT_EQ(wait_or_abort(h), KOLO_ERR_MISMATCH);
   EXPECT_NE(std::string(kolo_handle_message(h)).find("group member row sizes: [3,3] on rank 0"),
             std::string::npos)
       << kolo_handle_message(h);
@@ -129,7 +129,7 @@ TEST_F(Grouped, AMismatchInOneMemberFailsTheGroupOnEveryRank) {
                                          &o, &h),
             KOLO_OK)
       << kolo_last_error();
-  EXPECT_EQ(kolo_wait(h, 120.0), KOLO_ERR_MISMATCH);
+  EXPECT_EQ(wait_or_abort(h), KOLO_ERR_MISMATCH);
   EXPECT_NE(std::string(kolo_handle_message(h)).find("shape: [[1, 2, 3], [1, 6]] on rank 0"),
             std::string::npos)
       << kolo_handle_message(h);

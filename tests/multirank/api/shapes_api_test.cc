@@ -78,7 +78,7 @@ TEST_F(Shapes, ReducescatterRefusesAZeroDimensionalTensor) {
                                     &o, &h),
             KOLO_OK)
       << kolo_last_error();
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   EXPECT_EQ(y, static_cast<float>(size_));
   kolo_handle_release(h);
 }
@@ -140,7 +140,7 @@ TEST_F(Shapes, ShapedCallsComputeWhatThePlainCallsCompute) {
                                     cpu(), &o, &h),
             KOLO_OK)
       << kolo_last_error();
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   kolo_handle_release(h);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(a[i], 10 * size_ * (size_ - 1) / 2 + size_ * i);
 
@@ -158,7 +158,7 @@ TEST_F(Shapes, ShapedCallsComputeWhatThePlainCallsCompute) {
                                             1.0, 1.0, cpu(), &og, &h),
             KOLO_OK)
       << kolo_last_error();
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   kolo_handle_release(h);
   for (int64_t v : g0) EXPECT_EQ(v, int64_t(size_) * (size_ + 1) / 2);
   EXPECT_EQ(g1, 2 * size_);
@@ -170,7 +170,7 @@ TEST_F(Shapes, ShapedCallsComputeWhatThePlainCallsCompute) {
   ASSERT_EQ(kolo_allgather_async_ex("gather", rows.data(), rank_ + 1, 2, KOLO_INT16, cpu(), &oa, &h),
             KOLO_OK)
       << kolo_last_error();
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   const void* data = nullptr;
   int64_t bytes = 0;
   ASSERT_EQ(kolo_handle_output(h, &data, &bytes), KOLO_OK);
@@ -216,7 +216,7 @@ kolo_status_t wait_for(kolo_status_t submitted, const kolo_handle_t* h, std::str
     *message = kolo_last_error();
     return submitted;
   }
-  const kolo_status_t s = kolo_wait(*h, 120.0);
+  const kolo_status_t s = wait_or_abort(*h);
   *message = kolo_handle_message(*h);
   kolo_handle_release(*h);
   return s;

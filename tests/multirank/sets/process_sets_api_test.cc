@@ -58,7 +58,7 @@ class ProcessSets : public KoloTest {
                                       1.0, cpu(), &o, &h),
               KOLO_OK)
         << kolo_last_error();
-    ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+    ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
     kolo_handle_release(h);
     int32_t members_sum = 0;
     for (int r : members(set)) members_sum += r + 1;
@@ -117,7 +117,7 @@ TEST_F(ProcessSets, EveryCollectiveInASet) {
   std::vector<int32_t> rows(me + 1, 10 * me);
   kolo_handle_t h = nullptr;
   ASSERT_EQ(kolo_allgather_async_ex("g", rows.data(), me + 1, 1, KOLO_INT32, cpu(), &o, &h), KOLO_OK);
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   const void* data = nullptr;
   int64_t bytes = 0;
   ASSERT_EQ(kolo_handle_output(h, &data, &bytes), KOLO_OK);
@@ -128,14 +128,14 @@ TEST_F(ProcessSets, EveryCollectiveInASet) {
   // Broadcast from global rank 2 (the set's rank 2).
   int32_t b = rank_ == 2 ? 77 : 0;
   ASSERT_EQ(kolo_broadcast_async_ex("b", &b, &b, 1, KOLO_INT32, 2, cpu(), &o, &h), KOLO_OK);
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   kolo_handle_release(h);
   EXPECT_EQ(b, 77);
   // Alltoall, even: one row to each member.
   std::vector<int32_t> send = {me * 10 + 0, me * 10 + 1, me * 10 + 2};
   ASSERT_EQ(kolo_alltoall_async_ex("a", send.data(), 3, 1, nullptr, KOLO_INT32, cpu(), &o, &h),
             KOLO_OK);
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   ASSERT_EQ(kolo_handle_output(h, &data, &bytes), KOLO_OK);
   ASSERT_EQ(bytes, 12);
   for (int src = 0; src < 3; ++src) EXPECT_EQ(static_cast<const int32_t*>(data)[src], src * 10 + me);
@@ -146,7 +146,7 @@ TEST_F(ProcessSets, EveryCollectiveInASet) {
   ASSERT_EQ(kolo_reducescatter_async_ex("r", rs.data(), &shard, 3, 1, KOLO_INT32, KOLO_OP_SUM, 1.0,
                                         1.0, cpu(), &o, &h),
             KOLO_OK);
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   kolo_handle_release(h);
   EXPECT_EQ(shard, 3 * (me + 1));
   // Grouped allreduce and a barrier.
@@ -158,7 +158,7 @@ TEST_F(ProcessSets, EveryCollectiveInASet) {
   ASSERT_EQ(kolo_grouped_allreduce_async_ex(2, names, ins, outs, counts, KOLO_INT32, KOLO_OP_SUM,
                                             1.0, 1.0, cpu(), &o, &h),
             KOLO_OK);
-  ASSERT_EQ(kolo_wait(h, 120.0), KOLO_OK) << kolo_handle_message(h);
+  ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
   kolo_handle_release(h);
   EXPECT_EQ(o1 + o2, 9);
   EXPECT_EQ(kolo_barrier_ex(&o), KOLO_OK) << kolo_last_error();
@@ -200,7 +200,7 @@ TEST_F(ProcessSets, ErrorsOnEveryRankAndTheJobGoesOn) {
                                       &o, &held),
               KOLO_OK);
   if (held) {
-    EXPECT_EQ(kolo_wait(held, 120.0), KOLO_OK) << kolo_handle_message(held);
+    EXPECT_EQ(wait_or_abort(held), KOLO_OK) << kolo_handle_message(held);
     EXPECT_EQ(y, 2);
     kolo_handle_release(held);
   }
