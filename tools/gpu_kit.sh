@@ -16,10 +16,13 @@
 #   MANIFEST   the commit, the build folder and every file with its size;
 #   run.sh     see its own header.
 #
-# Only the ELF files' own dependencies are followed (ldd): plugins loaded at run time
-# (UCX's transport modules, hwloc's plugins) are not carried; UCX and MPICH work
-# without them on one node. The binaries' RUNPATH still names the build folder; on
-# the target LD_LIBRARY_PATH (set by run.sh) comes first.
+# Only the ELF files' own dependencies are followed (ldd), plus one plugin loaded at
+# run time: UCX's cross-memory-attach transport (lib/ucx/libuct_cma.so.0, where UCX
+# looks beside libucs). Without it MPICH 4.0.2's MPI_Finalize could spin in
+# ucp_worker_progress while its peer had moved on: on the lent H100 machine 7 of
+# 26 two-rank runs hung there, none of 194 with the module. Other plugins (UCX's
+# InfiniBand modules, hwloc's) are not carried. The binaries' RUNPATH still names
+# the build folder; on the target LD_LIBRARY_PATH (set by run.sh) comes first.
 set -euo pipefail
 
 if [[ $# -ne 2 ]]; then
@@ -94,9 +97,15 @@ for p in "${programs[@]}"; do
       continue
     fi
     [[ -e $kit/lib/$name ]] || cp -L "$path" "$kit/lib/$name"
+    if [[ $name == libucs.so.0 ]]; then ucs_dir=$(dirname "$(readlink -f "$path")"); fi
   done < <(ldd "$p")
 done
 [[ $missing -eq 0 ]] || exit 1
+# UCX's shared-memory transport module (see the header).
+if [[ -n ${ucs_dir:-} && -e $ucs_dir/ucx/libuct_cma.so.0 ]]; then
+  mkdir -p "$kit/lib/ucx"
+  cp -L "$ucs_dir/ucx/libuct_cma.so.0" "$kit/lib/ucx/"
+fi
 
 # --- the launcher wrapper ---------------------------------------------------------
 cat >"$kit/bin/mpiexec" <<'EOF'
