@@ -5,6 +5,7 @@
 //   mpiexec.mpich -bind-to core -n 2 build/bin/shm_collectives_bench
 //       [--engine=auto|slots|single] [--slot_bytes=N] [--stream_from=N]
 //       [--slot_stores=auto|plain|stream] [--stream_slot_from=N]
+//       [--broadcast_pieces_max_bytes=N]
 //
 // --engine picks the engine's path for every call: auto (the default rule),
 // slots (data through the slots only) or single (single copy from 0 bytes,
@@ -12,8 +13,10 @@
 // --stream_from the output size from which outputs are written with streaming
 // stores (default the engine's); --slot_stores how the slots are written
 // (default auto: measured, Note [Streaming slots across distant cores]);
-// --stream_slot_from the largest block from which slots may be streamed.
-// Sizes 4 KiB to 256 MiB (x4 to 1 MiB, then x16 plus 4 and 64 MiB); buffers of 256 MiB per rank.
+// --stream_slot_from the largest block from which slots may be streamed;
+// --broadcast_pieces_max_bytes the largest broadcast cut into pieces near
+// (Note [Small broadcasts in pieces, near]; 0: none).
+// Sizes 4 KiB to 256 MiB (x4 to 1 MiB plus 512 KiB, then x16 plus 4 and 64 MiB); buffers of 256 MiB per rank.
 // Every rank runs the same benchmarks with the same fixed iteration counts (a
 // collective cannot let each rank choose its own); rank 0 reports. Bytes are
 // those of the perf tool's rows: allgather and alltoall the output, reducescatter
@@ -117,7 +120,7 @@ void register_all() {
       {"reducescatter", CollectiveOp::kReducescatter}};
   for (const auto& [name, op] : ops) {
     for (int64_t bytes : {int64_t{4} << 10, int64_t{16} << 10, int64_t{64} << 10,
-                          int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20,
+                          int64_t{256} << 10, int64_t{512} << 10, int64_t{1} << 20, int64_t{4} << 20,
                           int64_t{16} << 20, int64_t{64} << 20, kMaxBytes}) {
       // A fixed count, the same on every rank: about kMovedBytes per benchmark.
       const int64_t iterations =
@@ -152,6 +155,7 @@ struct Flags {
   size_t stream_from = 0;  // 0: the engine's default
   int64_t stream_slot_from = -1;  // < 0: the engine's default
   std::string slot_stores = "auto";
+  int64_t broadcast_pieces_max_bytes = -1;  // < 0: the engine's default
 };
 
 // Takes this bench's own flags out of argv (the rest are Google Benchmark's).
@@ -168,6 +172,8 @@ bool parse_flags(int* argc, char** argv, Flags* f) {
         return false;
     } else if (a.rfind("--stream_from=", 0) == 0) {
       f->stream_from = std::strtoull(a.c_str() + 14, nullptr, 10);
+    } else if (a.rfind("--broadcast_pieces_max_bytes=", 0) == 0) {
+      f->broadcast_pieces_max_bytes = std::strtoll(a.c_str() + 29, nullptr, 10);
     } else if (a.rfind("--stream_slot_from=", 0) == 0) {
       f->stream_slot_from = std::strtoll(a.c_str() + 19, nullptr, 10);
     } else if (a.rfind("--slot_bytes=", 0) == 0) {
@@ -191,7 +197,8 @@ int main(int argc, char** argv) {
   if (!parse_flags(&argc, argv, &flags)) {
     fprintf(stderr,
             "shm_collectives_bench: --engine=auto|slots|single, --slot_bytes=N > 0, "
-            "--stream_from=N, --stream_slot_from=N, --slot_stores=auto|plain|stream\n");
+            "--stream_from=N, --stream_slot_from=N, --slot_stores=auto|plain|stream,\n"
+            "--broadcast_pieces_max_bytes=N\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   Setup& s = setup();
@@ -210,6 +217,8 @@ int main(int argc, char** argv) {
   if (flags.stream_from > 0) s.engine->set_stream_output_min_bytes(flags.stream_from);
   if (flags.stream_slot_from >= 0)
     s.engine->set_stream_slot_min_bytes(static_cast<size_t>(flags.stream_slot_from));
+  if (flags.broadcast_pieces_max_bytes >= 0)
+    s.engine->set_broadcast_pieces_max_bytes(static_cast<size_t>(flags.broadcast_pieces_max_bytes));
   if (flags.slot_stores == "plain") s.engine->set_slot_stores(ShmCollectives::SlotStores::kPlain);
   if (flags.slot_stores == "stream")
     s.engine->set_slot_stores(ShmCollectives::SlotStores::kStreaming);

@@ -459,6 +459,7 @@ Status ShmCollectives::run_call(Call& c) {
   c.region_bytes = split ? slot_bytes_ / static_cast<size_t>(c.n - 1) / kCacheLine * kCacheLine
                          : slot_bytes_;
   c.piece = static_cast<int64_t>(c.region_bytes / c.elem);
+  if (c.op == CollectiveOp::kBroadcast) c.piece = broadcast_piece(c);
   // The first round: the header and the first pieces.
   if (g0 >= 1) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g0 - 1));
   write_header(c, header(c.me, g0));

@@ -74,6 +74,16 @@ class ShmCollectives {
   static constexpr size_t kStreamSlotMinBytes = size_t{2} << 10;
   // Whether the last call that could stream its slots did (for tests and logs).
   bool streaming_slots() const { return far_; }
+  // Broadcasts of up to this many bytes, between cores that share a cache, run in
+  // pieces of an eighth (at least 4 KiB) so that the receivers copy one while the
+  // root writes the next (Note [Small broadcasts in pieces, near]). Tests and the
+  // bench set other sizes (0: never); the same on every rank, before the next run().
+  void set_broadcast_pieces_max_bytes(size_t bytes) { broadcast_pieces_max_bytes_ = bytes; }
+  static constexpr size_t kBroadcastPiecesMaxBytes = size_t{64} << 10;
+  static constexpr size_t kBroadcastPieces = 8;
+  static constexpr size_t kMinBroadcastPieceBytes = size_t{4} << 10;
+  // Rounds run so far, the same on every rank (tests).
+  uint64_t rounds_run() const { return next_round_; }
 
   int local_rank() const { return window_->local_rank(); }
   int local_size() const { return window_->local_size(); }
@@ -92,6 +102,7 @@ class ShmCollectives {
   void run_alone(const Call& call);
   Status copy_direct(const Call& call);
   Status decide_slot_stores(Call& call, int64_t largest_bytes);
+  int64_t broadcast_piece(const Call& call) const;
   Status calibrate();
   Status reduce_direct(const Call& call);
   // Waits until counter `which` of every local rank in [0, n) other than this one
@@ -117,6 +128,7 @@ class ShmCollectives {
   std::vector<char> scratch_;  // reduce_direct's peer piece, post's prescaled piece; pre-faulted
   SlotStores slot_stores_ = SlotStores::kAuto;
   size_t stream_slot_min_bytes_ = kStreamSlotMinBytes;
+  size_t broadcast_pieces_max_bytes_ = kBroadcastPiecesMaxBytes;
   bool far_ = false;              // the last calibration's (or the forced) answer
   uint64_t streamable_calls_ = 0;  // calls of stream_slot_min_bytes_ and up, the same on every rank
   uint64_t calibrations_ = 0;

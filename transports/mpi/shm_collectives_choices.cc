@@ -81,6 +81,29 @@ Status ShmCollectives::calibrate() {
                          &far_);
 }
 
+// Note [Small broadcasts in pieces, near]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A call below the slot size is one round: the root copies all of it into its
+// slot, then the receivers copy it out, one after the other. Between cores that
+// share a cache a small broadcast gains from pieces, the receivers copying one
+// while the root writes the next; far apart every extra round costs its counter
+// hand-offs, and so do large pieces near. shm_collectives_bench
+// --broadcast_pieces_max_bytes, 2 ranks, engine time in us, 4 runs each, near
+// (round trip 53-58 ns) whole / pieces of an eighth (at least 4 KiB): 16 KiB
+// 2.12 / 1.37, 64 KiB 7.80 / 4.72, while 256 KiB 28.2 / 30.8, 512 KiB 36.6 /
+// 61.3, 1 MiB 26.8 / 123; far (313-345 ns, 11-12 runs): 16 KiB 1.92 / 3.38,
+// 64 KiB 4.52 / 9.46. So pieces for broadcasts up to 64 KiB, near only. The
+// verdict is the last calibration's (Note [Streaming slots across distant
+// cores]) and the count the call's, both the same on every rank, so every rank
+// cuts the call alike; it is decided before the first round is written.
+int64_t ShmCollectives::broadcast_piece(const Call& c) const {
+  const size_t bytes = c.bytes(c.view->count);
+  if (far_ || bytes > broadcast_pieces_max_bytes_) return c.piece;
+  size_t per = (bytes / kBroadcastPieces + kCacheLine - 1) / kCacheLine * kCacheLine;
+  per = std::min(std::max(per, kMinBroadcastPieceBytes), c.region_bytes);
+  return std::max<int64_t>(1, static_cast<int64_t>(per / c.elem));
+}
+
 // Note [Single copy for large calls]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Where the node allows it (peer_read.h), a call whose largest block is at

@@ -252,6 +252,35 @@ TEST(ShmCollectives, SmallBlocksStreamTheirSlotsWhenTold) {
   }
 }
 
+// Note [Small broadcasts in pieces, near]: with the verdict "near" (slots forced
+// plain), broadcasts up to 64 KiB run in pieces of an eighth, at least 4 KiB;
+// larger ones and far ones in one round per slot. Exact from every root at the
+// edges, and the rounds counted.
+TEST(ShmCollectives, NearSmallBroadcastsRunInPieces) {
+  std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
+  e->set_slot_stores(ShmCollectives::SlotStores::kPlain);
+  check_broadcast<float>(*e, 1000, 0, false);  // 4000 B: a calibration-sized call, one piece
+  struct Case {
+    int64_t floats;
+    uint64_t rounds;
+  };
+  // 4 KiB pieces up to 32 KiB, then an eighth, rounded up to a cache line.
+  for (Case c : {Case{1, 1}, Case{1024, 1}, Case{1025, 2}, Case{4096, 4}, Case{8191, 8},
+                 Case{16383, 8}, Case{16384, 8}, Case{16385, 1}, Case{300000, 2}}) {
+    for (int root = 0; root < size(); ++root) {
+      SCOPED_TRACE("floats " + std::to_string(c.floats) + " root " + std::to_string(root));
+      const uint64_t before = e->rounds_run();
+      check_broadcast<float>(*e, c.floats, root, root % 2 == 1);
+      EXPECT_EQ(e->rounds_run() - before, c.rounds);
+    }
+  }
+  e->set_slot_stores(ShmCollectives::SlotStores::kStreaming);  // far: one round
+  check_broadcast<float>(*e, 1000, 0, false);
+  const uint64_t before = e->rounds_run();
+  check_broadcast<float>(*e, 16384, size() - 1, false);
+  EXPECT_EQ(e->rounds_run() - before, 1u);
+}
+
 // Reducescatter applies the whole Reduction: prescale, postscale, integer division.
 TEST(ShmCollectives, ReducescatterAppliesTheReduction) {
   std::unique_ptr<ShmCollectives> slots = engine(256);
