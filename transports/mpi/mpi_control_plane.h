@@ -121,9 +121,10 @@ class MpiControlPlane : public transport::ControlPlane {
 // control plane. Its doorbell receive then matched the old ring, an old session's
 // cycle (hundreds) stood as "rung" for the new session's first cycles, and a rank
 // that believed itself rung started those cycles without ringing; ranks on other
-// nodes, which hear only MPI rings, slept until a stall timer woke them. Each
-// allreduce of multihost allreduce_api_test.2x2 took KOLO_STALL_CHECK_TIME_SECONDS
-// (60 s) in CI until the new cycles passed the old number. Draining at shutdown
+// nodes, which hear only MPI rings, slept until a stall timer woke them: in a
+// repro of multihost allreduce_api_test.2x2, each allreduce took
+// KOLO_STALL_CHECK_TIME_SECONDS (15 s there) until the new cycles passed the old
+// number; with the default 60 s, CI's 120 s wait ran out. Draining at shutdown
 // cannot be made complete (a rank does not know how many rings are still
 // coming), so the rings say which plane sent them: rank 0 draws a 64-bit session
 // at create() and broadcasts it; a ring of another session is dropped on arrival.

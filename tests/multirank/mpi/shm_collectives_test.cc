@@ -274,6 +274,21 @@ TEST(ShmCollectives, NearSmallBroadcastsRunInPieces) {
       EXPECT_EQ(e->rounds_run() - before, c.rounds);
     }
   }
+  // Ranks that disagree on the count cut the call differently (rank 0 in 8 pieces,
+  // the others in one): every rank still reports the mismatch after the first
+  // round, and the engine stays in step.
+  if (size() > 1) {
+    std::vector<float> buf(16384, 1.0f);
+    CollectiveView v = view_of<float>(buf.data(), buf.data());
+    v.count = rank() == 0 ? 16384 : 1024;
+    v.root = 0;
+    const uint64_t before = e->rounds_run();
+    Status s = e->run(CollectiveOp::kBroadcast, v);
+    EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
+    EXPECT_NE(s.message().find("count"), std::string::npos) << s.message();
+    EXPECT_EQ(e->rounds_run() - before, 1u);
+    check_broadcast<float>(*e, 4096, size() - 1, false);
+  }
   e->set_slot_stores(ShmCollectives::SlotStores::kStreaming);  // far: one round
   check_broadcast<float>(*e, 1000, 0, false);
   const uint64_t before = e->rounds_run();
