@@ -5,7 +5,7 @@
 //   mpiexec.mpich -bind-to core -n 2 build/bin/shm_collectives_bench
 //       [--engine=auto|slots|single] [--slot_bytes=N] [--stream_from=N]
 //       [--slot_stores=auto|plain|stream] [--stream_slot_from=N]
-//       [--broadcast_pieces_max_bytes=N]
+//       [--broadcast_pieces_max_bytes=N] [--far_broadcast_pieces_above=N]
 //
 // --engine picks the engine's path for every call: auto (the default rule),
 // slots (data through the slots only) or single (single copy from 0 bytes,
@@ -15,7 +15,9 @@
 // (default auto: measured, Note [Streaming slots across distant cores]);
 // --stream_slot_from the largest block from which slots may be streamed;
 // --broadcast_pieces_max_bytes the largest broadcast cut into pieces near
-// (Note [Small broadcasts in pieces, near]; 0: none).
+// (Note [Small broadcasts in pieces, near]; 0: none); --far_broadcast_pieces_above
+// the size above which broadcasts are cut into pieces far apart (Note [Large
+// broadcasts in pieces, far]; a huge N: none).
 // Sizes 4 KiB to 256 MiB (x4 to 1 MiB plus 512 KiB, then x16 plus 4 and 64 MiB); buffers of 256 MiB per rank.
 // Every rank runs the same benchmarks with the same fixed iteration counts (a
 // collective cannot let each rank choose its own); rank 0 reports. Bytes are
@@ -156,6 +158,7 @@ struct Flags {
   int64_t stream_slot_from = -1;  // < 0: the engine's default
   std::string slot_stores = "auto";
   int64_t broadcast_pieces_max_bytes = -1;  // < 0: the engine's default
+  int64_t far_broadcast_pieces_above = -1;  // < 0: the engine's default
 };
 
 // Takes this bench's own flags out of argv (the rest are Google Benchmark's).
@@ -174,6 +177,8 @@ bool parse_flags(int* argc, char** argv, Flags* f) {
       f->stream_from = std::strtoull(a.c_str() + 14, nullptr, 10);
     } else if (a.rfind("--broadcast_pieces_max_bytes=", 0) == 0) {
       f->broadcast_pieces_max_bytes = std::strtoll(a.c_str() + 29, nullptr, 10);
+    } else if (a.rfind("--far_broadcast_pieces_above=", 0) == 0) {
+      f->far_broadcast_pieces_above = std::strtoll(a.c_str() + 29, nullptr, 10);
     } else if (a.rfind("--stream_slot_from=", 0) == 0) {
       f->stream_slot_from = std::strtoll(a.c_str() + 19, nullptr, 10);
     } else if (a.rfind("--slot_bytes=", 0) == 0) {
@@ -198,7 +203,7 @@ int main(int argc, char** argv) {
     fprintf(stderr,
             "shm_collectives_bench: --engine=auto|slots|single, --slot_bytes=N > 0, "
             "--stream_from=N, --stream_slot_from=N, --slot_stores=auto|plain|stream,\n"
-            "--broadcast_pieces_max_bytes=N\n");
+            "--broadcast_pieces_max_bytes=N, --far_broadcast_pieces_above=N\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   Setup& s = setup();
@@ -219,6 +224,9 @@ int main(int argc, char** argv) {
     s.engine->set_stream_slot_min_bytes(static_cast<size_t>(flags.stream_slot_from));
   if (flags.broadcast_pieces_max_bytes >= 0)
     s.engine->set_broadcast_pieces_max_bytes(static_cast<size_t>(flags.broadcast_pieces_max_bytes));
+  if (flags.far_broadcast_pieces_above >= 0)
+    s.engine->set_far_broadcast_pieces_above_bytes(
+        static_cast<size_t>(flags.far_broadcast_pieces_above));
   if (flags.slot_stores == "plain") s.engine->set_slot_stores(ShmCollectives::SlotStores::kPlain);
   if (flags.slot_stores == "stream")
     s.engine->set_slot_stores(ShmCollectives::SlotStores::kStreaming);

@@ -82,6 +82,16 @@ class ShmCollectives {
   static constexpr size_t kBroadcastPiecesMaxBytes = size_t{64} << 10;
   static constexpr size_t kBroadcastPieces = 8;
   static constexpr size_t kMinBroadcastPieceBytes = size_t{4} << 10;
+  // Broadcasts of more than this many bytes, between cores far apart, run in
+  // pieces of a quarter, at least kFarBroadcastPieceMinBytes and at most
+  // kFarBroadcastPieceMaxBytes, so that the receivers read one while the root
+  // streams the next (Note [Large broadcasts in pieces, far]). Tests and the
+  // bench set other sizes (SIZE_MAX: never); the same on every rank, before the
+  // next run().
+  void set_far_broadcast_pieces_above_bytes(size_t bytes) { far_broadcast_pieces_above_ = bytes; }
+  static constexpr size_t kFarBroadcastPiecesAboveBytes = size_t{128} << 10;
+  static constexpr size_t kFarBroadcastPieceMinBytes = size_t{128} << 10;
+  static constexpr size_t kFarBroadcastPieceMaxBytes = size_t{256} << 10;
   // Rounds run so far, the same on every rank (tests).
   uint64_t rounds_run() const { return next_round_; }
 
@@ -129,6 +139,7 @@ class ShmCollectives {
   SlotStores slot_stores_ = SlotStores::kAuto;
   size_t stream_slot_min_bytes_ = kStreamSlotMinBytes;
   size_t broadcast_pieces_max_bytes_ = kBroadcastPiecesMaxBytes;
+  size_t far_broadcast_pieces_above_ = kFarBroadcastPiecesAboveBytes;
   bool far_ = false;              // the last calibration's (or the forced) answer
   uint64_t streamable_calls_ = 0;  // calls of stream_slot_min_bytes_ and up, the same on every rank
   uint64_t calibrations_ = 0;

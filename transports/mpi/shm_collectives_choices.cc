@@ -96,11 +96,36 @@ Status ShmCollectives::calibrate() {
 // verdict is the last calibration's (Note [Streaming slots across distant
 // cores]) and the count the call's, both the same on every rank, so every rank
 // cuts the call alike; it is decided before the first round is written.
+//
+// Note [Large broadcasts in pieces, far]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Far apart the root streams its slot to memory and the receivers read it from
+// there; a call in one round does the two one after the other, and a call of
+// several 1 MiB rounds starts and ends with a whole slot's worth done alone. In
+// pieces of a quarter of the call (128 to 256 KiB) the receivers read a piece
+// while the root streams the next. Through kolo (kolo-allreduce-perf
+// --collective broadcast -r mpi, 2 ranks, -n 50; only runs whose every
+// calibration said far), kolo's us, whole / pieces of 128 KiB / of 256 KiB, 1-2
+// runs each: 256 KiB 30.1 / 26.4 / 31.4 (one round), 512 KiB 54.5 / 44.0 /
+// 43.9, 1 MiB 120.8 / 91.6 / 91.6, 2 MiB 189.5 / 132.8 / 132.9, 4 MiB 364 / 236
+// / 240, 64 MiB 5191 / - / 4691. Below 128 KiB the rounds' hand-offs cost more
+// than the overlap gains (the Note above: 64 KiB far 4.5 whole against 9.5 us
+// in eighths). Near, quarters cost more (through kolo, 3 runs: 256 KiB 26.2
+// whole / 30.4 in quarters, 512 KiB 46.7 / 52.7 us; the engine alone: the Note
+// above). Allgather, whose ranks all write and read in every round, gained
+// nothing far (1-4 MiB within the noise, 3 runs each) and is not cut; nor is
+// alltoall (512 KiB to 2 MiB, likewise).
 int64_t ShmCollectives::broadcast_piece(const Call& c) const {
   const size_t bytes = c.bytes(c.view->count);
-  if (far_ || bytes > broadcast_pieces_max_bytes_) return c.piece;
-  size_t per = (bytes / kBroadcastPieces + kCacheLine - 1) / kCacheLine * kCacheLine;
-  per = std::min(std::max(per, kMinBroadcastPieceBytes), c.region_bytes);
+  size_t per = 0;
+  if (far_) {
+    if (bytes <= far_broadcast_pieces_above_) return c.piece;
+    per = std::min(std::max(bytes / 4, kFarBroadcastPieceMinBytes), kFarBroadcastPieceMaxBytes);
+  } else {
+    if (bytes > broadcast_pieces_max_bytes_) return c.piece;
+    per = std::max(bytes / kBroadcastPieces, kMinBroadcastPieceBytes);
+  }
+  per = std::min((per + kCacheLine - 1) / kCacheLine * kCacheLine, c.region_bytes);
   return std::max<int64_t>(1, static_cast<int64_t>(per / c.elem));
 }
 

@@ -296,6 +296,51 @@ TEST(ShmCollectives, NearSmallBroadcastsRunInPieces) {
   EXPECT_EQ(e->rounds_run() - before, 1u);
 }
 
+// Note [Large broadcasts in pieces, far]: with the verdict "far" (slots forced
+// streamed), broadcasts of more than 128 KiB run in pieces of a quarter, 128 to
+// 256 KiB, rounded up to a cache line; up to 128 KiB in one round. Exact from
+// every root at the edges (in place and not), the rounds counted; near, the same
+// calls run in one round per slot.
+TEST(ShmCollectives, FarLargeBroadcastsRunInPieces) {
+  std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
+  e->set_slot_stores(ShmCollectives::SlotStores::kStreaming);
+  struct Case {
+    int64_t floats;
+    uint64_t far_rounds, near_rounds;
+  };
+  const Case cases[] = {
+      {32768, 1, 1},     // 128 KiB: one round
+      {32769, 2, 1},     // just above: 128 KiB and 4 bytes
+      {131072, 4, 1},    // 512 KiB: quarters of 128 KiB
+      {262144, 4, 1},    // 1 MiB: quarters of 256 KiB
+      {300000, 5, 2},    // 1.14 MiB: 256 KiB pieces (the last short); 2 slots near
+      {1048576, 16, 4},  // 4 MiB: 256 KiB pieces
+  };
+  for (bool far : {true, false}) {
+    e->set_slot_stores(far ? ShmCollectives::SlotStores::kStreaming
+                           : ShmCollectives::SlotStores::kPlain);
+    for (const Case& c : cases) {
+      for (int root = 0; root < size(); ++root) {
+        SCOPED_TRACE(std::string(far ? "far" : "near") + " floats " + std::to_string(c.floats) +
+                     " root " + std::to_string(root));
+        const uint64_t before = e->rounds_run();
+        check_broadcast<float>(*e, c.floats, root, root % 2 == 0);
+        if (size() > 1) {
+          EXPECT_EQ(e->rounds_run() - before, far ? c.far_rounds : c.near_rounds);
+        }
+      }
+    }
+  }
+  // Off: one round per slot, far too.
+  e->set_slot_stores(ShmCollectives::SlotStores::kStreaming);
+  e->set_far_broadcast_pieces_above_bytes(SIZE_MAX);
+  const uint64_t before = e->rounds_run();
+  check_broadcast<float>(*e, 262144, 0, false);
+  if (size() > 1) {
+    EXPECT_EQ(e->rounds_run() - before, 1u);
+  }
+}
+
 // Reducescatter applies the whole Reduction: prescale, postscale, integer division.
 TEST(ShmCollectives, ReducescatterAppliesTheReduction) {
   std::unique_ptr<ShmCollectives> slots = engine(256);
