@@ -259,8 +259,9 @@ Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
     else
       c.bcast_src = c.in;  // copied to the output as it is posted
   }
-  c.stream = (op == CollectiveOp::kAllgather || op == CollectiveOp::kAlltoall) &&
-             out_bytes >= stream_output_min_bytes_;
+  const size_t writes = op == CollectiveOp::kBroadcast ? c.bytes(view.count) : out_bytes;
+  c.stream = op != CollectiveOp::kReducescatter && writes >= stream_output_min_bytes_;
+  streamed_last_output_ = c.stream;
   // The first round's slot, written before the headers are read: by this rank's
   // own size and the last verdict (Note [Streaming slots across distant cores]).
   const size_t posts = op == CollectiveOp::kBroadcast ? c.bytes(view.count) : in_bytes;
@@ -369,14 +370,21 @@ void ShmCollectives::post_own(const Call& c, char* slot, const char* src, char* 
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A plain store first reads the line it writes (read for ownership); an output
 // too large to stay in cache is then read from memory and written back, where a
-// streaming store only writes it. So allgathers and alltoalls whose output has
-// kStreamOutputMinBytes (16 MiB) or more write it with streaming stores, and
-// fence before run() returns. Measured quiet (shm_collectives_bench
+// streaming store only writes it. So allgathers, alltoalls and broadcasts whose
+// output has kStreamOutputMinBytes (16 MiB) or more write it with streaming
+// stores, and fence before run() returns. Measured quiet (shm_collectives_bench
 // --stream_from, docs/perf): 64 MiB allgather 7.6 -> 6.1 ms, alltoall 9.1 ->
 // 7.5; at 4 MiB streaming is slower (216 -> 359 us), the output still being in
-// the 32 MiB L3 when the caller reads it. Broadcast gains nothing (64 MiB 4.99
-// -> 4.93 ms, 16 MiB slower) and is not streamed; reducescatter's output is
-// written by the reduction and is not streamed either (not measured).
+// the 32 MiB L3 when the caller reads it. Broadcast showed nothing in that bench
+// (64 MiB 4.99 -> 4.93 ms), whose calls follow each other with nothing between;
+// through kolo, where the root fills its buffer and the receivers read theirs
+// between calls (kolo-allreduce-perf --collective broadcast -r mpi -n 15, 2
+// ranks, kolo's time in ms, plain / streamed from 16 MiB, medians of the runs
+// whose every calibration gave the same verdict): near (8 / 6 runs) 16 MiB 1.67
+// / 1.31, 64 MiB 5.90 / 5.37, 256 MiB 22.4 / 20.9; far (4 / 5 runs) 64 MiB 6.64
+// / 5.44, 256 MiB 23.0 / 18.1; streamed from 4 MiB, 4 MiB itself was slower
+// (near 0.28 -> 0.34 ms, far 0.27 -> 0.32). Reducescatter's output is written
+// by the reduction and is not streamed (not measured).
 
 // Step 1 of round k of the call: this rank's part into its slot.
 void ShmCollectives::post(const Call& c, int64_t k) {

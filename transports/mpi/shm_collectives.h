@@ -56,10 +56,12 @@ class ShmCollectives {
   // SIZE_MAX (never).
   void set_single_copy_min_bytes(size_t bytes) { single_copy_min_bytes_ = bytes; }
   static constexpr size_t kSingleCopyMinBytes = SIZE_MAX;
-  // Allgathers and alltoalls whose output has at least this many bytes write it
-  // with streaming stores (Note [Streaming the output]). Tests set 0 (always)
-  // or SIZE_MAX (never).
+  // Allgathers, alltoalls and broadcasts whose output has at least this many
+  // bytes write it with streaming stores (Note [Streaming the output]). Tests
+  // set 0 (always) or SIZE_MAX (never).
   void set_stream_output_min_bytes(size_t bytes) { stream_output_min_bytes_ = bytes; }
+  // Whether this rank's last call wrote its output with streaming stores (tests).
+  bool streamed_last_output() const { return streamed_last_output_; }
   static constexpr size_t kStreamOutputMinBytes = size_t{16} << 20;
 
   // How round pieces are written into the slots (Note [Streaming slots across
@@ -135,6 +137,7 @@ class ShmCollectives {
   bool single_copy_ = false;
   size_t single_copy_min_bytes_ = kSingleCopyMinBytes;
   size_t stream_output_min_bytes_ = kStreamOutputMinBytes;
+  bool streamed_last_output_ = false;
   std::vector<char> scratch_;  // reduce_direct's peer piece, post's prescaled piece; pre-faulted
   SlotStores slot_stores_ = SlotStores::kAuto;
   size_t stream_slot_min_bytes_ = kStreamSlotMinBytes;
