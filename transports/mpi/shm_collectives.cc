@@ -259,8 +259,9 @@ Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
     else
       c.bcast_src = c.in;  // copied to the output as it is posted
   }
-  const size_t writes = op == CollectiveOp::kBroadcast ? c.bytes(view.count) : out_bytes;
-  c.stream = op != CollectiveOp::kReducescatter && writes >= stream_output_min_bytes_;
+  c.stream = op == CollectiveOp::kBroadcast
+                 ? c.bytes(view.count) >= broadcast_stream_output_min_bytes_
+                 : op != CollectiveOp::kReducescatter && out_bytes >= stream_output_min_bytes_;
   streamed_last_output_ = c.stream;
   // The first round's slot, written before the headers are read: by this rank's
   // own size and the last verdict (Note [Streaming slots across distant cores]).
@@ -370,21 +371,30 @@ void ShmCollectives::post_own(const Call& c, char* slot, const char* src, char* 
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A plain store first reads the line it writes (read for ownership); an output
 // too large to stay in cache is then read from memory and written back, where a
-// streaming store only writes it. So allgathers, alltoalls and broadcasts whose
-// output has kStreamOutputMinBytes (16 MiB) or more write it with streaming
-// stores, and fence before run() returns. Measured quiet (shm_collectives_bench
-// --stream_from, docs/perf): 64 MiB allgather 7.6 -> 6.1 ms, alltoall 9.1 ->
-// 7.5; at 4 MiB streaming is slower (216 -> 359 us), the output still being in
-// the 32 MiB L3 when the caller reads it. Broadcast showed nothing in that bench
-// (64 MiB 4.99 -> 4.93 ms), whose calls follow each other with nothing between;
-// through kolo, where the root fills its buffer and the receivers read theirs
-// between calls (kolo-allreduce-perf --collective broadcast -r mpi -n 15, 2
-// ranks, kolo's time in ms, plain / streamed from 16 MiB, medians of the runs
-// whose every calibration gave the same verdict): near (8 / 6 runs) 16 MiB 1.67
-// / 1.31, 64 MiB 5.90 / 5.37, 256 MiB 22.4 / 20.9; far (4 / 5 runs) 64 MiB 6.64
-// / 5.44, 256 MiB 23.0 / 18.1; streamed from 4 MiB, 4 MiB itself was slower
-// (near 0.28 -> 0.34 ms, far 0.27 -> 0.32). Reducescatter's output is written
-// by the reduction and is not streamed (not measured).
+// streaming store only writes it. So allgathers and alltoalls whose output has
+// kStreamOutputMinBytes (4 MiB) or more, and broadcasts of
+// kBroadcastStreamOutputMinBytes (16 MiB) or more, write it with streaming
+// stores, and fence before run() returns.
+//
+// The engine's own bench (shm_collectives_bench --stream_from, docs/perf), whose
+// calls follow each other with nothing between, first set 16 MiB for allgather
+// and alltoall (64 MiB allgather 7.6 -> 6.1 ms, alltoall 9.1 -> 7.5; at 4 MiB
+// 216 -> 359 us) and showed nothing for broadcast (64 MiB 4.99 -> 4.93 ms).
+// Through kolo, where between calls the caller fills its input and reads its
+// output, the sizes differ (kolo-allreduce-perf -r mpi, 2 ranks, kolo's time,
+// plain / streamed, medians of the runs whose every calibration gave the same
+// verdict; throw-away switches in one build):
+//
+//   broadcast (-n 15)   near (8 / 6 runs)   16 MiB 1.67 / 1.31 ms, 64 MiB 5.90
+//                       / 5.37, 256 MiB 22.4 / 20.9; far (4 / 5) 64 MiB 6.64 /
+//                       5.44, 256 MiB 23.0 / 18.1; but 4 MiB slower streamed
+//                       (near 0.28 / 0.34 ms, far 0.27 / 0.32)
+//   allgather (-n 20)   near (4 / 5 runs)   4 MiB 720 / 660 us, 8 MiB 1518 / 1402
+//   alltoall (-n 20)    near (4 / 3 runs)   4 MiB 936 / 703 us, 8 MiB 1908 / 1493;
+//                       far (1 / 2) 8 MiB 1555 / 1553 (speedup 1.20 / 1.61)
+//
+// Reducescatter's output is written by the reduction and is not streamed (not
+// measured).
 
 // Step 1 of round k of the call: this rank's part into its slot.
 void ShmCollectives::post(const Call& c, int64_t k) {

@@ -56,13 +56,18 @@ class ShmCollectives {
   // SIZE_MAX (never).
   void set_single_copy_min_bytes(size_t bytes) { single_copy_min_bytes_ = bytes; }
   static constexpr size_t kSingleCopyMinBytes = SIZE_MAX;
-  // Allgathers, alltoalls and broadcasts whose output has at least this many
-  // bytes write it with streaming stores (Note [Streaming the output]). Tests
-  // set 0 (always) or SIZE_MAX (never).
-  void set_stream_output_min_bytes(size_t bytes) { stream_output_min_bytes_ = bytes; }
+  // Allgathers and alltoalls whose output has at least kStreamOutputMinBytes,
+  // and broadcasts of at least kBroadcastStreamOutputMinBytes, write their
+  // output with streaming stores (Note [Streaming the output]). Tests and the
+  // bench set one size for all three: 0 (always) or SIZE_MAX (never).
+  void set_stream_output_min_bytes(size_t bytes) {
+    stream_output_min_bytes_ = bytes;
+    broadcast_stream_output_min_bytes_ = bytes;
+  }
   // Whether this rank's last call wrote its output with streaming stores (tests).
   bool streamed_last_output() const { return streamed_last_output_; }
-  static constexpr size_t kStreamOutputMinBytes = size_t{16} << 20;
+  static constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;
+  static constexpr size_t kBroadcastStreamOutputMinBytes = size_t{16} << 20;
 
   // How round pieces are written into the slots (Note [Streaming slots across
   // distant cores]): kAuto measures the cores' distance; tests and the bench
@@ -137,6 +142,7 @@ class ShmCollectives {
   bool single_copy_ = false;
   size_t single_copy_min_bytes_ = kSingleCopyMinBytes;
   size_t stream_output_min_bytes_ = kStreamOutputMinBytes;
+  size_t broadcast_stream_output_min_bytes_ = kBroadcastStreamOutputMinBytes;
   bool streamed_last_output_ = false;
   std::vector<char> scratch_;  // reduce_direct's peer piece, post's prescaled piece; pre-faulted
   SlotStores slot_stores_ = SlotStores::kAuto;

@@ -345,25 +345,31 @@ TEST(ShmCollectives, FarLargeBroadcastsRunInPieces) {
   }
 }
 
-// Note [Streaming the output]: allgathers, alltoalls and broadcasts whose output
-// has kStreamOutputMinBytes (16 MiB) or more stream it, on every rank (a
-// broadcast's root too, when its input is elsewhere); smaller ones and
+// Note [Streaming the output]: broadcasts of 16 MiB or more stream their output
+// on every rank (the root's too, when its input is elsewhere), allgathers and
+// alltoalls whose output has 4 MiB or more likewise; smaller ones and
 // reducescatters do not. Exact either way.
 TEST(ShmCollectives, LargeOutputsAreStreamed) {
   std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
-  EXPECT_EQ(ShmCollectives::kStreamOutputMinBytes, size_t{16} << 20);
-  const int64_t floats = int64_t{4} << 20;  // 16 MiB
+  EXPECT_EQ(ShmCollectives::kBroadcastStreamOutputMinBytes, size_t{16} << 20);
+  EXPECT_EQ(ShmCollectives::kStreamOutputMinBytes, size_t{4} << 20);
+  int64_t floats = int64_t{4} << 20;  // 16 MiB
   for (int root : {0, size() - 1}) {
     check_broadcast<float>(*e, floats, root, root == 0);
     EXPECT_TRUE(e->streamed_last_output()) << "broadcast of 16 MiB from " << root;
     check_broadcast<float>(*e, floats - 1, root, root == 0);
     EXPECT_FALSE(e->streamed_last_output()) << "broadcast of 16 MiB - 4 B from " << root;
   }
-  int64_t weight = 0;  // rows(r, base) summed over r is base * weight + a little
+  floats = int64_t{1} << 20;  // 4 MiB
+  int64_t weight = 0;          // rows(r, base) summed over r is base * weight + a little
   for (int r = 0; r < size(); ++r) weight += rows(r, 1) == 0 ? 0 : r + 1;
-  const int64_t base = (floats + weight - 1) / weight;  // an output of 16 MiB or more
+  const int64_t base = (floats + weight - 1) / weight;  // an output of 4 MiB or more
   check_allgather<float>(*e, base, false);
-  EXPECT_TRUE(e->streamed_last_output()) << "allgather";
+  EXPECT_TRUE(e->streamed_last_output()) << "allgather of 4 MiB or more";
+  check_alltoall<float>(*e, floats);  // every rank receives more than 4 MiB
+  EXPECT_TRUE(e->streamed_last_output()) << "alltoall of 4 MiB or more";
+  check_allgather<float>(*e, (floats - 64) / weight / 2, false);
+  EXPECT_FALSE(e->streamed_last_output()) << "allgather of under 4 MiB";
   check_reducescatter<float>(*e, base, ReduceOp::kSum, false);
   EXPECT_FALSE(e->streamed_last_output()) << "reducescatter";
 }
