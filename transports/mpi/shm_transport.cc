@@ -107,12 +107,23 @@ constexpr int kSpinLoads = 64;
 // kRecalibrateEvery such buckets after) and publishes the decision, which every
 // rank of the node follows. When streaming, a rank posts its peers' shards with
 // streaming stores and its reduced pieces go to its slot with streaming stores
-// and to its output with plain ones; a bucket of
-// kStreamOutputMinBytes and up also writes the caller's outputs with streaming
-// stores (its outputs do not stay in cache for long anyway). Both ways give
-// bitwise the same result. Buckets below kStreamMinBytes, and stages that need
-// the whole shard (the hierarchical allreduce's), use plain stores. The
-// measurements behind each threshold: docs/perf, "Design measurements".
+// and to its output with plain ones. Both ways give bitwise the same result.
+// Buckets below kStreamMinBytes, and stages that need the whole shard (the
+// hierarchical allreduce's), use plain stores. The measurements behind each
+// threshold: docs/perf, "Design measurements".
+//
+// Note [Streaming large outputs, near and far]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A bucket of kStreamOutputMinBytes and up writes the caller's outputs with
+// streaming stores, whatever the cores' distance: a plain store reads each
+// output line before writing it, and such outputs do not stay in cache for long
+// anyway. Once measured far only; near, through kolo (kolo-allreduce-perf -b 2M
+// -e 128M -f 4 -n 15 -r mpi, 2 ranks, a throw-away switch in one build, 8
+// interleaved pairs, every calibration of all 16 sweeps near), kolo's time plain
+// / streamed and the speedup over MPI_Allreduce: 2 MiB (below the threshold)
+// 274 / 230 us, 1.96 / 2.01; 8 MiB 1603 / 1372 us, 1.81 / 2.11; 32 MiB 6569 /
+// 5060 us, 2.12 (0.70-2.26) / 2.79 (2.58-2.93); 128 MiB 23.2 / 19.1 ms, 2.30
+// (0.70-2.42) / 3.16 (2.98-3.41).
 
 }  // namespace
 
@@ -431,7 +442,10 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
     if (store_mode_ != StoreMode::kAuto) streaming_ = store_mode_ == StoreMode::kStreaming;
     stream = streaming_;
   }
-  const bool stream_output = stream && static_cast<size_t>(count) * elem >= kStreamOutputMinBytes;
+  // Note [Streaming large outputs, near and far]
+  const bool stream_output = (!stage || stage.per_element) &&
+                             static_cast<size_t>(count) * elem >= kStreamOutputMinBytes;
+  streamed_last_output_ = stream_output;
   const int64_t per_slice = static_cast<int64_t>(slice_bytes_ / elem);
   const int64_t slices = (count + per_slice - 1) / per_slice;
   auto slice = [&](int64_t k) {

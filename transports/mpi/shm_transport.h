@@ -45,8 +45,8 @@ class ShmAllreduce {
   // Buckets from this size up may be written to the slots with streaming stores
   // (Note [Streaming stores across distant cores]).
   static constexpr size_t kStreamMinBytes = size_t{256} << 10;
-  // When streaming, buckets from this size up also write the caller's outputs
-  // with streaming stores (the same Note).
+  // Buckets from this size up write the caller's outputs with streaming stores,
+  // near or far (Note [Streaming large outputs, near and far]).
   static constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;
 
   // Applied by each rank to its reduced shard of every slice, in place, before
@@ -75,6 +75,9 @@ class ShmAllreduce {
   void set_store_mode(StoreMode mode) { store_mode_ = mode; }
   // Whether the last run() that could stream did (for tests and logs).
   bool streaming() const { return streaming_; }
+  // Whether the last bucket through the slices wrote its outputs with streaming
+  // stores (Note [Streaming large outputs, near and far]; tests).
+  bool streamed_last_output() const { return streamed_last_output_; }
 
   // Allreduce of `count` elements from `input` into `output` (may be equal) over
   // the ranks of the node, each input element multiplied by `prescale` first
@@ -124,6 +127,7 @@ class ShmAllreduce {
   uint64_t next_slice_ = 0;  // slices done so far, the same on every rank
   StoreMode store_mode_ = StoreMode::kAuto;
   bool streaming_ = false;         // agreed by the last calibration
+  bool streamed_last_output_ = false;
   uint64_t streamable_runs_ = 0;   // runs that could stream, the same on every rank
   uint64_t calibrations_ = 0;      // the same on every rank
   std::vector<int64_t> starts_;    // Tensors' offsets, reused by every run

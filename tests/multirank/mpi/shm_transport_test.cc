@@ -190,12 +190,18 @@ TEST(ShmAllreduce, StreamingAndCachedStoresGiveExactResults) {
         }
       }
       EXPECT_EQ(raw->streaming(), mode == ShmAllreduce::StoreMode::kStreaming && size() > 1);
-      // From kStreamOutputMinBytes up, the outputs are streamed too.
+      // From kStreamOutputMinBytes up, the outputs are streamed too, whatever
+      // the slots' mode (Note [Streaming large outputs, near and far]).
       const int64_t huge = static_cast<int64_t>(ShmAllreduce::kStreamOutputMinBytes / 4) + 3;
       for (bool in_place : {true, false}) {
         check_allreduce<float>(t, rank(), size(), huge, ReduceOp::kSum, in_place);
+        if (size() > 1) {
+          EXPECT_TRUE(raw->streamed_last_output());
+        }
         check_allreduce<double>(t, rank(), size(), huge, ReduceOp::kMax, in_place);
       }
+      check_allreduce<float>(t, rank(), size(), huge - 4, ReduceOp::kSum, false);
+      EXPECT_FALSE(raw->streamed_last_output());
       check_unpacked<double>(t, rank(), size(), {3, 400001, 1, 131072, 0, 70000}, ReduceOp::kSum);
       check_unpacked<int32_t>(t, rank(), size(), {70000, 5, 0, 65537}, ReduceOp::kMax);
 
