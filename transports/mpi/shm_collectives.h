@@ -115,6 +115,7 @@ class ShmCollectives {
   Status check_headers(const Call& call) const;
   void post(const Call& call, int64_t k);
   void post_own(const Call& call, char* slot, const char* src, char* out, size_t bytes) const;
+  void copy_own(const Call& call, int64_t k) const;
   void consume(const Call& call, int64_t k);
   void run_alone(const Call& call);
   Status copy_direct(const Call& call);

@@ -167,8 +167,10 @@ Status ShmCollectives::copy_direct(const Call& c) {
     const int64_t m = v.recv_counts[p];
     char* dst = c.out + c.bytes((*c.displs_out)[p]);
     if (p == c.me) {
-      const char* src = c.in + c.bytes(alltoall ? (*c.displs_in)[c.me] : 0);
-      if (src != dst) copy_bytes(dst, src, c.bytes(m));
+      // The first round's piece is there already (post_own(), copy_own()).
+      const int64_t done = c.len(m, 0);
+      const char* src = c.in + c.bytes((alltoall ? (*c.displs_in)[c.me] : 0) + done);
+      if (src != dst + c.bytes(done)) copy_bytes(dst + c.bytes(done), src, c.bytes(m - done));
       continue;
     }
     int64_t skip = 0;  // alltoall: where p's block for this rank starts in p's input

@@ -469,6 +469,20 @@ TEST(ShmCollectives, RanksThatDisagreeFailAlike) {
             std::string::npos)
       << s.message();
 
+  // Rank 0 expects more from itself than it sends: its input holds only what it
+  // sends, and its own block is not copied before the headers are read (ASan
+  // saw the overrun when it was).
+  std::vector<float> sends(4 * static_cast<size_t>(size()), 1.0f);
+  CollectiveView o = view_of<float>(sends.data(), out.data());
+  o.send_counts.assign(static_cast<size_t>(size()), 4);
+  o.recv_counts.assign(static_cast<size_t>(size()), 4);
+  if (rank() == 0) o.recv_counts[0] = 64;
+  s = e->run(CollectiveOp::kAlltoall, o);
+  EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("rank 0 sends 4 elements to rank 0, which expects 64"),
+            std::string::npos)
+      << s.message();
+
   CollectiveView d = view_of<float>(in.data(), out.data());
   d.recv_counts.assign(static_cast<size_t>(size()), 4);
   if (rank() == 0) d.dtype = DataType::kInt32;
