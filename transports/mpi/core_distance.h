@@ -27,9 +27,29 @@ struct CoreProbe {
 // Waits until `counter` (local rank `who`'s) reaches `target`; fails if that rank died.
 using CounterWait = std::function<Status(const uint64_t* counter, uint64_t target, int who)>;
 
-// Engines re-measure every kRecalibrateEvery calls that could stream (the VM
-// moves between placements while a job runs).
+// When an engine measures again (the VM moves between placements while a job
+// runs): at its first call that could stream, then once kRecalibrateEvery such
+// calls or kRecalibrateBytes of them have passed, whichever comes first (Note
+// [Measuring again by bytes]). Every rank of the node feeds it the same calls
+// and sizes, so every rank measures at the same calls.
 constexpr uint64_t kRecalibrateEvery = 64;
+constexpr uint64_t kRecalibrateBytes = uint64_t{256} << 20;
+
+class RecalibrationClock {
+ public:
+  // Whether the call about to run, of `bytes` (the same on every rank), measures.
+  bool due(uint64_t bytes) {
+    const bool now = calls_ == 0 || calls_ >= kRecalibrateEvery || bytes_ >= kRecalibrateBytes;
+    if (now) calls_ = bytes_ = 0;
+    ++calls_;
+    bytes_ += bytes;
+    return now;
+  }
+
+ private:
+  uint64_t calls_ = 0;  // since the last measurement, that one included
+  uint64_t bytes_ = 0;
+};
 
 Status cores_far_apart(const CoreProbe& probe, uint64_t round, int local_rank,
                        const CounterWait& wait, bool* far);

@@ -26,6 +26,7 @@
 
 #include "common/status.h"
 #include "transport/transport.h"
+#include "transports/mpi/core_distance.h"
 #include "transports/mpi/mpi_wait.h"
 #include "transports/mpi/shm_window.h"
 
@@ -151,7 +152,7 @@ class ShmCollectives {
   size_t broadcast_pieces_max_bytes_ = kBroadcastPiecesMaxBytes;
   size_t far_broadcast_pieces_above_ = kFarBroadcastPiecesAboveBytes;
   bool far_ = false;              // the last calibration's (or the forced) answer
-  uint64_t streamable_calls_ = 0;  // calls of stream_slot_min_bytes_ and up, the same on every rank
+  RecalibrationClock recalibration_;  // fed calls of stream_slot_min_bytes_ and up, alike on every rank
   uint64_t calibrations_ = 0;
 };
 

@@ -42,9 +42,9 @@ using transport::CollectiveView;
 // stores across distant cores"), and near this engine measured it too (16 MiB
 // broadcast 1.0 -> 1.6 ms streamed). So, as the allreduce does, local ranks 0
 // and 1 time a few round trips through the control block (on the first call
-// whose largest block is kStreamSlotMinBytes or more, and every
-// kRecalibrateEvery such calls after: the same calls on every rank, the count
-// coming from the headers) and rank 0 publishes the verdict, which every rank
+// whose largest block is kStreamSlotMinBytes or more, then after every 64 such
+// calls or 256 MiB of them, counted as n times the largest block: the same
+// calls on every rank, the sizes coming from the headers; core_distance.h) and rank 0 publishes the verdict, which every rank
 // follows. The writers of such calls then stream their slots and fence before
 // they post (a call's first round, written before the headers are read,
 // follows this rank's own size and the last verdict). Both ways give the same
@@ -64,7 +64,7 @@ Status ShmCollectives::decide_slot_stores(Call& c, int64_t largest_bytes) {
   if (static_cast<size_t>(largest_bytes) < stream_slot_min_bytes_) return Status::OK();
   if (slot_stores_ != SlotStores::kAuto) {
     far_ = slot_stores_ == SlotStores::kStreaming;
-  } else if (streamable_calls_++ % kRecalibrateEvery == 0) {
+  } else if (recalibration_.due(static_cast<uint64_t>(largest_bytes) * static_cast<uint64_t>(c.n))) {
     KOLO_RETURN_IF_ERROR_AS_IS(calibrate());
   }
   c.stream_slot = far_;

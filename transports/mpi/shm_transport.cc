@@ -103,11 +103,12 @@ constexpr int kSpinLoads = 64;
 // reader streams them from memory. A VM's vCPUs can move between the two (the
 // development VM does, every few seconds to minutes), so the ranks measure:
 // local rank 0 times a few round trips with local rank 1 through the control
-// block (calibrate(), on the first bucket of at least kStreamMinBytes and every
-// kRecalibrateEvery such buckets after) and publishes the decision, which every
-// rank of the node follows. When streaming, a rank posts its peers' shards with
-// streaming stores and its reduced pieces go to its slot with streaming stores
-// and to its output with plain ones. Both ways give bitwise the same result.
+// block (calibrate(), on the first bucket of at least kStreamMinBytes, then
+// after every 64 such buckets or 256 MiB of them: core_distance.h) and
+// publishes the decision, which every rank of the node follows. When
+// streaming, a rank posts its peers' shards with streaming stores and its
+// reduced pieces go to its slot with streaming stores and to its output with
+// plain ones. Both ways give bitwise the same result.
 // Buckets below kStreamMinBytes, and stages that need the whole shard (the
 // hierarchical allreduce's), use plain stores. The measurements behind each
 // threshold: docs/perf, "Design measurements".
@@ -432,7 +433,8 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
   // and stage kind, so every rank calibrates at the same runs.
   bool stream = false;
   if (static_cast<size_t>(count) * elem >= kStreamMinBytes && (!stage || stage.per_element)) {
-    if (store_mode_ == StoreMode::kAuto && streamable_runs_++ % kRecalibrateEvery == 0) {
+    if (store_mode_ == StoreMode::kAuto &&
+        recalibration_.due(static_cast<uint64_t>(count) * elem)) {
       Status calibrated = calibrate();
       if (!calibrated.ok()) {
         broken_ = calibrated.with_context("shm is unusable after an earlier failure");

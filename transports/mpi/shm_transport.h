@@ -23,6 +23,7 @@
 
 #include "common/status.h"
 #include "transport/transport.h"
+#include "transports/mpi/core_distance.h"
 #include "transports/mpi/shm_window.h"
 
 namespace kolo::mpi {
@@ -128,7 +129,7 @@ class ShmAllreduce {
   StoreMode store_mode_ = StoreMode::kAuto;
   bool streaming_ = false;         // agreed by the last calibration
   bool streamed_last_output_ = false;
-  uint64_t streamable_runs_ = 0;   // runs that could stream, the same on every rank
+  RecalibrationClock recalibration_;  // fed the runs that could stream, the same on every rank
   uint64_t calibrations_ = 0;      // the same on every rank
   std::vector<int64_t> starts_;    // Tensors' offsets, reused by every run
   std::vector<char> piece_;        // scratch for one piece (shm_pass.h)
