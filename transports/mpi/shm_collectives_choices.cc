@@ -44,11 +44,11 @@ using transport::CollectiveView;
 // and 1 time a few round trips through the control block (on the first call
 // whose largest block is kStreamSlotMinBytes or more, then after every 64 such
 // calls or 256 MiB of them, counted as n times the largest block: the same
-// calls on every rank, the sizes coming from the headers; core_distance.h) and rank 0 publishes the verdict, which every rank
-// follows. The writers of such calls then stream their slots and fence before
-// they post (a call's first round, written before the headers are read,
-// follows this rank's own size and the last verdict). Both ways give the same
-// bytes.
+// calls on every rank, the sizes coming from the headers; core_distance.h) and
+// rank 0 publishes the verdict, which every rank follows. The writers of such
+// calls then stream their slots and fence before they post (a call's first
+// round, written before the headers are read, follows this rank's own size and
+// the last verdict). Both ways give the same bytes.
 //
 // Why kStreamSlotMinBytes is 2 KiB: far apart a plain slot costs most at the
 // small sizes, where the reader pulls a few hundred lines that all sit in the
