@@ -93,8 +93,9 @@ void print_header(const PerfOptions& o, int world_size, const CudaDevice* device
   }
   if (o.collective == Collective::kAllgather || o.collective == Collective::kAlltoall) {
     std::printf(
-        "#  kolo allocates the output (a std::vector in the handle) inside each timed op, as "
-        "users get it; the MPI reference writes into a persistent buffer\n");
+        "#  kolo hands each timed op's output in its handle, as users get it (storage "
+        "recycled between ops: core/output_pool.h); the MPI reference writes into a "
+        "persistent buffer\n");
   }
   std::printf(
       "#  minBytes %lld maxBytes %lld step: %lld(factor) warmup iters: %d iters: %d "
