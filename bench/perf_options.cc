@@ -97,6 +97,11 @@ const std::vector<Flag>& flags() {
          return true;
        },
        "an integer in 0..1000000"},
+      {nullptr, "--warmup_ms",
+       [](const std::string& v, PerfOptions* o) {
+         return parse_int(v, 0, &o->warmup_ms) && o->warmup_ms <= 60000;
+       },
+       "an integer in 0..60000"},
       {"-c", "--check",
        [](const std::string& v, PerfOptions* o) { return parse_bool(v, &o->check); }, "0 or 1"},
       {"-d", "--datatype",
@@ -299,6 +304,8 @@ const char* perf_usage() {
          "  -f, --stepfactor F       multiply the size by F each step (default 2)\n"
          "  -n, --iters N            timed iterations per size (default 20)\n"
          "  -w, --warmup_iters N     untimed iterations first (default 5)\n"
+         "      --warmup_ms T        and, in a size sweep, untimed iterations until T ms\n"
+         "                           have passed (default 100; 0: -w alone)\n"
          "  -c, --check 0|1          verify every result, count wrong elements (default 1)\n"
          "  -d, --datatype NAME      kolo dtype (default float32)\n"
          "  -o, --op OP              sum|avg|min|max|prod (default sum); allreduce, and\n"

@@ -1,7 +1,7 @@
 // Command-line options of kolo-allreduce-perf, in nccl-tests' spelling.
 //
 //   -b/--minbytes SIZE   -e/--maxbytes SIZE   -f/--stepfactor F (2)
-//   -n/--iters N (20)    -w/--warmup_iters N (5)   -c/--check 0|1 (1)
+//   -n/--iters N (20)    -w/--warmup_iters N (5)   --warmup_ms T (100)   -c/--check 0|1 (1)
 //   -d/--datatype NAME (float32)   -o/--op sum|avg|min|max|prod (sum)
 //   -t/--transport NAME (auto)     -r/--reference mpi|nccl|none
 //   -m/--model PROFILE [--autotune] --csv FILE      -h/--help
@@ -36,6 +36,8 @@ struct PerfOptions {
   int64_t step_factor = 2;
   int iters = 20;
   int warmup_iters = 5;
+  // A sweep's sizes warm up for at least this long too (Note [Warming up by time]).
+  int64_t warmup_ms = 100;
   bool check = true;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;

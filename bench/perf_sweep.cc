@@ -1,5 +1,6 @@
 // Note [How one size is timed]
-// For each size, warmup_iters + iters iterations run back to back on every rank.
+// For each size, warmup iterations (Note [Warming up by time]) then iters
+// iterations run back to back on every rank.
 // One iteration is one kolo_<collective>_async + kolo_wait of the same tensor name (so
 // from the second iteration on kolo's response cache serves it, as in a training
 // loop); with -r mpi each kolo iteration is followed by one call of the matching MPI
@@ -39,6 +40,37 @@ struct SizeResult {
   int64_t wrong = 0, ref_wrong = 0;
 };
 
+// Note [Warming up by time]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// MPICH on the development VM runs a size's first calls several times slower
+// than later ones (mpiexec.mpich -bind-to core -n 2, MPI alone, median us of
+// calls 0-19 / 20-99 / 100-499 / 2000-4999: MPI_Allgather of 4 KiB 7.6 / 3.0 /
+// 0.81 / 0.81, of 16 KiB 10.1 / 9.7 / 2.1 / 2.1; MPI_Allreduce of 8 KiB 19.2 /
+// 2.5 / 2.5 / 2.5). With nccl-tests' 5 warm-up and 20 timed iterations a small
+// size's reference was timed cold: kolo-allreduce-perf --collective allgather
+// -b 4K -e 64K -f 4 -r mpi, 3 runs, speedup at 4 KiB / 16 KiB 1.33-1.48 /
+// 1.83-2.08 so, 0.27-0.36 / 0.28-0.43 warm (-w 3000 alike). So after the -w iterations a size keeps
+// warming up until --warmup_ms have passed, in rounds of doubling length; after
+// each round the ranks agree on the slowest rank's elapsed time (one
+// MPI_Allreduce), so every rank runs the same number of calls. Large sizes,
+// whose 5 iterations take longer than that, are unaffected.
+void warm_up(MPI_Comm comm, const PerfOptions& o, SweepCase* coll, const std::string& name,
+             int64_t* wrong, int64_t* ref_wrong) {
+  auto once = [&] {
+    coll->run_kolo(name, wrong);
+    if (o.reference != Reference::kNone) coll->run_reference(ref_wrong);
+  };
+  const double start = now_seconds();
+  for (int i = 0; i < o.warmup_iters; ++i) once();
+  if (o.warmup_ms <= 0) return;
+  for (int64_t round = std::max(1, o.warmup_iters);; round = std::min<int64_t>(2 * round, 1 << 20)) {
+    double elapsed = now_seconds() - start, slowest = 0;
+    MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (slowest * 1e3 >= static_cast<double>(o.warmup_ms)) return;
+    for (int64_t i = 0; i < round; ++i) once();
+  }
+}
+
 SizeResult run_size(MPI_Comm comm, const PerfOptions& o, SweepCase* coll,
                     const CollectiveShape& shape) {
   SizeResult r;
@@ -47,12 +79,11 @@ SizeResult run_size(MPI_Comm comm, const PerfOptions& o, SweepCase* coll,
   std::vector<double> times(o.iters), ref_times(o.iters);
   const std::string name =
       std::string(collective_name(o.collective)) + "_perf." + std::to_string(shape.count);
-  for (int it = -o.warmup_iters; it < o.iters; ++it) {
-    double t = coll->run_kolo(name, &r.wrong);
-    if (it >= 0) times[it] = t;
+  warm_up(comm, o, coll, name, &r.wrong, &r.ref_wrong);
+  for (int it = 0; it < o.iters; ++it) {
+    times[it] = coll->run_kolo(name, &r.wrong);
     if (o.reference == Reference::kNone) continue;
-    t = coll->run_reference(&r.ref_wrong);
-    if (it >= 0) ref_times[it] = t;
+    ref_times[it] = coll->run_reference(&r.ref_wrong);
   }
   r.time_s = median(max_over_ranks(comm, times));
   r.wrong = sum_over_ranks(comm, r.wrong);
@@ -98,10 +129,11 @@ void print_header(const PerfOptions& o, int world_size, const CudaDevice* device
         "persistent buffer\n");
   }
   std::printf(
-      "#  minBytes %lld maxBytes %lld step: %lld(factor) warmup iters: %d iters: %d "
-      "validation: %d reference: %s\n",
+      "#  minBytes %lld maxBytes %lld step: %lld(factor) warmup iters: %d (and %lld ms) "
+      "iters: %d validation: %d reference: %s\n",
       static_cast<long long>(o.min_bytes), static_cast<long long>(o.max_bytes),
-      static_cast<long long>(o.step_factor), o.warmup_iters, o.iters, o.check ? 1 : 0,
+      static_cast<long long>(o.step_factor), o.warmup_iters,
+      static_cast<long long>(o.warmup_ms), o.iters, o.check ? 1 : 0,
       reference_name(o.reference));
   std::printf(
       "#  time: median over iterations of the slowest rank; size, count: as nccl-tests; "
