@@ -56,6 +56,7 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       crowded_(world.control->topology().local_size >
                static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       gate_(std::make_shared<CycleGate>(this, crowded_)),
+      doze_length_(kDoze, kLongestDoze),
       // See Note [The waiter runs the cycle]: on one node the idle checks make no
       // foreign calls, so a cycle may run on any thread that holds the gate.
       helping_(world.control->topology().local_size == world.control->topology().size) {}
@@ -226,8 +227,9 @@ Status Coordinator::wait_for_news(std::unique_lock<std::mutex>& lock) {
       lock.unlock();
       // See Note [The coordinator dozes while waiters run cycles]: not on mu() while one helps.
       // Each doze that ends while a thread still helps is twice as long, up to
-      // kLongestDoze: a long cycle is not interrupted every kDoze.
-      for (auto doze = kDoze; !gate_->doze(doze) && gate_->helping();)
+      // kLongestDoze: a long cycle is not interrupted every kDoze; nor is the
+      // caller's time between operations (DozeLength).
+      for (auto doze = doze_length_.next(gate_->helping()); !gate_->doze(doze) && gate_->helping();)
         doze = std::min(2 * doze, kLongestDoze);
       idle_start = Clock::now() - kSpinFor;
       continue;

@@ -121,6 +121,7 @@ class Coordinator {
   std::vector<Response> ready_;  // the cycle's responses (scratch)
   const bool crowded_;  // Note [Crowded nodes wait in the kernel] (coordinator_gate.h)
   std::shared_ptr<CycleGate> gate_;
+  DozeLength doze_length_;  // Note [The coordinator dozes while waiters run cycles]
   const bool helping_;     // Note [The waiter runs the cycle]
   bool ended_ = false;     // a cycle stopped kolo or failed: finish() is due
   bool end_failed_ = false;  // ...by a failure (end_), not a stop

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "core/coordinator_gate.h"
 
@@ -54,6 +55,24 @@ TEST(CycleGate, AHandBackBeforeTheDozeIsKept) {
   const auto again = Clock::now();
   EXPECT_FALSE(gate.doze(std::chrono::microseconds(1000)));
   EXPECT_GE(Clock::now() - again, std::chrono::microseconds(1000));
+}
+
+// DozeLength: dozes that begin while nobody helps lengthen (100, 200, 400, 800,
+// 800 us) instead of waking the coordinator every 100 us between operations;
+// one that begins while a thread helps is short again, and the idle ones after
+// it lengthen from there.
+TEST(DozeLength, IdleDozesLengthenAndHelpedOnesStartShort) {
+  using us = std::chrono::microseconds;
+  DozeLength length(us(100), us(800));
+  std::vector<int64_t> got;
+  for (int i = 0; i < 5; ++i) got.push_back(length.next(false).count());
+  EXPECT_EQ(got, (std::vector<int64_t>{100, 200, 400, 800, 800}));
+  EXPECT_EQ(length.next(true).count(), 100);
+  EXPECT_EQ(length.next(false).count(), 200);
+  EXPECT_EQ(length.next(false).count(), 400);
+  EXPECT_EQ(length.next(true).count(), 100);
+  EXPECT_EQ(length.next(true).count(), 100);
+  EXPECT_EQ(length.next(false).count(), 200);
 }
 
 }  // namespace
