@@ -49,8 +49,9 @@ struct SizeResult {
 // 2.5 / 2.5 / 2.5). With nccl-tests' 5 warm-up and 20 timed iterations a small
 // size's reference was timed cold: kolo-allreduce-perf --collective allgather
 // -b 4K -e 64K -f 4 -r mpi, 3 runs, speedup at 4 KiB / 16 KiB 1.33-1.48 /
-// 1.83-2.08 so, 0.27-0.36 / 0.28-0.43 warm (-w 3000 alike). So after the -w iterations a size keeps
-// warming up until --warmup_ms have passed, in rounds of doubling length; after
+// 1.83-2.08 so, 0.27-0.35 / 0.28-0.41 with 100 ms of warm-up, 0.34-0.36 /
+// 0.39-0.40 with -w 3000. So after the -w iterations a size keeps warming up
+// until --warmup_ms have passed, in rounds of doubling length; after
 // each round the ranks agree on the slowest rank's elapsed time (one
 // MPI_Allreduce), so every rank runs the same number of calls. Large sizes,
 // whose 5 iterations take longer than that, are unaffected.
