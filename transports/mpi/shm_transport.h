@@ -45,7 +45,7 @@ class ShmAllreduce {
 
   // Buckets from this size up may be written to the slots with streaming stores
   // (Note [Streaming stores across distant cores]).
-  static constexpr size_t kStreamMinBytes = size_t{256} << 10;
+  static constexpr size_t kStreamMinBytes = size_t{8} << 10;
   // Buckets from this size up write the caller's outputs with streaming stores,
   // near or far (Note [Streaming large outputs, near and far]).
   static constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;

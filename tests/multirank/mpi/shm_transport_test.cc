@@ -210,6 +210,23 @@ TEST(ShmAllreduce, StreamingAndCachedStoresGiveExactResults) {
   }
 }
 
+// Note [Streaming stores across distant cores]: buckets from 8 KiB may stream
+// their slots (the threshold was 256 KiB, and far apart a 128 KiB bucket then
+// cost 3x a streamed one); smaller ones never do. Exact either way.
+TEST(ShmAllreduce, BucketsFrom8KiBMayStream) {
+  EXPECT_EQ(ShmAllreduce::kStreamMinBytes, size_t{8} << 10);
+  SharedComms comms = dup_world_comms();
+  std::unique_ptr<ShmAllreduce> engine;
+  ASSERT_TRUE(ShmAllreduce::create(comms->data, ShmAllreduce::kDefaultSlotBytes, nullptr, &engine).ok());
+  engine->set_store_mode(ShmAllreduce::StoreMode::kStreaming);
+  ShmAllreduce* raw = engine.get();
+  ShmTransport t(std::move(engine));
+  check_allreduce<float>(t, rank(), size(), 2047, ReduceOp::kSum, false);  // 8 KiB - 4 B
+  EXPECT_FALSE(raw->streaming());
+  check_allreduce<float>(t, rank(), size(), 2051, ReduceOp::kSum, false);  // 8 KiB + 12 B
+  EXPECT_EQ(raw->streaming(), size() > 1);
+}
+
 // Left to measure (the default), the ranks calibrate on the first large bucket
 // and every 64 after, and all follow local rank 0's decision.
 TEST(ShmAllreduce, CalibratedStoreModeIsTheSameOnEveryRank) {
