@@ -431,12 +431,13 @@ void ShmCollectives::post(const Call& c, int64_t k) {
 // An alltoall rank's own block goes from its input to its output and needs
 // nobody. Copied in consume() it waited for the slowest peer's post first;
 // copied right after this rank's own post it fills that wait. Through kolo the
-// ranks rarely arrive together (in 1 MiB alltoalls the negotiation, which waits
-// for the slowest, took 1.2-11.6 us at the 90th percentile, 0.7-1.1 at the
-// median), and the early one now spends the gap on its own block.
-// kolo-allreduce-perf --collective alltoall -r mpi, 2 near ranks, 8
-// pairs interleaved with the engine before, kolo's median: 16 KiB 4.38 -> 4.13
-// us, 64 KiB 8.32 -> 8.00, 256 KiB 16.8 -> 15.6, 1 MiB 48.5 -> 43.8.
+// ranks rarely arrive together (in 1 MiB alltoalls, kolo-allreduce-perf
+// --breakdown, the negotiation, which waits for the slowest, took 0.7-3.8 us at
+// the median over 6 runs and 1.2-11.6 at the 90th percentile over 4), and the
+// early one now spends the gap on its own block. kolo-allreduce-perf
+// --collective alltoall -r mpi, 2 near ranks, 8 pairs interleaved with the
+// engine before, kolo's median: 16 KiB 4.38 -> 4.13 us, 64 KiB 8.32 -> 8.00,
+// 256 KiB 16.8 -> 15.6, 1 MiB 48.5 -> 43.8.
 // In the call's first round the headers are not read yet; a rank whose own
 // send and receive counts differ (a mismatch the headers report) copies nothing:
 // its input may hold fewer elements than its output's own block.
