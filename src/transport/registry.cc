@@ -141,7 +141,9 @@ Selector::Selector(std::vector<Transport*> offered, std::string preference, Topo
     : offered_(std::move(offered)),
       preference_(std::move(preference)),
       topology_(topology),
-      prefer_hierarchical_(prefer_hierarchical) {}
+      prefer_hierarchical_(prefer_hierarchical) {
+  refresh_orders();
+}
 
 Transport* Selector::find(const std::string& name) const {
   for (Transport* t : offered_) {
@@ -167,41 +169,66 @@ Status Selector::validate() const {
                      " is not offered by this world; it offers: " + offered_names(offered_));
 }
 
-std::vector<std::string> Selector::auto_order(const Bucket& bucket) const {
+std::vector<Transport*> Selector::rank_transports(DeviceKind device, bool small) const {
   std::vector<std::string> ranked;
-  if (bucket.device.kind == DeviceKind::kCuda) ranked.push_back("nccl");
+  if (device == DeviceKind::kCuda) ranked.push_back("nccl");
   // See Note [Auto order].
   const bool one_node = topology_.local_size == topology_.size;
   if (one_node) ranked.push_back("shm");
   // KOLO_HIERARCHICAL_ALLREDUCE=1 (Horovod's HOROVOD_HIERARCHICAL_ALLREDUCE): the
   // hierarchical path for every bucket size, where the world offers it.
   if (prefer_hierarchical_) ranked.push_back("hierarchical");
-  if (bucket.bytes() < kSmallBucketBytes) {
+  if (small) {
     ranked.insert(ranked.end(), {"mpi", "hierarchical", "loopback", "ring"});
   } else {
     ranked.insert(ranked.end(), {"hierarchical", "ring", "mpi", "loopback"});
   }
-  std::vector<std::string> order;
+  std::vector<Transport*> order;
   for (const std::string& name : ranked) {
-    if (find(name)) order.push_back(name);
+    Transport* t = find(name);
+    if (t != nullptr && std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
   }
-  for (const Transport* t : offered_) {  // unranked ones last, in the world's order
+  for (Transport* t : offered_) {  // unranked ones last, in the world's order
     bool listed = std::string(t->name()) == "adasum";  // See Note [Adasum has an engine of its own].
     for (const std::string& name : ranked) listed = listed || name == t->name();
-    if (!listed) order.push_back(t->name());
+    if (!listed) order.push_back(t);
   }
   // KOLO_TRANSPORT_SMALL / _LARGE (or the autotuner): the class's first choice.
-  const std::string& first = bucket.bytes() < kSmallBucketBytes ? first_small_ : first_large_;
-  if (bucket.device.kind == DeviceKind::kCpu && first != "auto") {
-    auto it = std::find(order.begin(), order.end(), first);
+  const std::string& first = small ? first_small_ : first_large_;
+  if (device == DeviceKind::kCpu && first != "auto") {
+    auto it = std::find(order.begin(), order.end(), find(first));
     if (it != order.end()) std::rotate(order.begin(), it, it + 1);
   }
   return order;
 }
 
+void Selector::refresh_orders() {
+  for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kCuda}) {
+    for (bool small : {false, true})
+      orders_[static_cast<int>(device)][small] = rank_transports(device, small);
+  }
+}
+
+const std::vector<Transport*>& Selector::order_for(const Bucket& bucket) const {
+  const int device = bucket.device.kind == DeviceKind::kCuda ? 1 : 0;
+  return orders_[device][bucket.bytes() < kSmallBucketBytes];
+}
+
+std::vector<std::string> Selector::auto_order(const Bucket& bucket) const {
+  std::vector<std::string> names;
+  for (const Transport* t : order_for(bucket)) names.push_back(t->name());
+  return names;
+}
+
 void Selector::set_first_choices(std::string small, std::string large) {
   first_small_ = std::move(small);
   first_large_ = std::move(large);
+  refresh_orders();
+}
+
+void Selector::set_prefer_hierarchical(bool prefer) {
+  prefer_hierarchical_ = prefer;
+  refresh_orders();
 }
 
 std::vector<std::string> Selector::host_transports() const {
@@ -258,8 +285,8 @@ Status Selector::select(const Bucket& bucket, Transport** chosen) const {
   }
   // See Note [Auto order].
   std::string skipped;
-  for (const std::string& name : auto_order(bucket)) {
-    Transport* t = find(name);
+  for (Transport* t : order_for(bucket)) {
+    const char* name = t->name();
     Status s = t->supports(bucket);
     if (s.ok()) {
       KOLO_LOG(kDebug) << describe(bucket) << ": transport " << name
@@ -268,7 +295,7 @@ Status Selector::select(const Bucket& bucket, Transport** chosen) const {
       return Status::OK();
     }
     KOLO_LOG(kDebug) << describe(bucket) << ": skipping " << name << ": " << s.message();
-    skipped += (skipped.empty() ? "" : "; ") + name + ": " + s.message();
+    skipped += std::string(skipped.empty() ? "" : "; ") + name + ": " + s.message();
   }
   return unsupported("no transport supports " + describe(bucket) + " (offered: " +
                      offered_names(offered_) + (skipped.empty() ? "" : "; " + skipped) + ")");

@@ -79,7 +79,7 @@ class Selector {
   // KOLO_HIERARCHICAL_ALLREDUCE's preference. KOLO_TRANSPORT_SMALL / _LARGE at
   // init; the autotuner between cycles, on every rank at the same cycle.
   void set_first_choices(std::string small, std::string large);
-  void set_prefer_hierarchical(bool prefer) { prefer_hierarchical_ = prefer; }
+  void set_prefer_hierarchical(bool prefer);
   // The name `choice` ("auto" or a transport) may take in set_first_choices:
   // an error naming `knob` and what this world offers otherwise.
   Status validate_first_choice(const char* knob, const std::string& choice) const;
@@ -91,6 +91,12 @@ class Selector {
  private:
   bool hierarchical_first(CollectiveOp op, const CollectiveView& view) const;
   Transport* find(const std::string& name) const;
+  // The auto order for buckets on `device` of the small or the large class,
+  // computed from the names (Note [Auto order]).
+  std::vector<Transport*> rank_transports(DeviceKind device, bool small) const;
+  // Recomputes orders_ after anything it depends on changed.
+  void refresh_orders();
+  const std::vector<Transport*>& order_for(const Bucket& bucket) const;
 
   std::vector<Transport*> offered_;
   std::string preference_;
@@ -98,6 +104,9 @@ class Selector {
   bool prefer_hierarchical_ = false;
   std::string first_small_ = "auto";
   std::string first_large_ = "auto";
+  // The auto order per device kind (host, CUDA) and size class (small, large):
+  // select() runs once per bucket, so the order is not rebuilt from names there.
+  std::vector<Transport*> orders_[2][2];
 };
 
 }  // namespace kolo::transport

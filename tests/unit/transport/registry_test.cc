@@ -354,6 +354,35 @@ TEST(SelectorTest, FirstChoicePerSizeClass) {
   EXPECT_NE(bad.message().find("KOLO_TRANSPORT_LARGE=\"nccl\""), std::string::npos) << bad.message();
 }
 
+// select() answers from orders computed when the selector is made and again
+// whenever a first choice or the hierarchical preference changes (the
+// autotuner's moves between cycles): the bucket it picks follows each change,
+// and a transport the order names twice is tried once.
+TEST(SelectorTest, SelectFollowsEveryChangeOfTheOrder) {
+  Fakes f;
+  Transport* mpi = f.add("mpi");
+  Transport* ring = f.add("ring");
+  Transport* hierarchical = f.add("hierarchical");
+  Selector selector(f.offered, "auto", nodes(1, 4, 2));
+  auto chosen_for = [&](size_t bytes) {
+    Transport* chosen = nullptr;
+    EXPECT_TRUE(selector.select(cpu_bucket(bytes), &chosen).ok()) << bytes;
+    return chosen;
+  };
+  EXPECT_EQ(chosen_for(kSmall), mpi);
+  EXPECT_EQ(chosen_for(kLarge), hierarchical);
+  selector.set_first_choices("ring", "mpi");
+  EXPECT_EQ(chosen_for(kSmall), ring);
+  EXPECT_EQ(chosen_for(kLarge), mpi);
+  selector.set_first_choices("auto", "auto");
+  selector.set_prefer_hierarchical(true);
+  EXPECT_EQ(chosen_for(kSmall), hierarchical);
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(selector.auto_order(cpu_bucket(kSmall)), (Names{"hierarchical", "mpi", "ring"}));
+  selector.set_prefer_hierarchical(false);
+  EXPECT_EQ(chosen_for(kSmall), mpi);
+}
+
 // Unequal nodes (3 ranks in nodes of 2): cross sizes differ between ranks, but
 // the world offers the same transports everywhere, so every rank still agrees.
 TEST(SelectorTest, SameChoiceOnEveryRankWithUnequalNodes) {
