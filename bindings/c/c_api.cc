@@ -189,8 +189,11 @@ kolo_status_t submit_named(kolo::core::Collective collective, const char* name,
   a.dtype = static_cast<kolo::DataType>(dtype);
   a.device = device_of(device);
   fill(a);
-  if (kolo_status_t s = read_options(options, 1, "tensor '" + a.name + "'", &a); s != KOLO_OK)
-    return s;
+  // The owner's name is built only when there are options to read (per call).
+  if (options != nullptr) {
+    if (kolo_status_t s = read_options(options, 1, "tensor '" + a.name + "'", &a); s != KOLO_OK)
+      return s;
+  }
   return submit(std::move(a), handle);
 }
 

@@ -121,13 +121,15 @@ void Coordinator::finish() {
 }
 
 void Coordinator::run_cycle() {
-  for (TensorEntry& e : queue_.drain()) {
+  queue_.drain(&drained_);
+  for (TensorEntry& e : drained_) {
     negotiator_.add(e.request, e.enqueued);
     e.flight = flight_.submitted(e.request, e.enqueued);
     last_submission_ = std::max(last_submission_, e.enqueued);
     std::string name = e.request.name;
     pending_.emplace(std::move(name), std::move(e));
   }
+  drained_.clear();
   const bool asked = shutdown_requested_.load(std::memory_order_acquire);
   bool stop = false;
   const bool recording = timeline_.recording();

@@ -105,6 +105,7 @@ class Coordinator {
   Negotiator negotiator_;
   Executor executor_;
   std::map<std::string, TensorEntry> pending_;  // drained, not yet completed
+  std::vector<TensorEntry> drained_;  // run_cycle's, empty between cycles (kept for its storage)
   FlightRecorder flight_;
   bool owns_dump_signal_ = false;
   uint32_t dump_signals_seen_ = 0;

@@ -21,21 +21,25 @@ int64_t now_ns() {
 
 void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
   helpers_.fetch_add(1, std::memory_order_acq_rel);
-  auto idle_since = Clock::now();
+  // The idle time counts from the last pass that ran a cycle (or the first
+  // pass): a cycle that completes the handle at once costs no clock read here.
+  Clock::time_point idle_since{};
   while (!handle.done()) {
+    bool ran = false;
     {
       std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
       if (lock.owns_lock()) {
         if (coordinator_ == nullptr) break;
         const Coordinator::Helped helped = coordinator_->help_once();
         if (helped == Coordinator::Helped::kEnded) break;
-        if (helped == Coordinator::Helped::kRan) idle_since = Clock::now();
+        ran = helped == Coordinator::Helped::kRan;
         // Note [Crowded nodes wait in the kernel]: no polling for news here.
         if (helped == Coordinator::Helped::kIdle && crowded_) break;
       }
     }
     if (handle.done()) break;
     const auto now = Clock::now();
+    if (ran || idle_since == Clock::time_point{}) idle_since = now;
     if (now >= deadline || now - idle_since > kHelpIdle) break;
     sched_yield();
   }

@@ -23,12 +23,10 @@ void TensorQueue::set_waker(std::function<void()> waker) {
   waker_ = std::move(waker);
 }
 
-std::vector<TensorEntry> TensorQueue::drain() {
-  std::vector<TensorEntry> out;
+void TensorQueue::drain(std::vector<TensorEntry>* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  out.swap(queue_);
+  out->swap(queue_);
   queued_.store(0, std::memory_order_release);
-  return out;
 }
 
 void TensorQueue::finish(const std::string& name) {

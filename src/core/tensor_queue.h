@@ -53,8 +53,10 @@ class TensorQueue {
   // and the coordinator is woken.
   Status push(TensorEntry entry);
 
-  // Takes every queued entry, oldest first. Coordinator only.
-  std::vector<TensorEntry> drain();
+  // Moves every queued entry, oldest first, into `out` (which must be empty).
+  // Coordinator only. The two vectors swap storage, so a caller that clears
+  // and passes the same `out` each cycle keeps both allocations.
+  void drain(std::vector<TensorEntry>* out);
 
   // The name is no longer in flight. Call before completing its handle, so that a
   // caller who waits and resubmits the name at once is not refused.

@@ -207,6 +207,10 @@ void Selector::refresh_orders() {
     for (bool small : {false, true})
       orders_[static_cast<int>(device)][small] = rank_transports(device, small);
   }
+  for (bool host : {false, true}) {
+    for (bool hierarchical : {false, true})
+      collective_orders_[host][hierarchical] = rank_collective_transports(host, hierarchical);
+  }
 }
 
 const std::vector<Transport*>& Selector::order_for(const Bucket& bucket) const {
@@ -346,24 +350,34 @@ bool Selector::hierarchical_first(CollectiveOp op, const CollectiveView& view) c
   return count > 0 && static_cast<size_t>(count) * dtype_size(view.dtype) >= hierarchical_min_bytes(op);
 }
 
-std::vector<Transport*> Selector::collective_order(CollectiveOp op,
-                                                  const CollectiveView& view) const {
+std::vector<Transport*> Selector::rank_collective_transports(bool host,
+                                                             bool hierarchical) const {
   std::vector<Transport*> order;
   auto add = [&](Transport* t) {
     if (t != nullptr && std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
   };
-  const bool host = view.device.kind == DeviceKind::kCpu;
   if (host && preference_ != "auto" && preference_ != "nccl") add(find(preference_));
   if (host && preference_ == "auto" && topology_.local_size == topology_.size) add(find("shm"));
-  if (host && preference_ == "auto" && hierarchical_first(op, view)) add(find("hierarchical"));
+  if (host && preference_ == "auto" && hierarchical) add(find("hierarchical"));
   for (Transport* t : offered_) add(t);
   return order;
+}
+
+const std::vector<Transport*>& Selector::collective_order_for(CollectiveOp op,
+                                                              const CollectiveView& view) const {
+  const bool host = view.device.kind == DeviceKind::kCpu;
+  return collective_orders_[host][host && hierarchical_first(op, view)];
+}
+
+std::vector<Transport*> Selector::collective_order(CollectiveOp op,
+                                                  const CollectiveView& view) const {
+  return collective_order_for(op, view);
 }
 
 Status Selector::select_collective(CollectiveOp op, const CollectiveView& view,
                                    Transport** chosen) const {
   std::string reasons;
-  for (Transport* t : collective_order(op, view)) {
+  for (Transport* t : collective_order_for(op, view)) {
     Status s = t->supports_collective(op, view);
     if (s.ok()) {
       KOLO_LOG(kDebug) << collective_op_name(op) << " " << view.sequence << ": " << t->name();

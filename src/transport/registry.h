@@ -97,6 +97,11 @@ class Selector {
   // Recomputes orders_ after anything it depends on changed.
   void refresh_orders();
   const std::vector<Transport*>& order_for(const Bucket& bucket) const;
+  // The collectives' order for host or device buffers, with or without
+  // "hierarchical" first (Note [Which transport runs the other collectives]).
+  std::vector<Transport*> rank_collective_transports(bool host, bool hierarchical) const;
+  const std::vector<Transport*>& collective_order_for(CollectiveOp op,
+                                                      const CollectiveView& view) const;
 
   std::vector<Transport*> offered_;
   std::string preference_;
@@ -107,6 +112,8 @@ class Selector {
   // The auto order per device kind (host, CUDA) and size class (small, large):
   // select() runs once per bucket, so the order is not rebuilt from names there.
   std::vector<Transport*> orders_[2][2];
+  // The collectives' order per [host][hierarchical first]: made with orders_.
+  std::vector<Transport*> collective_orders_[2][2];
 };
 
 }  // namespace kolo::transport
