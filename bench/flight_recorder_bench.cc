@@ -1,5 +1,5 @@
 // The flight recorder's cost per operation on the coordinator thread: one
-// submitted(), two advance() and one finish() (which reads the clock), as a
+// submitted(), two advance() and one finish(), given one clock read, as a
 // recorded allreduce pays them, for resnet50's gradient names (torchvision's,
 // 20-40 bytes) at the default capacity. Compare with an 8-byte allreduce's
 // latency (kolo-allreduce-perf -b 8 -e 8) to judge whether it can stay on.
@@ -43,7 +43,7 @@ void record_operation(benchmark::State& state) {
     const uint64_t seq = flight.submitted(r, now);
     flight.advance(seq, State::kNegotiated, now);
     flight.advance(seq, State::kExecuting, now);
-    flight.finish(seq, Code::kOk);
+    flight.finish(seq, Code::kOk, now);
     benchmark::DoNotOptimize(seq);
   }
   state.SetItemsProcessed(state.iterations());
@@ -57,7 +57,7 @@ void dump_text(benchmark::State& state) {
   for (size_t i = 0; i < 1024; ++i) {
     const uint64_t seq =
         flight.submitted(requests[i % requests.size()], core::FlightRecorder::Clock::now());
-    flight.finish(seq, Code::kOk);
+    flight.finish(seq, Code::kOk, core::FlightRecorder::Clock::now());
   }
   for (auto _ : state) {
     std::string text = flight.to_json_lines({}, core::FlightRecorder::Clock::now());

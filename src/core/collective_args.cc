@@ -252,20 +252,14 @@ int64_t shard_rows(int64_t rows, int rank, int size) {
   return rows / size + (rank < rows % size ? 1 : 0);
 }
 
-Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
-                  TensorEntry* e) {
+namespace {
+
+// make_entry's checks of one named tensor. Their messages leave out the tensor's
+// name: make_entry puts it in front of a failure's message, so that a call that
+// passes builds no string.
+Status fill_params(const CollectiveArgs& a, const transport::Topology& topo, TensorEntry* e) {
+  static const std::string prefix;  // see above
   TensorParams& p = e->request.params;
-  p.collective = a.collective;
-  p.dtype = a.dtype;
-  p.device = a.device.kind;
-  e->input = a.input;
-  e->output = a.output;
-  e->device = a.device;
-  if (is_group(a.collective)) return make_grouped(a, topo, e);
-  KOLO_RETURN_IF_ERROR_AS_IS(check_name(a.name));
-  e->request.name = a.name;
-  const std::string prefix = "tensor '" + a.name + "': ";
-  if (a.collective == Collective::kBarrier || a.collective == Collective::kJoin) return Status::OK();
   int64_t n = 0;
   KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, a, &n));
   if (a.shape) {
@@ -325,6 +319,26 @@ Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
     default:
       return internal_error("unexpected collective");
   }
+}
+
+}  // namespace
+
+Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
+                  TensorEntry* e) {
+  TensorParams& p = e->request.params;
+  p.collective = a.collective;
+  p.dtype = a.dtype;
+  p.device = a.device.kind;
+  e->input = a.input;
+  e->output = a.output;
+  e->device = a.device;
+  if (is_group(a.collective)) return make_grouped(a, topo, e);
+  KOLO_RETURN_IF_ERROR_AS_IS(check_name(a.name));
+  e->request.name = a.name;
+  if (a.collective == Collective::kBarrier || a.collective == Collective::kJoin) return Status::OK();
+  Status checked = fill_params(a, topo, e);
+  if (checked.ok()) return checked;
+  return Status(checked.code(), "tensor '" + a.name + "': " + checked.message());
 }
 
 }  // namespace kolo::core

@@ -81,8 +81,9 @@ void Coordinator::complete(TensorEntry& entry, Status status) {
   // Forget the name first: a caller who waits and resubmits it at once must not
   // be refused as a duplicate.
   queue_.finish(entry.request.name);
-  flight_.finish(entry.flight, status.code());
-  entry.handle->complete(std::move(status));
+  const Clock::time_point now = Clock::now();  // one read for both records
+  flight_.finish(entry.flight, status.code(), now);
+  entry.handle->complete(std::move(status), now);
 }
 
 void Coordinator::run() {
@@ -139,7 +140,7 @@ void Coordinator::run_cycle() {
     ended_ = end_failed_ = true;
     end_ = std::move(s);
   };
-  Status status = negotiator_.cycle(asked, &ready_, &stop);
+  Status status = negotiator_.cycle(asked, cycle_start, &ready_, &stop);
   if (!status.ok()) return fail(std::move(status));
   // Before the work completes the names: a caller who then stops the timeline
   // finds them in it. (This delays results by one allgather while recording.)

@@ -146,12 +146,12 @@ void FlightRecorder::advance(uint64_t seq, State state, Clock::time_point at) {
   op->at[static_cast<int>(state)] = nanos(at);
 }
 
-void FlightRecorder::finish(uint64_t seq, Code code) {
+void FlightRecorder::finish(uint64_t seq, Code code, Clock::time_point at) {
   Op* op = slot(seq);
   if (op == nullptr) return;
   op->state = code == Code::kOk ? State::kDone : State::kFailed;
   op->code = code;
-  op->at[3] = nanos(Clock::now());
+  op->at[3] = nanos(at);
 }
 
 std::vector<const FlightRecorder::Op*> FlightRecorder::ops() const {

@@ -70,8 +70,8 @@ class FlightRecorder {
   // Moves operation `seq` to `state` (negotiated or executing). Ignores seq 0 and
   // operations the ring has already dropped.
   void advance(uint64_t seq, State state, Clock::time_point at);
-  // The operation completed (now): done when `code` is OK, failed otherwise.
-  void finish(uint64_t seq, Code code);
+  // The operation completed at `at`: done when `code` is OK, failed otherwise.
+  void finish(uint64_t seq, Code code, Clock::time_point at);
 
   // The operation with this number, or null if it is not (or no longer) held.
   const Op* find(uint64_t seq) const;

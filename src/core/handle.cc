@@ -24,8 +24,12 @@ const std::string kEmpty;
 }  // namespace
 
 void HandleState::complete(Status status) {
+  complete(std::move(status), std::chrono::steady_clock::now());
+}
+
+void HandleState::complete(Status status, std::chrono::steady_clock::time_point at) {
   KOLO_CHECK(!done());
-  stamp(kCompleted, std::chrono::steady_clock::now());
+  stamp(kCompleted, at);
   status_ = std::move(status);
   {
     std::lock_guard<std::mutex> lock(mu_);

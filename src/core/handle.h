@@ -43,8 +43,10 @@ class HandleState {
  public:
   bool done() const { return done_.load(std::memory_order_acquire); }
 
-  // Publishes the outcome and wakes waiters. Must be called once.
+  // Publishes the outcome and wakes waiters. Must be called once. `at` is when
+  // it completed (the kCompleted stamp): now, unless the caller has read the clock.
   void complete(Status status);
+  void complete(Status status, std::chrono::steady_clock::time_point at);
 
   // kInProgress until done, then the outcome's code.
   Code code() const { return done() ? status_.code() : Code::kInProgress; }

@@ -119,9 +119,9 @@ void Negotiator::requeue_waiting(uint32_t bit) {
   }
 }
 
-Status Negotiator::cycle(bool shutdown, std::vector<Response>* ready, bool* stop) {
+Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Response>* ready,
+                         bool* stop) {
   ready->clear();
-  const auto now = Clock::now();
   collect_stale_waits(now);
   if (rank_ == 0 && config_.stall_shutdown_seconds > 0 && table_.pending() > 0) {
     auto stalls = table_.stalls(now, config_.stall_shutdown_seconds);

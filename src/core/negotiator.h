@@ -62,11 +62,12 @@ class Negotiator {
   // The next moment has_news() may become true by the clock alone (stall timers).
   Clock::time_point next_deadline(Clock::time_point now) const;
 
-  // Runs one cycle. `shutdown`: this rank asks every rank to stop. On return,
-  // `ready` holds the cycle's responses (OK or error) in the common order and
-  // *stop says whether any rank asked to stop. An error means the control plane
-  // failed; the world is then unusable.
-  Status cycle(bool shutdown, std::vector<Response>* ready, bool* stop);
+  // Runs one cycle that starts at `now` (the caller's clock read: stalls and
+  // stale waits are judged against it). `shutdown`: this rank asks every rank to
+  // stop. On return, `ready` holds the cycle's responses (OK or error) in the
+  // common order and *stop says whether any rank asked to stop. An error means
+  // the control plane failed; the world is then unusable.
+  Status cycle(bool shutdown, Clock::time_point now, std::vector<Response>* ready, bool* stop);
 
   uint64_t cycles() const { return cycle_; }
   bool joined() const { return joined_; }

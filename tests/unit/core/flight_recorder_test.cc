@@ -44,7 +44,7 @@ TEST(FlightRecorder, OffRecordsNothing) {
   EXPECT_FALSE(f.enabled());
   EXPECT_EQ(f.submitted(request("a"), Clock::now()), 0u);
   f.advance(0, State::kNegotiated, Clock::now());
-  f.finish(0, Code::kOk);
+  f.finish(0, Code::kOk, Clock::now());
   EXPECT_TRUE(f.ops().empty());
   EXPECT_EQ(f.recorded(), 0u);
 }
@@ -62,8 +62,8 @@ TEST(FlightRecorder, NumbersFromOneAndKeepsTheLastNAcrossWraparound) {
   }
   // Dropped operations are no longer found, and updating them touches nothing.
   EXPECT_EQ(f.find(6), nullptr);
-  f.finish(6, Code::kMismatch);
-  f.finish(2, Code::kMismatch);  // its slot now holds #10
+  f.finish(6, Code::kMismatch, Clock::now());
+  f.finish(2, Code::kMismatch, Clock::now());  // its slot now holds #10
   EXPECT_EQ(f.find(10)->state, State::kSubmitted);
   EXPECT_EQ(f.find(10)->stored_name(), "op10");
 }
@@ -80,7 +80,7 @@ TEST(FlightRecorder, FewerThanCapacityAreHeldInOrder) {
 
 TEST(FlightRecorder, RecordsEachStateChangeWithItsTime) {
   FlightRecorder f(4);
-  const auto t0 = Clock::now() - std::chrono::milliseconds(10);  // finish() reads the clock
+  const auto t0 = Clock::now() - std::chrono::milliseconds(10);
   const uint64_t a = f.submitted(request("grad/w", 10, DataType::kFloat64), t0);
   const uint64_t b =
       f.submitted(request("grad/b", 3, DataType::kInt32, Collective::kBroadcast), t0);
@@ -91,8 +91,8 @@ TEST(FlightRecorder, RecordsEachStateChangeWithItsTime) {
   EXPECT_EQ(f.find(a)->state, State::kNegotiated);
   f.advance(a, State::kExecuting, t0 + std::chrono::milliseconds(2));
   EXPECT_EQ(f.find(a)->state, State::kExecuting);
-  f.finish(a, Code::kOk);
-  f.finish(b, Code::kMismatch);
+  f.finish(a, Code::kOk, t0 + std::chrono::milliseconds(3));
+  f.finish(b, Code::kMismatch, t0 + std::chrono::milliseconds(3));
   const FlightRecorder::Op& op = *f.find(a);
   EXPECT_EQ(op.state, State::kDone);
   EXPECT_EQ(op.code, Code::kOk);
@@ -107,7 +107,7 @@ TEST(FlightRecorder, RecordsEachStateChangeWithItsTime) {
   FlightRecorder g(1);
   const uint64_t x = g.submitted(request("x"), t0);
   g.advance(x, State::kExecuting, t0);
-  g.finish(x, Code::kStalled);
+  g.finish(x, Code::kStalled, Clock::now());
   const uint64_t y = g.submitted(request("y"), t0);
   EXPECT_EQ(g.find(y)->state, State::kSubmitted);
   EXPECT_EQ(g.find(y)->code, Code::kOk);
@@ -135,8 +135,8 @@ TEST(FlightRecorder, DumpIsAHeaderLineAndOneLinePerOperationOldestFirst) {
   for (int i = 1; i <= 4; ++i) f.submitted(request("grad/" + std::to_string(i)), t0);
   f.advance(2, State::kNegotiated, t0);
   f.advance(2, State::kExecuting, t0);
-  f.finish(2, Code::kOk);
-  f.finish(3, Code::kStalled);
+  f.finish(2, Code::kOk, Clock::now());
+  f.finish(3, Code::kStalled, Clock::now());
   FlightRecorder::DumpInfo info;
   info.rank = 1;
   info.size = 2;
