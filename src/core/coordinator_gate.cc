@@ -45,7 +45,9 @@ void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
   }
   if (handle.done()) {
     // The common case costs no lock and no wake-up: the coordinator dozes on.
-    last_help_end_.store(now_ns(), std::memory_order_release);
+    // The handle's completion stamp (the same clock, written before done) stands
+    // for the time this helper left: no clock read of its own.
+    last_help_end_.store(handle.phases()[HandleState::kCompleted], std::memory_order_release);
     helpers_.fetch_sub(1, std::memory_order_acq_rel);
     return;
   }

@@ -43,7 +43,10 @@ void Executor::set_sizes(size_t fusion_threshold, size_t large_tensor_bytes) {
 
 void Executor::execute(const std::vector<Response>& responses,
                        std::map<std::string, TensorEntry>* pending) {
-  std::vector<const Response*> ok, joined;
+  std::vector<const Response*>& ok = ok_;
+  std::vector<const Response*>& joined = joined_;
+  ok.clear();
+  joined.clear();
   for (const Response& r : responses) {
     auto it = pending->find(r.name);
     if (r.code != Code::kOk) {

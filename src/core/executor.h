@@ -157,6 +157,7 @@ class Executor {
   transport::Bucket bucket_;
   std::vector<TensorEntry*> entries_;
   std::vector<const std::string*> names_;  // into the cycle's responses
+  std::vector<const Response*> ok_, joined_;  // execute()'s, into the cycle's responses
   // A fused allgather's parts (tensors, or a group's members) and their element
   // counts from each rank, part-major ([k * world_size + r]); reused.
   struct GatherPart {

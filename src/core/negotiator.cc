@@ -78,9 +78,10 @@ Negotiator::Clock::time_point Negotiator::next_deadline(Clock::time_point now) c
   return now + std::chrono::seconds(1);
 }
 
-std::vector<uint64_t> Negotiator::build_bits(bool shutdown, bool slow_path) const {
+void Negotiator::build_bits(bool shutdown, bool slow_path, std::vector<uint64_t>* out) const {
   const size_t words = 1 + 3 * cache_words();
-  std::vector<uint64_t> bits(words, 0);
+  out->assign(words, 0);
+  std::vector<uint64_t>& bits = *out;
   uint64_t flags = (slow_path ? kFlagSlowPath : 0) | (shutdown ? kFlagShutdown : 0) |
                    (recording_ ? kFlagTimeline : 0);
   bits[0] = ~flags;  // inverted: the AND computes the OR of the flags
@@ -103,7 +104,6 @@ std::vector<uint64_t> Negotiator::build_bits(bool shutdown, bool slow_path) cons
         bits[invalid_word(bit)] &= ~(1ull << (bit % 64));
     }
   }
-  return bits;
 }
 
 void Negotiator::evict(uint32_t bit) {
@@ -133,7 +133,8 @@ Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Respo
   }
   const bool need_slow = !to_send_.empty() || !stall_failures_.empty();
 
-  std::vector<uint64_t> bits = build_bits(shutdown, need_slow);
+  std::vector<uint64_t>& bits = bits_;
+  build_bits(shutdown, need_slow, &bits);
   if (report_due_) bits[0] &= ~kFlagReport;  // inverted, like every flag
   if (rank_ == 0 && !announcement_.empty()) bits[0] &= ~kFlagAnnounce;
   if (!control_.rung(cycle_)) KOLO_RETURN_IF_ERROR(control_.ring(cycle_));

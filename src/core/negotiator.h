@@ -116,7 +116,8 @@ class Negotiator {
   size_t invalid_word(size_t bit) const { return 1 + cache_words() + bit / 64; }
   size_t held_word(size_t bit) const { return 1 + 2 * cache_words() + bit / 64; }
 
-  std::vector<uint64_t> build_bits(bool shutdown, bool slow_path) const;
+  // Fills `bits` (resized to the AND's length; its storage is reused).
+  void build_bits(bool shutdown, bool slow_path, std::vector<uint64_t>* bits) const;
   void collect_stale_waits(Clock::time_point now);
   void evict(uint32_t bit);            // drop cache entry `bit` on this rank
   void requeue_waiting(uint32_t bit);  // a local request waiting on `bit` takes the slow path
@@ -132,6 +133,7 @@ class Negotiator {
 
   std::map<uint32_t, Waiting> waiting_;       // cache bit -> local request waiting on it
   std::vector<Request> to_send_;              // local requests for the slow path
+  std::vector<uint64_t> bits_;  // cycle()'s AND vector, kept for its storage
   // Requests with per-rank sizes sent to rank 0 and not yet answered: what this
   // rank's cache entry compares with (Note [Caching per-rank sizes]).
   std::map<std::string, TensorParams> sent_own_;
