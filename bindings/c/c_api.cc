@@ -189,11 +189,8 @@ kolo_status_t submit_named(kolo::core::Collective collective, const char* name,
   a.dtype = static_cast<kolo::DataType>(dtype);
   a.device = device_of(device);
   fill(a);
-  // The owner's name is built only when there are options to read (per call).
-  if (options != nullptr) {
-    if (kolo_status_t s = read_options(options, 1, "tensor '" + a.name + "'", &a); s != KOLO_OK)
-      return s;
-  }
+  auto owner = [&a] { return "tensor '" + a.name + "'"; };
+  if (kolo_status_t s = read_options(options, 1, owner, &a); s != KOLO_OK) return s;
   return submit(std::move(a), handle);
 }
 
@@ -218,7 +215,8 @@ kolo_status_t submit_group(kolo::core::Collective collective, int n, const char*
     member(a, i);
   }
   if (n > 0) {
-    kolo_status_t s = read_options(options, n, kolo::core::collective_name(collective), &a);
+    auto owner = [collective] { return std::string(kolo::core::collective_name(collective)); };
+    kolo_status_t s = read_options(options, n, owner, &a);
     if (s != KOLO_OK) return s;
   }
   a.dtype = static_cast<kolo::DataType>(dtype);
@@ -496,7 +494,7 @@ kolo_status_t kolo_barrier_ex(const kolo_options_t* options) {
     if (!g_runtime) return not_initialized();
     kolo::core::CollectiveArgs a;
     a.collective = kolo::core::Collective::kBarrier;  // named by the set's runtime
-    if (kolo_status_t s = read_options(options, 0, "barrier", &a); s != KOLO_OK) return s;
+    if (kolo_status_t s = read_options(options, 0, [] { return std::string("barrier"); }, &a); s != KOLO_OK) return s;
     kolo_handle_t h = nullptr;
     kolo_status_t s = submit_and_wait(std::move(a), &h);
     kolo_handle_release(h);
@@ -511,7 +509,7 @@ kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank) {
     if (!g_runtime) return not_initialized();
     kolo::core::CollectiveArgs a;
     a.collective = kolo::core::Collective::kJoin;
-    if (kolo_status_t s = read_options(options, 0, "join", &a); s != KOLO_OK) return s;
+    if (kolo_status_t s = read_options(options, 0, [] { return std::string("join"); }, &a); s != KOLO_OK) return s;
     a.name = "kolo.join";
     std::shared_ptr<const kolo::core::ProcessSet> set;
     if (Status s = g_runtime->process_sets()->find(a.process_set, &set); !s.ok()) return report(s);

@@ -30,22 +30,22 @@ kolo_status_t read_shape(const std::string& what, const kolo_shape_t& shape,
 
 }  // namespace
 
-kolo_status_t read_options(const kolo_options_t* options, int n, const std::string& owner,
-                           core::CollectiveArgs* a) {
+kolo_status_t read_options(const kolo_options_t* options, int n,
+                           const std::function<std::string()>& owner, core::CollectiveArgs* a) {
   if (options == nullptr) return KOLO_OK;
   if (options->reserved_ != 0)
     return invalid("options.reserved_ must be 0, got " + std::to_string(options->reserved_) +
                    " (initialise options with KOLO_OPTIONS_INIT or {0})");
   a->process_set = options->process_set;  // core::Runtime::submit checks it
   if (options->shapes == nullptr) return KOLO_OK;
-  if (n == 0) return invalid(owner + " takes no shapes: options.shapes must be NULL");
+  if (n == 0) return invalid(owner() + " takes no shapes: options.shapes must be NULL");
   const bool grouped = !a->member_names.empty();
   std::vector<int64_t> dims;
   for (int i = 0; i < n; ++i) {
     const std::string what =
         grouped ? "tensor '" + a->member_names[static_cast<size_t>(i)] + "': options.shapes[" +
                       std::to_string(i) + "]"
-                : owner + ": options.shapes[0]";
+                : owner() + ": options.shapes[0]";
     if (kolo_status_t s = read_shape(what, options->shapes[i], &dims); s != KOLO_OK) return s;
     if (grouped)
       a->member_shapes.push_back(dims);

@@ -4,6 +4,7 @@
 // here only what the struct itself can get wrong.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/runtime.h"
@@ -13,10 +14,11 @@ namespace kolo::c_api {
 
 // `options` (NULL: the defaults) into `a`: the process set and, when given, `n`
 // shapes — one per member for a grouped call (a->member_names already filled),
-// else n == 1; n == 0 for calls that take none. `owner` names the call or the
-// tensor in messages. Returns KOLO_OK, or KOLO_ERR_INVALID_ARGUMENT reported
-// (kolo_last_error) with a message naming the field.
-kolo_status_t read_options(const kolo_options_t* options, int n, const std::string& owner,
-                           core::CollectiveArgs* a);
+// else n == 1; n == 0 for calls that take none. `owner` gives the name of the
+// call or the tensor for messages (called only to build one: a call's options
+// are read on every call). Returns KOLO_OK, or KOLO_ERR_INVALID_ARGUMENT
+// reported (kolo_last_error) with a message naming the field.
+kolo_status_t read_options(const kolo_options_t* options, int n,
+                           const std::function<std::string()>& owner, core::CollectiveArgs* a);
 
 }  // namespace kolo::c_api

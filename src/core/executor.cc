@@ -64,7 +64,8 @@ void Executor::execute(const std::vector<Response>& responses,
   }
   Status zeros = add_zero_entries(joined, pending);
   if (!zeros.ok()) KOLO_LOG(kError) << "joined rank's zeros: " << zeros.to_string();
-  const std::vector<PlannedBucket> plan = plan_cycle(ok, world_size_, threshold_, alone_bytes_);
+  plan_cycle(ok, world_size_, threshold_, alone_bytes_, &plan_scratch_, &plan_);
+  const std::vector<PlannedBucket>& plan = plan_;
   for (const PlannedBucket& bucket : plan)
     if (is_allreduce(ok[bucket.items[0]]->params.collective)) run_allreduce(bucket, ok, pending);
   for (const PlannedBucket& bucket : plan)

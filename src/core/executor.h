@@ -158,6 +158,8 @@ class Executor {
   std::vector<TensorEntry*> entries_;
   std::vector<const std::string*> names_;  // into the cycle's responses
   std::vector<const Response*> ok_, joined_;  // execute()'s, into the cycle's responses
+  std::vector<PlannedBucket> plan_;             // execute()'s plan, kept for its storage
+  PlanScratch plan_scratch_;
   // A fused allgather's parts (tensors, or a group's members) and their element
   // counts from each rank, part-major ([k * world_size + r]); reused.
   struct GatherPart {

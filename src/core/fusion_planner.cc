@@ -4,11 +4,22 @@ namespace kolo::core {
 
 std::vector<PlannedBucket> plan_buckets(const std::vector<PlanItem>& items, size_t threshold) {
   std::vector<PlannedBucket> buckets;
-  std::vector<bool> taken(items.size(), false);
+  PlanScratch scratch;
+  plan_buckets(items, threshold, &scratch, &buckets);
+  return buckets;
+}
+
+void plan_buckets(const std::vector<PlanItem>& items, size_t threshold, PlanScratch* scratch,
+                  std::vector<PlannedBucket>* out) {
+  std::vector<char>& taken = scratch->taken;
+  taken.assign(items.size(), 0);
+  size_t used = 0;  // buckets of *out filled so far; the others keep their storage
   for (size_t i = 0; i < items.size(); ++i) {
     if (taken[i]) continue;
-    taken[i] = true;
-    PlannedBucket bucket;
+    taken[i] = 1;
+    if (used == out->size()) out->emplace_back();
+    PlannedBucket& bucket = (*out)[used++];
+    bucket.items.clear();
     bucket.items.push_back(i);
     bucket.bytes = items[i].bytes;
     if (threshold > 0 && items[i].bytes <= threshold) {
@@ -17,14 +28,13 @@ std::vector<PlannedBucket> plan_buckets(const std::vector<PlanItem>& items, size
         // Compared as a difference: bucket.bytes < threshold here, and the sum could
         // wrap for sizes near SIZE_MAX (found by tests/fuzz/fusion_planner_fuzz.cc).
         if (items[j].bytes > threshold - bucket.bytes) continue;  // look further ahead
-        taken[j] = true;
+        taken[j] = 1;
         bucket.items.push_back(j);
         bucket.bytes += items[j].bytes;
       }
     }
-    buckets.push_back(std::move(bucket));
   }
-  return buckets;
+  out->resize(used);
 }
 
 namespace {
@@ -71,10 +81,19 @@ size_t packed_bytes(const Response& r, int world_size) {
 
 std::vector<PlannedBucket> plan_cycle(const std::vector<const Response*>& responses,
                                       int world_size, size_t threshold, size_t alone_bytes) {
+  std::vector<PlannedBucket> buckets;
+  PlanScratch scratch;
+  plan_cycle(responses, world_size, threshold, alone_bytes, &scratch, &buckets);
+  return buckets;
+}
+
+void plan_cycle(const std::vector<const Response*>& responses, int world_size, size_t threshold,
+                size_t alone_bytes, PlanScratch* scratch, std::vector<PlannedBucket>* out) {
   // Fusion classes in order of first appearance: a pure function of the list.
-  std::vector<const TensorParams*> classes;
-  std::vector<PlanItem> items;
-  items.reserve(responses.size());
+  std::vector<const TensorParams*>& classes = scratch->classes;
+  std::vector<PlanItem>& items = scratch->items;
+  classes.clear();
+  items.clear();
   for (size_t i = 0; i < responses.size(); ++i) {
     const TensorParams& p = responses[i]->params;
     const size_t bytes = packed_bytes(*responses[i], world_size);
@@ -92,7 +111,7 @@ std::vector<PlannedBucket> plan_cycle(const std::vector<const Response*>& respon
     }
     items.push_back(PlanItem{bytes, cls});
   }
-  return plan_buckets(items, threshold);
+  plan_buckets(items, threshold, scratch, out);
 }
 
 }  // namespace kolo::core

@@ -51,6 +51,18 @@ struct PlannedBucket {
 
 std::vector<PlannedBucket> plan_buckets(const std::vector<PlanItem>& items, size_t threshold);
 
+// The planner's working storage, kept by a caller that plans every cycle so
+// that a warm cycle allocates nothing (the executor's).
+struct PlanScratch {
+  std::vector<const TensorParams*> classes;
+  std::vector<PlanItem> items;
+  std::vector<char> taken;
+};
+
+// As above, into *out, reusing its buckets' storage and the scratch's.
+void plan_buckets(const std::vector<PlanItem>& items, size_t threshold, PlanScratch* scratch,
+                  std::vector<PlannedBucket>* out);
+
 // The bytes a response occupies in the fusion buffer: an allgather's (or grouped
 // allgather's) whole gathered output, every rank's rows; otherwise its own
 // tensor's (or members') bytes.
@@ -63,5 +75,8 @@ bool same_fusion_class(const TensorParams& a, const TensorParams& b);
 // above. `threshold` bounds a bucket's packed bytes.
 std::vector<PlannedBucket> plan_cycle(const std::vector<const Response*>& responses,
                                       int world_size, size_t threshold, size_t alone_bytes);
+// As above, into *out, reusing storage as plan_buckets() does.
+void plan_cycle(const std::vector<const Response*>& responses, int world_size, size_t threshold,
+                size_t alone_bytes, PlanScratch* scratch, std::vector<PlannedBucket>* out);
 
 }  // namespace kolo::core
