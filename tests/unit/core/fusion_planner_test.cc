@@ -85,8 +85,19 @@ TEST(FusionPlanner, ZeroByteItemsAreBucketed) {
 
 // Identical input gives identical output (every rank cuts the same buckets), and
 // the invariants hold, over many random lists.
+// The same plan, bucket by bucket, bytes included.
+void expect_same_plan(const std::vector<PlannedBucket>& a, const std::vector<PlannedBucket>& b) {
+  ASSERT_EQ(indices(a), indices(b));
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].bytes, b[i].bytes) << "bucket " << i;
+}
+
+// Each trial is also planned into one scratch and one output kept across the
+// trials (as the executor keeps them): what earlier, larger or smaller plans
+// left there must not show.
 TEST(FusionPlanner, RandomListsAreDeterministicAndValid) {
   std::mt19937_64 rng(42);
+  PlanScratch scratch;
+  std::vector<PlannedBucket> kept;
   for (int trial = 0; trial < 500; ++trial) {
     std::vector<PlanItem> items(rng() % 200);
     for (auto& it : items) it = PlanItem{static_cast<size_t>(rng() % 5000), static_cast<int>(rng() % 3)};
@@ -95,6 +106,8 @@ TEST(FusionPlanner, RandomListsAreDeterministicAndValid) {
     auto b = plan_buckets(items, threshold);
     ASSERT_EQ(indices(a), indices(b));
     check_invariants(items, threshold, a);
+    plan_buckets(items, threshold, &scratch, &kept);
+    expect_same_plan(a, kept);
   }
 }
 
@@ -251,6 +264,8 @@ TEST(FusionCycle, RandomCyclesAreDeterministicAndValid) {
                               Collective::kGroupedAllgather, Collective::kBarrier};
   const DataType dtypes[] = {DataType::kFloat32, DataType::kInt8, DataType::kFloat64};
   size_t fused = 0;  // buckets of several responses: the test must see some
+  PlanScratch scratch;  // kept across trials, as the executor keeps them
+  std::vector<PlannedBucket> kept;
   for (int trial = 0; trial < 300; ++trial) {
     const int world = 1 + static_cast<int>(rng() % 4);
     std::vector<Response> list(rng() % 60);
@@ -274,6 +289,8 @@ TEST(FusionCycle, RandomCyclesAreDeterministicAndValid) {
     auto b = plan_cycle(pointers(list), world, threshold, alone);
     ASSERT_EQ(indices(a), indices(b));
     check_cycle_invariants(list, world, threshold, alone, a);
+    plan_cycle(pointers(list), world, threshold, alone, &scratch, &kept);
+    expect_same_plan(a, kept);
     for (const PlannedBucket& bucket : a) fused += bucket.items.size() > 1;
   }
   EXPECT_GT(fused, 300u);
