@@ -14,6 +14,9 @@ constexpr uint64_t kFlagShutdown = 1ull << 1;  // someone asks every rank to sto
 constexpr uint64_t kFlagReport = 1ull << 2;    // rank 0 asks for a stall report
 constexpr uint64_t kFlagTimeline = 1ull << 3;  // someone records a timeline
 constexpr uint64_t kFlagAnnounce = 1ull << 4;  // rank 0 announces (Note [Announcements])
+// The flags word's upper half carries cache_words() (Note [An AND as long as the
+// cache in use]).
+constexpr int kWordsShift = 32;
 
 double seconds(Negotiator::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -83,20 +86,25 @@ void Negotiator::build_bits(bool shutdown, bool slow_path, std::vector<uint64_t>
   out->assign(words, 0);
   std::vector<uint64_t>& bits = *out;
   uint64_t flags = (slow_path ? kFlagSlowPath : 0) | (shutdown ? kFlagShutdown : 0) |
-                   (recording_ ? kFlagTimeline : 0);
+                   (recording_ ? kFlagTimeline : 0) |
+                   (static_cast<uint64_t>(cache_words()) << kWordsShift);
   bits[0] = ~flags;  // inverted: the AND computes the OR of the flags
   for (size_t w = 1 + cache_words(); w < words; ++w) bits[w] = ~0ull;
   for (const auto& [bit, w] : waiting_) {
     if (invalid_.count(bit) != 0) continue;
+    KOLO_CHECK(bit < 64 * cache_words());  // an occupied bit: below the high water
     bits[ready_word(bit)] |= 1ull << (bit % 64);
     bits[held_word(bit)] &= ~(1ull << (bit % 64));
   }
-  for (uint32_t bit : invalid_) bits[invalid_word(bit)] &= ~(1ull << (bit % 64));
+  for (uint32_t bit : invalid_) {
+    KOLO_CHECK(bit < 64 * cache_words());
+    bits[invalid_word(bit)] &= ~(1ull << (bit % 64));
+  }
   if (joined_) {
     // See Note [Join]: a joined rank agrees to every cached allreduce (it will
     // contribute zeros) and declares every other cached entry invalid, so that
     // those names take the slow path and fail there.
-    for (uint32_t bit = 0; bit < cache_.capacity(); ++bit) {
+    for (uint32_t bit = 0; bit < cache_.high_water(); ++bit) {
       if (!cache_.occupied(bit)) continue;
       if (is_allreduce(cache_.at(bit).params.collective))
         bits[ready_word(bit)] |= 1ull << (bit % 64);
@@ -132,6 +140,8 @@ Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Respo
     }
   }
   const bool need_slow = !to_send_.empty() || !stall_failures_.empty();
+  // Note [An AND as long as the cache in use]
+  cache_words_ = (cache_.high_water() + 63) / 64;
 
   std::vector<uint64_t>& bits = bits_;
   build_bits(shutdown, need_slow, &bits);
@@ -141,6 +151,12 @@ Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Respo
   KOLO_RETURN_IF_ERROR(control_.bitwise_and(&bits));
   invalid_.clear();
   const uint64_t flags = ~bits[0];
+  // The lengths' OR: a rank whose length differs from another's sees more bits.
+  if ((flags >> kWordsShift) != cache_words()) {
+    return internal_error("the ranks' negotiation vectors differ in length (this rank's " +
+                          std::to_string(cache_words()) + " cache words, the OR of all " +
+                          std::to_string(flags >> kWordsShift) + ")");
+  }
   *stop = (flags & kFlagShutdown) != 0;
   someone_recording_ = (flags & kFlagTimeline) != 0;
 

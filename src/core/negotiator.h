@@ -110,8 +110,9 @@ class Negotiator {
     Clock::time_point since;
   };
 
-  // Layout of the AND vector.
-  size_t cache_words() const { return (cache_.capacity() + 63) / 64; }
+  // Layout of the AND vector (Note [An AND as long as the cache in use]):
+  // cache_words_ is set at the start of each cycle.
+  size_t cache_words() const { return cache_words_; }
   size_t ready_word(size_t bit) const { return 1 + bit / 64; }
   size_t invalid_word(size_t bit) const { return 1 + cache_words() + bit / 64; }
   size_t held_word(size_t bit) const { return 1 + 2 * cache_words() + bit / 64; }
@@ -134,6 +135,7 @@ class Negotiator {
   std::map<uint32_t, Waiting> waiting_;       // cache bit -> local request waiting on it
   std::vector<Request> to_send_;              // local requests for the slow path
   std::vector<uint64_t> bits_;  // cycle()'s AND vector, kept for its storage
+  size_t cache_words_ = 0;  // this cycle's, from the cache's high water
   // Requests with per-rank sizes sent to rank 0 and not yet answered: what this
   // rank's cache entry compares with (Note [Caching per-rank sizes]).
   std::map<std::string, TensorParams> sent_own_;
@@ -164,6 +166,17 @@ class Negotiator {
 // Testing every entry's bits cost about as much as the shared-memory AND itself
 // (kolo-allreduce-perf --breakdown, "negotiate"); a cycle instead visits only the
 // set bits of each word (count-trailing-zeros), in the same bit order.
+
+// Note [An AND as long as the cache in use]
+// The AND vector used to have words for the cache's whole capacity (1 + 3 * 16
+// words at the default 1024 entries, seven cache lines) whatever the cache held,
+// and on one node each rank wrote all of them and read all of every peer's,
+// every cycle. It now covers only the bits below the cache's high water mark
+// (ResponseCache::high_water()): one word per kind for the first 64 tensors
+// cached. The mark only grows, and only through put(), which every rank calls
+// alike, so every rank computes the same length at the start of every cycle.
+// As a check, the length rides in the flags word's upper half: the AND gives
+// its OR, and a rank whose length is not that OR stops with an internal error.
 
 // Note [Announcements]
 // Some decisions are rank 0's alone but must take effect on every rank at the

@@ -39,6 +39,7 @@ void ResponseCache::put(const Response& response, std::optional<uint32_t>* evict
   }
   uint32_t bit = 0;
   while (slots_[bit].has_value()) ++bit;  // lowest free bit; capacity is small
+  high_water_ = std::max<size_t>(high_water_, bit + 1);
   slots_[bit] = std::move(entry);
   by_name_[response.name] = bit;
   lru_.push_back(bit);

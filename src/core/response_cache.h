@@ -29,6 +29,11 @@ class ResponseCache {
 
   size_t capacity() const { return capacity_; }
   size_t size() const { return by_name_.size(); }
+  // One past the highest bit ever occupied (0 before the first put): every bit
+  // in use is below it. It only grows, and only through put(), which every rank
+  // calls alike (free bits are reused lowest first), so it is the same on every
+  // rank between cycles.
+  size_t high_water() const { return high_water_; }
 
   enum class Lookup {
     kMiss,   // name not cached
@@ -58,6 +63,7 @@ class ResponseCache {
     TensorParams own;  // what lookup() compares a request with
   };
   size_t capacity_;
+  size_t high_water_ = 0;
   std::vector<std::optional<Entry>> slots_;  // by bit
   std::unordered_map<std::string, uint32_t> by_name_;
   std::list<uint32_t> lru_;  // front = least recently touched

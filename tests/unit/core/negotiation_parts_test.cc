@@ -167,7 +167,9 @@ TEST(ResponseCache, PerRankSizesCompareThisRanksOwnRequest) {
 TEST(ResponseCache, EvictsLeastRecentlyTouchedAndReusesLowestBit) {
   ResponseCache cache(3);
   std::optional<uint32_t> evicted;
+  EXPECT_EQ(cache.high_water(), 0u);
   for (const char* n : {"a", "b", "c"}) cache.put(ok_response(n), &evicted);
+  EXPECT_EQ(cache.high_water(), 3u);  // Note [An AND as long as the cache in use]
   cache.touch(0);  // a is now the most recent; b (bit 1) the least
   cache.put(ok_response("d"), &evicted);
   ASSERT_TRUE(evicted);
@@ -182,6 +184,7 @@ TEST(ResponseCache, EvictsLeastRecentlyTouchedAndReusesLowestBit) {
   EXPECT_FALSE(evicted);
   EXPECT_EQ(cache.lookup(req("e"), &bit), ResponseCache::Lookup::kHit);
   EXPECT_EQ(bit, 0u);
+  EXPECT_EQ(cache.high_water(), 3u);  // bits are reused: the mark does not move
 }
 
 TEST(ResponseCache, CapacityZeroCachesNothing) {
@@ -190,6 +193,7 @@ TEST(ResponseCache, CapacityZeroCachesNothing) {
   cache.put(ok_response("a"), &evicted);
   uint32_t bit;
   EXPECT_EQ(cache.lookup(req("a"), &bit), ResponseCache::Lookup::kMiss);
+  EXPECT_EQ(cache.high_water(), 0u);
 }
 
 // Two caches fed the same history agree bit for bit (the cache invariant).
@@ -208,6 +212,7 @@ TEST(ResponseCache, SameHistoryGivesSameState) {
       EXPECT_EQ(ea, eb);
     }
   }
+  EXPECT_EQ(a.high_water(), b.high_water());
   for (uint32_t bit = 0; bit < 8; ++bit) {
     ASSERT_EQ(a.occupied(bit), b.occupied(bit));
     if (a.occupied(bit)) {

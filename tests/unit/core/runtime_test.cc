@@ -56,11 +56,16 @@ TEST(Runtime, AllreduceSumEveryWorldSizeAndCount) {
 
 // Hundreds of tensors of seeded random sizes, submitted in a different order on
 // every rank from several threads, steps repeated so the cache path is taken.
+// With a cache of 64 entries, eviction is exercised; with 1024, the AND vector
+// grows to four words per kind as the cache fills (Note [An AND as long as the
+// cache in use]).
 TEST(Runtime, OutOfOrderManyTensorsFromSeveralThreads) {
-  for (int64_t threshold : {int64_t{0}, int64_t{4096}, int64_t{8} << 20}) {  // 8 MiB: all fuse
+  for (int64_t threshold : {int64_t{0}, int64_t{4096}, int64_t{8} << 20})  // 8 MiB: all fuse
+  for (size_t capacity : {size_t{64}, size_t{1024}}) {
+    SCOPED_TRACE("threshold " + std::to_string(threshold) + " cache " + std::to_string(capacity));
     Config config;
     config.fusion_threshold_bytes = threshold;
-    config.cache_capacity = 64;  // smaller than the tensor count: eviction is exercised
+    config.cache_capacity = capacity;
     const int size = 3, tensors = 200, threads = 3;
     LoopbackJob job(size, config);
     std::mt19937 sizes_rng(123);
