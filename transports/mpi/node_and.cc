@@ -10,8 +10,11 @@
 namespace kolo::mpi {
 namespace {
 
-constexpr size_t kSequenceBytes = 64;  // the sequence word's own cache line
-constexpr size_t kSlotBytes = NodeAnd::kMaxWords * sizeof(uint64_t);
+// A slot: its sequence word and the word counting readers asleep on it (the
+// counter layout of node_counter.h), then the vector; slots start on cache lines.
+constexpr size_t kHeaderWords = 2;
+constexpr size_t kSlotBytes =
+    ((kHeaderWords + NodeAnd::kMaxWords) * sizeof(uint64_t) + 63) / 64 * 64;
 // Acquire loads between pauses before the polite Backoff (yield, then sleep).
 // Few: with more ranks than cores the peer is often waiting for this core.
 // Measured (8-byte allreduce, 4 ranks unbound, three interleaved runs): 256
@@ -22,18 +25,17 @@ constexpr int kSpinLoads = 16;
 
 Status NodeAnd::create(MPI_Comm local, Liveness* alive, std::unique_ptr<NodeAnd>* out) {
   std::unique_ptr<ShmWindow> window;
-  KOLO_RETURN_IF_ERROR(ShmWindow::create(local, kSequenceBytes + 2 * kSlotBytes, alive, &window));
+  KOLO_RETURN_IF_ERROR(ShmWindow::create(local, 2 * kSlotBytes, alive, &window));
   out->reset(new NodeAnd(std::move(window), alive));
   return Status::OK();
 }
 
-uint64_t* NodeAnd::sequence(int rank) const {
-  return reinterpret_cast<uint64_t*>(window_->segment(rank));
+uint64_t* NodeAnd::sequence(int rank, uint64_t call) const {
+  return reinterpret_cast<uint64_t*>(window_->segment(rank) + (call % 2) * kSlotBytes);
 }
 
 uint64_t* NodeAnd::slot(int rank, uint64_t call) const {
-  return reinterpret_cast<uint64_t*>(window_->segment(rank) + kSequenceBytes +
-                                     (call % 2) * kSlotBytes);
+  return sequence(rank, call) + kHeaderWords;
 }
 
 Status NodeAnd::run(std::vector<uint64_t>* bits) {
@@ -45,10 +47,10 @@ Status NodeAnd::run(std::vector<uint64_t>* bits) {
   const uint64_t call = calls_++;
   const int me = window_->local_rank();
   std::copy(bits->begin(), bits->end(), slot(me, call));
-  publish_counter(sequence(me), call + 1);
+  publish_counter(sequence(me, call), call + 1);
   for (int p = 0; p < window_->local_size(); ++p) {
     if (p == me) continue;
-    Status arrived = wait_for_counter(sequence(p), call + 1, kSpinLoads, alive_);
+    Status arrived = wait_for_counter(sequence(p, call), call + 1, kSpinLoads, alive_);
     if (!arrived.ok()) {
       broken_ = arrived;
       return broken_;

@@ -2,13 +2,17 @@
 // MPI-3 shared window instead of MPI_Iallreduce. Used by the MPI control plane
 // when every rank of the world is on this node (Note [The AND on one node]).
 //
-// Layout (ShmWindow, one segment per local rank): a sequence word on its own cache
-// line, then two slots of kMaxWords words. Call k (counted identically on every
-// rank) writes this rank's words into slot k % 2, publishes sequence = k + 1 with
-// a release store, waits (acquire loads) until every peer's sequence is >= k + 1
-// and ANDs their slot k % 2 into the result. Two slots suffice: a peer writes slot
-// k % 2 again only in call k + 2, which it starts after call k + 1 finished, which
-// needed this rank's sequence k + 2, published after it had read call k.
+// Layout (ShmWindow, one segment per local rank): two slots, each a sequence
+// word, the word counting readers asleep on it (node_counter.h), then up to
+// kMaxWords words, from the start of a cache line: a short vector (four words
+// for the first 64 cached tensors, Note [An AND as long as the cache in use] in
+// core/negotiator.h) shares its sequence's line, so a peer reads one line per
+// call. Call k (counted identically on every rank) writes this rank's words into
+// slot k % 2, publishes that slot's sequence = k + 1 with a release store, waits
+// (acquire loads) until every peer's slot k % 2 has sequence >= k + 1 and ANDs
+// their words into the result. Two slots suffice: a peer writes slot k % 2 again
+// only in call k + 2, which it starts after call k + 1 finished, which needed
+// this rank's sequence k + 2, published after it had read call k.
 //
 // Contract: create() is collective over the node; run() is called by one thread
 // per rank (the coordinator), in the same order on every rank, with vectors of
@@ -43,7 +47,7 @@ class NodeAnd {
  private:
   NodeAnd(std::unique_ptr<ShmWindow> window, Liveness* alive)
       : window_(std::move(window)), alive_(alive) {}
-  uint64_t* sequence(int rank) const;
+  uint64_t* sequence(int rank, uint64_t call) const;
   uint64_t* slot(int rank, uint64_t call) const;
 
   std::unique_ptr<ShmWindow> window_;
