@@ -2,10 +2,10 @@
 // MPI-3 shared-memory window — so an idle coordinator sleeps in the kernel and
 // wakes within microseconds of a peer's ring or a local enqueue, without polling.
 //
-// Layout (one window on the node communicator, allocated by local rank 0), three
-// cache lines per local rank r (Note [Each doorbell line has one kind of
-// writer]): the highest cycle another rank has rung to r, plus one (u64; 0:
-// none), and r's wake word (u32, a futex); r's "sleeping" flag; r's "woken" flag.
+// Layout (one window on the node communicator, allocated by local rank 0), one
+// cache line per local rank r: the highest cycle another rank has rung to r, plus
+// one (u64; 0: none), r's wake word (u32, a futex), its "sleeping" flag and its
+// "woken" flag (Note [A wake bumps the word only for a sleeper]).
 // ring(c) raises every peer's cycle word and wakes the sleeping ones; wake() bumps
 // the own word. A rank never hears its own ring. A sleeper reads its word, re-checks its conditions, then waits on the
 // word's value, so no wake between the check and the sleep is lost.
@@ -42,16 +42,12 @@ class NodeDoorbell {
   void wake();
 
  private:
-  // Note [Each doorbell line has one kind of writer]
-  struct Line {
-    // Written by the peers' rings (and by wake() when this rank sleeps).
-    alignas(64) std::atomic<uint64_t> rung;  // highest cycle rung to this rank, plus one
-    std::atomic<uint32_t> word;              // wake futex
-    // Written by this rank's sleeper only; read by every waker.
-    alignas(64) std::atomic<uint32_t> sleeping;
-    // This rank's threads only: wake() since the last wait, sticky, so a wake
-    // between the sleeper's checks and its sleep is kept.
-    alignas(64) std::atomic<uint32_t> woken;
+  struct alignas(64) Line {
+    std::atomic<uint64_t> rung;    // highest cycle rung to this rank, plus one
+    std::atomic<uint32_t> word;    // wake futex
+    std::atomic<uint32_t> sleeping;
+    std::atomic<uint32_t> woken;   // wake() since the last wait: sticky, so a wake
+                                   // between the caller's checks and the sleep is kept
   };
   NodeDoorbell() = default;
   void sleep_on(Line& mine, uint32_t seen, std::chrono::microseconds timeout);

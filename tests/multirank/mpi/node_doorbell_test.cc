@@ -1,7 +1,7 @@
 // The node doorbell (transports/mpi/node_doorbell.h): a wake() for a rank's
 // coordinator is never lost, whichever step of its announce-check-sleep the
-// sleeper has reached when the wake comes (Note [Each doorbell line has one
-// kind of writer]). Each rank tests its own doorbell, in a window over a copy of
+// sleeper has reached when the wake comes (Note [A wake bumps the word only
+// for a sleeper]). Each rank tests its own doorbell, in a window over a copy of
 // MPI_COMM_SELF; a thread stands in for the coordinator. A lost wake shows as a
 // wait that lasts its whole timeout.
 #include <gtest/gtest.h>
