@@ -494,7 +494,8 @@ kolo_status_t kolo_barrier_ex(const kolo_options_t* options) {
     if (!g_runtime) return not_initialized();
     kolo::core::CollectiveArgs a;
     a.collective = kolo::core::Collective::kBarrier;  // named by the set's runtime
-    if (kolo_status_t s = read_options(options, 0, [] { return std::string("barrier"); }, &a); s != KOLO_OK) return s;
+    auto owner = [] { return std::string("barrier"); };
+    if (kolo_status_t s = read_options(options, 0, owner, &a); s != KOLO_OK) return s;
     kolo_handle_t h = nullptr;
     kolo_status_t s = submit_and_wait(std::move(a), &h);
     kolo_handle_release(h);
@@ -509,7 +510,8 @@ kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank) {
     if (!g_runtime) return not_initialized();
     kolo::core::CollectiveArgs a;
     a.collective = kolo::core::Collective::kJoin;
-    if (kolo_status_t s = read_options(options, 0, [] { return std::string("join"); }, &a); s != KOLO_OK) return s;
+    auto owner = [] { return std::string("join"); };
+    if (kolo_status_t s = read_options(options, 0, owner, &a); s != KOLO_OK) return s;
     a.name = "kolo.join";
     std::shared_ptr<const kolo::core::ProcessSet> set;
     if (Status s = g_runtime->process_sets()->find(a.process_set, &set); !s.ok()) return report(s);

@@ -258,7 +258,7 @@ namespace {
 // name: make_entry puts it in front of a failure's message, so that a call that
 // passes builds no string.
 Status fill_params(const CollectiveArgs& a, const transport::Topology& topo, TensorEntry* e) {
-  static const std::string prefix;  // see above
+  static const std::string prefix;  // empty: make_entry puts the name in front
   TensorParams& p = e->request.params;
   int64_t n = 0;
   KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, a, &n));
