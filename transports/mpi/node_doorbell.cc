@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -28,7 +29,11 @@ Status NodeDoorbell::create(MPI_Comm local, Liveness* alive, std::unique_ptr<Nod
   bell->alive_ = alive;
   KOLO_MPI_CHECK(MPI_Comm_rank(local, &bell->local_rank_));
   KOLO_MPI_CHECK(MPI_Comm_size(local, &bell->local_size_));
-  const MPI_Aint bytes = bell->local_rank_ == 0 ? sizeof(Line) * bell->local_size_ : 0;
+  // One spare line: MPICH gives a single-rank communicator's window from the heap,
+  // not on its own pages, so the lines start at the first cache line of what MPI
+  // gives (the same offset in every process: a shared mapping starts on a page).
+  const MPI_Aint bytes =
+      bell->local_rank_ == 0 ? sizeof(Line) * (bell->local_size_ + 1) : 0;
   void* base = nullptr;
   KOLO_RETURN_IF_ERROR_AS_IS(arrive(local, alive));  // MPI_Win_allocate_shared blocks
   KOLO_MPI_CHECK(MPI_Win_allocate_shared(bytes, sizeof(Line), MPI_INFO_NULL, local, &base,
@@ -36,7 +41,9 @@ Status NodeDoorbell::create(MPI_Comm local, Liveness* alive, std::unique_ptr<Nod
   MPI_Aint size = 0;
   int disp = 0;
   KOLO_MPI_CHECK(MPI_Win_shared_query(bell->win_, 0, &size, &disp, &base));
-  bell->lines_ = static_cast<Line*>(base);
+  const uintptr_t first_line =
+      (reinterpret_cast<uintptr_t>(base) + alignof(Line) - 1) / alignof(Line) * alignof(Line);
+  bell->lines_ = reinterpret_cast<Line*>(first_line);
   if (bell->local_rank_ == 0) {
     for (int i = 0; i < bell->local_size_; ++i) {
       Line* line = new (&bell->lines_[i]) Line;
