@@ -205,7 +205,7 @@ std::vector<Transport*> Selector::rank_transports(DeviceKind device, bool small)
 void Selector::refresh_orders() {
   for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kCuda}) {
     for (bool small : {false, true})
-      orders_[static_cast<int>(device)][small] = rank_transports(device, small);
+      orders_[device == DeviceKind::kCuda][small] = rank_transports(device, small);
   }
   for (bool host : {false, true}) {
     for (bool hierarchical : {false, true})
@@ -214,8 +214,7 @@ void Selector::refresh_orders() {
 }
 
 const std::vector<Transport*>& Selector::order_for(const Bucket& bucket) const {
-  const int device = bucket.device.kind == DeviceKind::kCuda ? 1 : 0;
-  return orders_[device][bucket.bytes() < kSmallBucketBytes];
+  return orders_[bucket.device.kind == DeviceKind::kCuda][bucket.bytes() < kSmallBucketBytes];
 }
 
 std::vector<std::string> Selector::auto_order(const Bucket& bucket) const {

@@ -109,8 +109,8 @@ class Selector {
   bool prefer_hierarchical_ = false;
   std::string first_small_ = "auto";
   std::string first_large_ = "auto";
-  // The auto order per device kind (host, CUDA) and size class (small, large):
-  // select() runs once per bucket, so the order is not rebuilt from names there.
+  // The auto order per [CUDA bucket][small class]: select() runs once per
+  // bucket, so the order is not rebuilt from names there.
   std::vector<Transport*> orders_[2][2];
   // The collectives' order per [host][hierarchical first]: made with orders_.
   std::vector<Transport*> collective_orders_[2][2];
