@@ -60,6 +60,18 @@ class ControlPlane {
   // vector of the same length.
   virtual Status bitwise_and(std::vector<uint64_t>* bits) = 0;
 
+  // Bytes that ride with the next bitwise_and() (Note [Data rides with the AND]
+  // in core/negotiator.h); optional, and the default carries none. carry_capacity()
+  // bytes may be written at carry_slot() before the next bitwise_and() of at most
+  // `words` words; after a bitwise_and(), unanimous() says whether every rank
+  // passed a vector equal to this rank's, and only then is carried(r) what rank r
+  // wrote at its carry_slot() before that call, readable until this rank's next
+  // bitwise_and(). Coordinator only, like every call here.
+  virtual size_t carry_capacity(size_t words) const { return 0; }
+  virtual char* carry_slot() { return nullptr; }
+  virtual bool unanimous() const { return false; }
+  virtual const char* carried(int rank) const { return nullptr; }
+
   virtual Status barrier() = 0;
 
   // The doorbell. Coordinators run negotiation cycles in lockstep (each cycle is a

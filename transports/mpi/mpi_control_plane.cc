@@ -165,13 +165,26 @@ Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
   }
   test_point("negotiate");
   // Same length on every rank, so every rank takes the same branch.
-  if (node_and_ && bits->size() <= NodeAnd::kMaxWords) return node_and_->run(bits);
+  and_on_node_ = node_and_ && bits->size() <= NodeAnd::kMaxWords;
+  if (and_on_node_) return node_and_->run(bits);
   uint64_t unused = 0;  // MPI wants a valid address even for count 0
   void* data = bits->empty() ? &unused : bits->data();
   MPI_Request request;
   KOLO_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(bits->size()),
                                 MPI_UINT64_T, MPI_BAND, comm_, &request));
   return wait(&request, alive());
+}
+
+size_t MpiControlPlane::carry_capacity(size_t words) const {
+  return node_and_ && words <= NodeAnd::kMaxWords ? NodeAnd::kCarryBytes : 0;
+}
+
+char* MpiControlPlane::carry_slot() { return node_and_ ? node_and_->carry_slot() : nullptr; }
+
+bool MpiControlPlane::unanimous() const { return and_on_node_ && node_and_->unanimous(); }
+
+const char* MpiControlPlane::carried(int rank) const {
+  return node_and_ ? node_and_->carried(rank) : nullptr;
 }
 
 Status MpiControlPlane::barrier() {

@@ -55,6 +55,11 @@ class MpiControlPlane : public transport::ControlPlane {
                 int root) override;
   Status broadcast(transport::Bytes* blob, int root) override;
   Status bitwise_and(std::vector<uint64_t>* bits) override;
+  // Through the node's AND (NodeAnd) when the whole world is on this node.
+  size_t carry_capacity(size_t words) const override;
+  char* carry_slot() override;
+  bool unanimous() const override;
+  const char* carried(int rank) const override;
   Status barrier() override;
 
   Status ring(uint64_t cycle) override;
@@ -107,6 +112,7 @@ class MpiControlPlane : public transport::ControlPlane {
   // only to the others.
   std::unique_ptr<NodeDoorbell> node_;
   std::unique_ptr<NodeAnd> node_and_;  // only when the whole world is on this node
+  bool and_on_node_ = false;  // the last bitwise_and() went through node_and_
   std::vector<bool> on_my_node_;  // by rank of the control communicator
   int remote_peers_ = 0;
 };

@@ -13,8 +13,10 @@ namespace {
 // A slot: its sequence word and the word counting readers asleep on it (the
 // counter layout of node_counter.h), then the vector; slots start on cache lines.
 constexpr size_t kHeaderWords = 2;
-constexpr size_t kSlotBytes =
+// The carried bytes start on the cache line after the longest vector.
+constexpr size_t kCarryOffset =
     ((kHeaderWords + NodeAnd::kMaxWords) * sizeof(uint64_t) + 63) / 64 * 64;
+constexpr size_t kSlotBytes = kCarryOffset + NodeAnd::kCarryBytes;
 // Acquire loads between pauses before the polite Backoff (yield, then sleep).
 // Few: with more ranks than cores the peer is often waiting for this core.
 // Measured (8-byte allreduce, 4 ranks unbound, three interleaved runs): 256
@@ -38,7 +40,16 @@ uint64_t* NodeAnd::slot(int rank, uint64_t call) const {
   return sequence(rank, call) + kHeaderWords;
 }
 
+char* NodeAnd::carry_slot() const {
+  return reinterpret_cast<char*>(sequence(window_->local_rank(), calls_)) + kCarryOffset;
+}
+
+const char* NodeAnd::carried(int rank) const {
+  return reinterpret_cast<const char*>(sequence(rank, calls_ - 1)) + kCarryOffset;
+}
+
 Status NodeAnd::run(std::vector<uint64_t>* bits) {
+  unanimous_ = false;
   if (bits->size() > kMaxWords) {
     return invalid_argument("node AND of " + std::to_string(bits->size()) + " words; at most " +
                             std::to_string(kMaxWords));
@@ -46,8 +57,10 @@ Status NodeAnd::run(std::vector<uint64_t>* bits) {
   KOLO_RETURN_IF_ERROR(broken_);
   const uint64_t call = calls_++;
   const int me = window_->local_rank();
-  std::copy(bits->begin(), bits->end(), slot(me, call));
+  uint64_t* mine = slot(me, call);
+  std::copy(bits->begin(), bits->end(), mine);
   publish_counter(sequence(me, call), call + 1);
+  uint64_t differ = 0;  // OR of every peer's words XOR this rank's
   for (int p = 0; p < window_->local_size(); ++p) {
     if (p == me) continue;
     Status arrived = wait_for_counter(sequence(p, call), call + 1, kSpinLoads, alive_);
@@ -56,8 +69,12 @@ Status NodeAnd::run(std::vector<uint64_t>* bits) {
       return broken_;
     }
     const uint64_t* theirs = slot(p, call);
-    for (size_t w = 0; w < bits->size(); ++w) (*bits)[w] &= theirs[w];
+    for (size_t w = 0; w < bits->size(); ++w) {
+      (*bits)[w] &= theirs[w];
+      differ |= theirs[w] ^ mine[w];
+    }
   }
+  unanimous_ = differ == 0;
   return Status::OK();
 }
 

@@ -4,7 +4,8 @@
 //
 // Layout (ShmWindow, one segment per local rank): two slots, each a sequence
 // word, the word counting readers asleep on it (node_counter.h), then up to
-// kMaxWords words, from the start of a cache line: a short vector (four words
+// kMaxWords words, then kCarryBytes that a call may carry beside its vector (Note
+// [Data rides with the AND]), from the start of a cache line: a short vector (four words
 // for the first 64 cached tensors, Note [An AND as long as the cache in use] in
 // core/negotiator.h) shares its sequence's line, so a peer reads one line per
 // call. Call k (counted identically on every rank) writes this rank's words into
@@ -44,6 +45,17 @@ class NodeAnd {
   // Elementwise AND of `bits` over the node's ranks, in place.
   Status run(std::vector<uint64_t>* bits);
 
+  // Note [Data rides with the AND] (core/negotiator.h): each slot carries
+  // kCarryBytes after its vector. carry_slot() is where this rank may write
+  // what its next run() carries; after a run(), unanimous() says whether every
+  // rank passed a vector equal to this rank's, and carried(r) is what local rank
+  // r wrote before that run(): readable until this rank's next run() (a peer
+  // rewrites that slot only in the run after next, which needs this rank's next).
+  static constexpr size_t kCarryBytes = size_t{16} << 10;
+  char* carry_slot() const;
+  bool unanimous() const { return unanimous_; }
+  const char* carried(int rank) const;
+
  private:
   NodeAnd(std::unique_ptr<ShmWindow> window, Liveness* alive)
       : window_(std::move(window)), alive_(alive) {}
@@ -53,6 +65,7 @@ class NodeAnd {
   std::unique_ptr<ShmWindow> window_;
   Liveness* alive_;
   uint64_t calls_ = 0;  // the same on every rank
+  bool unanimous_ = false;  // the last run()'s vectors were equal on every rank
   Status broken_;
 };
 

@@ -158,6 +158,56 @@ TEST(NodeAnd, MoreThanTheSlotHoldsIsAnInvalidArgument) {
   MPI_Comm_free(&local);
 }
 
+// Note [Data rides with the AND]: each call says whether every rank passed the
+// same vector, and what each rank wrote at its carry slot before the call is
+// readable by all until the next call. Calls alternate equal and unequal
+// vectors, and each call's bytes depend on the call, so a stale slot shows.
+TEST(NodeAnd, CarriedBytesAndUnanimity) {
+  auto comms = testing::dup_world_comms();
+  MPI_Comm local = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split_type(comms->control, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+            MPI_SUCCESS);
+  std::unique_ptr<NodeAnd> board;
+  ASSERT_TRUE(NodeAnd::create(local, nullptr, &board).ok());
+  EXPECT_FALSE(board->unanimous());  // no call yet
+  auto byte_of = [](int call, int r, size_t i) {
+    return static_cast<char>((call * 13 + r * 7 + i) & 0xff);
+  };
+  for (int call = 0; call < 40; ++call) {
+    const size_t n = call % 3 == 0 ? NodeAnd::kCarryBytes : 64 + static_cast<size_t>(call);
+    char* slot = board->carry_slot();
+    for (size_t i = 0; i < n; ++i) slot[i] = byte_of(call, rank(), i);
+    // Odd calls: the last rank's vector differs (in its last word, of three).
+    const bool differ = call % 2 == 1 && size() > 1;
+    std::vector<uint64_t> bits(3, ~uint64_t{0});
+    if (differ && rank() == size() - 1) bits[2] = ~uint64_t{1};
+    ASSERT_TRUE(board->run(&bits).ok()) << "call " << call;
+    EXPECT_EQ(board->unanimous(), !differ) << "call " << call;
+    EXPECT_EQ(bits[2], differ ? ~uint64_t{1} : ~uint64_t{0});
+    size_t wrong = 0;
+    for (int r = 0; r < size(); ++r) {
+      const char* theirs = board->carried(r);
+      for (size_t i = 0; i < n; ++i) wrong += theirs[i] != byte_of(call, r, i);
+    }
+    EXPECT_EQ(wrong, 0u) << "call " << call << ", " << n << " bytes";
+  }
+  board.reset();
+  MPI_Comm_free(&local);
+}
+
+// Through the control plane: a vector too long for the node's board goes
+// through MPI, and then nothing is unanimous (the carried bytes were not sent).
+TEST(MpiControlPlane, OnlyTheNodesAndCarries) {
+  EXPECT_EQ(control().carry_capacity(NodeAnd::kMaxWords), NodeAnd::kCarryBytes);
+  EXPECT_EQ(control().carry_capacity(NodeAnd::kMaxWords + 1), 0u);
+  std::vector<uint64_t> bits(4, ~uint64_t{0});
+  ASSERT_TRUE(control().bitwise_and(&bits).ok());
+  EXPECT_TRUE(control().unanimous());
+  bits.assign(NodeAnd::kMaxWords + 1, ~uint64_t{0});
+  ASSERT_TRUE(control().bitwise_and(&bits).ok());
+  EXPECT_FALSE(control().unanimous());
+}
+
 // Every rank reads the (machine-wide) monotonic clock as it enters and as it
 // leaves; nobody may leave before the last one entered. Rank 0 comes late, so
 // a barrier that did not wait would show. (Elapsed times per rank are no check:
