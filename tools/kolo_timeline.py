@@ -94,8 +94,11 @@ def load_merged(path):
     return data
 
 
-TRANSPORT_COLOURS = {"shm": "tab:blue", "ring": "tab:orange", "mpi": "tab:green",
-                     "hierarchical": "tab:purple", "nccl": "tab:olive", "loopback": "tab:cyan"}
+# "shm+and": a small bucket reduced from copies that rode with the negotiation's
+# AND (Note [Data rides with the AND] in src/core/negotiator.h).
+TRANSPORT_COLOURS = {"shm": "tab:blue", "shm+and": "tab:cyan", "ring": "tab:orange",
+                     "mpi": "tab:green",
+                     "hierarchical": "tab:purple", "nccl": "tab:olive", "loopback": "tab:brown"}
 
 
 def plot(data, out, from_ms=None, to_ms=None, title=None):

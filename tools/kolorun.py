@@ -317,6 +317,9 @@ KNOB_FLAGS = [
      "the shm transport's slice (K/M/G suffixes)"),
     ("--ring-segment-bytes", "KOLO_RING_SEGMENT_BYTES", "SIZE", non_empty("a byte count"),
      "the ring allreduce's pipelined segment (K/M/G suffixes)"),
+    ("--and-carry-bytes", "KOLO_AND_CARRY_BYTES", "SIZE", non_empty("a byte count"),
+     "on one node, small cached operations of at most this many bytes ride with the "
+     "negotiation's AND (0 to 16K; 0: never)"),
     ("--transport-small", "KOLO_TRANSPORT_SMALL", "NAME", non_empty("auto or a transport name"),
      "the transport tried first for host buckets under 64 KiB"),
     ("--transport-large", "KOLO_TRANSPORT_LARGE", "NAME", non_empty("auto or a transport name"),

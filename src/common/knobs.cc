@@ -236,6 +236,18 @@ const Knob kKnobs[] = {
        return true;
      },
      [](const Config& c) { return std::to_string(c.ring_segment_bytes); }},
+    {{"KOLO_AND_CARRY_BYTES", KnobType::kBytes, "4K",
+      "a byte count from 0 to 16K with an optional K suffix, e.g. 4K",
+      "on one node, a host allreduce bucket of at most this many bytes whose tensors are "
+      "all cached rides with the negotiation's AND (one shared-memory round trip, not two); "
+      "0: never"},
+     [](const std::string& v, Config* c) {
+       int64_t b = 0;
+       if (!parse_bytes(v, &b) || b < 0 || b > (16 << 10)) return false;
+       c->and_carry_bytes = b;
+       return true;
+     },
+     [](const Config& c) { return std::to_string(c.and_carry_bytes); }},
     {{"KOLO_TRANSPORT_SMALL", KnobType::kString, "auto", "auto or a transport name",
       "with KOLO_TRANSPORT=auto: the transport tried first for host buckets under 64 KiB"},
      [](const std::string& v, Config* c) {

@@ -66,6 +66,14 @@ Status Coordinator::init() {
   queue_.set_waker([control] { control->wake(); });
   for (auto& t : world_.transports) t->set_completion_waker([control] { control->wake(); });
   KOLO_RETURN_IF_ERROR(selector_.validate());
+  // Note [Data rides with the AND] (negotiator.h).
+  executor_.set_carry_bytes(static_cast<size_t>(config_.and_carry_bytes));
+  if (config_.and_carry_bytes > 0) {
+    negotiator_.set_packer(
+        [this](const std::vector<const Response*>& ahead, char* slot, size_t capacity) {
+          return executor_.pack_ahead(ahead, &pending_, slot, capacity);
+        });
+  }
   KOLO_RETURN_IF_ERROR(init_autotune());
   init_flight_recorder();
   if (!config_.timeline_path.empty()) {
@@ -140,8 +148,14 @@ void Coordinator::run_cycle() {
     ended_ = end_failed_ = true;
     end_ = std::move(s);
   };
-  Status status = negotiator_.cycle(asked, cycle_start, &ready_, &stop);
+  bool carried = false;
+  Status status = negotiator_.cycle(asked, cycle_start, &ready_, &stop, &carried);
   if (!status.ok()) return fail(std::move(status));
+  if (carried) {  // Note [Data rides with the AND]
+    carried_.resize(static_cast<size_t>(world_.control->topology().size));
+    for (size_t r = 0; r < carried_.size(); ++r)
+      carried_[r] = world_.control->carried(static_cast<int>(r));
+  }
   // Before the work completes the names: a caller who then stops the timeline
   // finds them in it. (This delays results by one allgather while recording.)
   if (negotiator_.someone_recording()) {
@@ -150,7 +164,7 @@ void Coordinator::run_cycle() {
   }
   record_negotiated(ready_, cycle_start);
   take_announced_setting();  // before this cycle's buckets: Note [Announcements]
-  executor_.execute(ready_, &pending_);
+  executor_.execute(ready_, &pending_, carried ? &carried_ : nullptr);
   tune_after_cycle();
   if (negotiator_.take_stall_report()) dump_flight_recorder("stall");
   if (stop) {

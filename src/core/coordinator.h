@@ -120,6 +120,7 @@ class Coordinator {
   uint64_t bytes_before_cycle_ = 0;
   std::shared_ptr<AutotuneRecord> autotune_record_ = std::make_shared<AutotuneRecord>();
   std::vector<Response> ready_;  // the cycle's responses (scratch)
+  std::vector<const char*> carried_;  // every rank's carried bucket, when the cycle has them
   const bool crowded_;  // Note [Crowded nodes wait in the kernel] (coordinator_gate.h)
   std::shared_ptr<CycleGate> gate_;
   DozeLength doze_length_;  // Note [The coordinator dozes while waiters run cycles]

@@ -42,7 +42,8 @@ void Executor::set_sizes(size_t fusion_threshold, size_t large_tensor_bytes) {
 }
 
 void Executor::execute(const std::vector<Response>& responses,
-                       std::map<std::string, TensorEntry>* pending) {
+                       std::map<std::string, TensorEntry>* pending,
+                       const std::vector<const char*>* carried) {
   std::vector<const Response*>& ok = ok_;
   std::vector<const Response*>& joined = joined_;
   ok.clear();
@@ -66,10 +67,14 @@ void Executor::execute(const std::vector<Response>& responses,
   if (!zeros.ok()) KOLO_LOG(kError) << "joined rank's zeros: " << zeros.to_string();
   plan_cycle(ok, world_size_, threshold_, alone_bytes_, &plan_scratch_, &plan_);
   const std::vector<PlannedBucket>& plan = plan_;
+  // The packer made this very plan from this very list: one bucket.
+  KOLO_CHECK(carried == nullptr || (plan.size() == 1 && joined.empty()));
+  carried_ = carried;
   for (const PlannedBucket& bucket : plan)
     if (is_allreduce(ok[bucket.items[0]]->params.collective)) run_allreduce(bucket, ok, pending);
   for (const PlannedBucket& bucket : plan)
     if (!is_allreduce(ok[bucket.items[0]]->params.collective)) run_collective(bucket, ok, pending);
+  carried_ = nullptr;
 }
 
 void Executor::launch(Status started, std::unique_ptr<transport::Work> work, DeviceKind where,
@@ -193,7 +198,11 @@ void Executor::run_allreduce(const PlannedBucket& bucket, const std::vector<cons
     if (e->handle) e->handle->stamp(HandleState::kExecuting, start);
   }
   Status started;
-  std::unique_ptr<transport::Work> work = start_bucket(entries_, params, &started);
+  std::unique_ptr<transport::Work> work;
+  if (carried_ != nullptr)
+    started = reduce_carried(entries_, params);
+  else
+    work = start_bucket(entries_, params, &started);
   op_ = Op{bytes, params.collective, start};
   launch(std::move(started), std::move(work), params.device, pending);
   allreduced_bytes_ += bytes;

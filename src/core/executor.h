@@ -47,7 +47,19 @@ class Executor {
   // first, then the other buckets, each group of buckets in the order of their
   // first response; both orders are the same on every rank. Entries leave
   // `pending` when their work is launched.
-  void execute(const std::vector<Response>& responses, std::map<std::string, TensorEntry>* pending);
+  // `carried` (may be null): the cycle rode with the AND, and carried[r] is rank
+  // r's packed bucket (Note [Data rides with the AND] in negotiator.h).
+  void execute(const std::vector<Response>& responses, std::map<std::string, TensorEntry>* pending,
+               const std::vector<const char*>* carried = nullptr);
+
+  // executor_carry.cc, Note [Data rides with the AND]: before the AND, if
+  // `ahead` (this rank's cached requests in bit order) is one host allreduce
+  // bucket of at most min(capacity, the carry bytes) that the selector gives to
+  // shm, writes its prescaled inputs at `slot` and returns true.
+  bool pack_ahead(const std::vector<const Response*>& ahead,
+                  std::map<std::string, TensorEntry>* pending, char* slot, size_t capacity);
+  // KOLO_AND_CARRY_BYTES; every rank sets the same (0: nothing is packed).
+  void set_carry_bytes(size_t bytes);
 
   // Device work in flight: completes what has finished, in launch order per test;
   // returns true if anything completed. Cheap when nothing is in flight.
@@ -90,6 +102,13 @@ class Executor {
                          transport::Bucket* bucket);
   std::unique_ptr<transport::Work> start_bucket(const std::vector<TensorEntry*>& entries,
                                                 const TensorParams& params, Status* status);
+  // executor_carry.cc: the bucket from the carried copies (carried_), settled.
+  Status reduce_carried(const std::vector<TensorEntry*>& entries, const TensorParams& params);
+  // executor_carry.cc: one collective's part, before the AND; the collective
+  // from every rank's part, after it.
+  bool pack_collective(const Response& response, std::map<std::string, TensorEntry>* pending,
+                       char* slot, size_t limit, size_t capacity);
+  void run_carried(transport::CollectiveOp op, const transport::CollectiveView& view);
   // Records the operation being launched (op_, the entries named in names_) in
   // the timeline and advances the sequence number; from launch().
   void record();
@@ -147,6 +166,8 @@ class Executor {
   size_t threshold_;      // the fusion threshold, <= fusion_.size()
   size_t alone_bytes_;    // the large-tensor cut-off
   uint64_t allreduced_bytes_ = 0;
+  size_t carry_bytes_ = 0;  // KOLO_AND_CARRY_BYTES
+  const std::vector<const char*>* carried_ = nullptr;  // execute()'s, while it runs
   std::vector<char> zeros_;  // a joined rank's host contribution; grow-only, all zero
   std::vector<char> sink_;   // where a joined rank's host results go; grow-only
   std::shared_ptr<OutputPool> outputs_ = std::make_shared<OutputPool>();

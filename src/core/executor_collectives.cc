@@ -38,6 +38,12 @@ Status Executor::start_on_transport(CollectiveOp op, CollectiveView view,
   view.sequence = sequence_;
   transport::Transport* transport = nullptr;
   KOLO_RETURN_IF_ERROR(selector_.select_collective(op, view, &transport));
+  // Note [Data rides with the AND] (negotiator.h): every part is here already.
+  if (carried_ != nullptr && std::strcmp(transport->name(), "shm") == 0) {
+    transport_name_ = "shm+and";
+    run_carried(op, view);
+    return Status::OK();
+  }
   transport_name_ = transport->name();
   *work = transport->collective(op, view);
   return Status::OK();

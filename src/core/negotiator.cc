@@ -14,6 +14,7 @@ constexpr uint64_t kFlagShutdown = 1ull << 1;  // someone asks every rank to sto
 constexpr uint64_t kFlagReport = 1ull << 2;    // rank 0 asks for a stall report
 constexpr uint64_t kFlagTimeline = 1ull << 3;  // someone records a timeline
 constexpr uint64_t kFlagAnnounce = 1ull << 4;  // rank 0 announces (Note [Announcements])
+constexpr uint64_t kFlagCarried = 1ull << 5;   // this rank packed (Note [Data rides with the AND])
 // The flags word's upper half carries cache_words() (Note [An AND as long as the
 // cache in use]).
 constexpr int kWordsShift = 32;
@@ -128,8 +129,9 @@ void Negotiator::requeue_waiting(uint32_t bit) {
 }
 
 Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Response>* ready,
-                         bool* stop) {
+                         bool* stop, bool* carried) {
   ready->clear();
+  if (carried != nullptr) *carried = false;
   collect_stale_waits(now);
   if (rank_ == 0 && config_.stall_shutdown_seconds > 0 && table_.pending() > 0) {
     auto stalls = table_.stalls(now, config_.stall_shutdown_seconds);
@@ -147,8 +149,21 @@ Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Respo
   build_bits(shutdown, need_slow, &bits);
   if (report_due_) bits[0] &= ~kFlagReport;  // inverted, like every flag
   if (rank_ == 0 && !announcement_.empty()) bits[0] &= ~kFlagAnnounce;
+  // Note [Data rides with the AND]: only what the fast path alone decides.
+  bool packed = false;
+  if (packer_ && carried != nullptr && !need_slow && !shutdown && invalid_.empty() && !joined_ &&
+      !report_due_ && (rank_ != 0 || announcement_.empty()) && !waiting_.empty()) {
+    const size_t capacity = control_.carry_capacity(bits.size());
+    if (capacity > 0) {
+      ahead_.clear();
+      for (const auto& [bit, w] : waiting_) ahead_.push_back(&cache_.at(bit));
+      packed = packer_(ahead_, control_.carry_slot(), capacity);
+      if (packed) bits[0] &= ~kFlagCarried;
+    }
+  }
   if (!control_.rung(cycle_)) KOLO_RETURN_IF_ERROR(control_.ring(cycle_));
   KOLO_RETURN_IF_ERROR(control_.bitwise_and(&bits));
+  if (packed) *carried = control_.unanimous();
   invalid_.clear();
   const uint64_t flags = ~bits[0];
   // The lengths' OR: a rank whose length differs from another's sees more bits.

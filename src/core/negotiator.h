@@ -67,7 +67,20 @@ class Negotiator {
   // stop. On return, `ready` holds the cycle's responses (OK or error) in the
   // common order and *stop says whether any rank asked to stop. An error means
   // the control plane failed; the world is then unusable.
-  Status cycle(bool shutdown, Clock::time_point now, std::vector<Response>* ready, bool* stop);
+  // *carried (may be null): the cycle's ready list is exactly the one offered
+  // to the packer, every rank packed it, and control.carried(r) holds rank r's
+  // packed bucket (Note [Data rides with the AND]).
+  Status cycle(bool shutdown, Clock::time_point now, std::vector<Response>* ready, bool* stop,
+               bool* carried = nullptr);
+
+  // Note [Data rides with the AND]: offered, in cycles with nothing but cached
+  // requests to say, this rank's cached requests in bit order (the ready list
+  // if every rank has the same) and the control plane's carry slot with its
+  // capacity; returns whether it packed them there. Set before the first cycle;
+  // none: nothing rides.
+  using Packer = std::function<bool(const std::vector<const Response*>& ahead, char* slot,
+                                    size_t capacity)>;
+  void set_packer(Packer packer) { packer_ = std::move(packer); }
 
   uint64_t cycles() const { return cycle_; }
   bool joined() const { return joined_; }
@@ -135,6 +148,8 @@ class Negotiator {
   std::map<uint32_t, Waiting> waiting_;       // cache bit -> local request waiting on it
   std::vector<Request> to_send_;              // local requests for the slow path
   std::vector<uint64_t> bits_;  // cycle()'s AND vector, kept for its storage
+  Packer packer_;
+  std::vector<const Response*> ahead_;  // what cycle() offers the packer (storage kept)
   size_t cache_words_ = 0;  // this cycle's, from the cache's high water
   // Requests with per-rank sizes sent to rank 0 and not yet answered: what this
   // rank's cache entry compares with (Note [Caching per-rank sizes]).
@@ -177,6 +192,27 @@ class Negotiator {
 // alike, so every rank computes the same length at the start of every cycle.
 // As a check, the length rides in the flags word's upper half: the AND gives
 // its OR, and a rank whose length is not that OR stops with an internal error.
+
+// Note [Data rides with the AND]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// On one node a cycle of the fast path is a shared-memory round trip (the AND),
+// and a small allreduce it makes ready is a second one (the shm engine's own
+// rendezvous): at 8 B, 0.4 and 0.6 us of a 1.9 us operation
+// (kolo-allreduce-perf --breakdown, negotiate and transport). When this rank
+// has nothing but cached requests to say, it knows what the cycle will make
+// ready if every rank says the same: its own ready bits, in bit order. So it
+// offers that list to the packer (the executor) before the AND, which plans it
+// and, if it is one host allreduce bucket of at most KOLO_AND_CARRY_BYTES that
+// the shm transport would take, writes its prescaled inputs into the control
+// plane's carry slot beside the vector, and a flag says so. After the AND every
+// rank knows whether all the vectors were equal (NodeAnd compares them as it
+// ANDs): equal vectors mean every rank made the same list, planned the same
+// bucket and packed it (the flag is in the vector). Then each rank reduces the
+// carried buckets in rank order into its outputs, as the shm engine's one-round
+// path does (the same kernels in the same order: the same bits), and the
+// bucket costs no second rendezvous. Otherwise, which every rank sees alike,
+// the cycle goes on as before and the packed bytes are never read. Peers'
+// slots stay readable until this rank's next AND (NodeAnd's two slots).
 
 // Note [Announcements]
 // Some decisions are rank 0's alone but must take effect on every rank at the

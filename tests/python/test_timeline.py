@@ -95,7 +95,7 @@ def test_merged_trace_has_a_process_per_rank_and_names_the_straggler(world):
                        if e.get("cat") == "bucket" and e["args"]["collective"] == "allreduce"]
             assert buckets and sum(e["args"]["bytes"] for e in buckets) == 3 * 4 * 71003
             for b in buckets:
-                assert b["args"]["transport"] in ("shm", "ring", "mpi", "hierarchical")
+                assert b["args"]["transport"] in ("shm", "shm+and", "ring", "mpi", "hierarchical")
                 assert b["args"]["gbps"] >= 0 and b["dur"] >= 0
             assert any(e["name"] == "CYCLE" and e["ph"] == "i" for e in mine)
         png = os.path.join(d, "merged.png")

@@ -47,7 +47,8 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
       "KOLO_FLIGHT_RECORDER_DIR",      "KOLO_PEER_TIMEOUT_SECONDS",
       "KOLO_TEST_DIE_AT",              "KOLO_TEST_NODE_SIZE",
       "KOLO_LARGE_TENSOR_BYTES",       "KOLO_SHM_SLICE_BYTES",
-      "KOLO_RING_SEGMENT_BYTES",       "KOLO_TRANSPORT_SMALL",
+      "KOLO_RING_SEGMENT_BYTES",       "KOLO_AND_CARRY_BYTES",
+      "KOLO_TRANSPORT_SMALL",
       "KOLO_TRANSPORT_LARGE",          "KOLO_AUTOTUNE",
       "KOLO_AUTOTUNE_LOG",             "KOLO_AUTOTUNE_WARMUP_SAMPLES",
       "KOLO_AUTOTUNE_SAMPLE_SECONDS",  "KOLO_AUTOTUNE_MAX_SAMPLES",
@@ -68,6 +69,11 @@ TEST(KnobsTest, TunedSizesAndAutotuneKnobsAreChecked) {
   EXPECT_NE(load_error("KOLO_SHM_SLICE_BYTES", "1K").find("from 4K to 64M"), std::string::npos);
   EXPECT_NE(load_error("KOLO_RING_SEGMENT_BYTES", "12").find("KOLO_RING_SEGMENT_BYTES"),
             std::string::npos);
+  EXPECT_NE(load_error("KOLO_AND_CARRY_BYTES", "17K").find("from 0 to 16K"), std::string::npos);
+  EXPECT_NE(load_error("KOLO_AND_CARRY_BYTES", "-1").find("KOLO_AND_CARRY_BYTES"),
+            std::string::npos);
+  EXPECT_EQ(load_ok({{"KOLO_AND_CARRY_BYTES", "16K"}}).and_carry_bytes, 16 << 10);
+  EXPECT_EQ(load_ok({{"KOLO_AND_CARRY_BYTES", "0"}}).and_carry_bytes, 0);
   EXPECT_NE(load_error("KOLO_AUTOTUNE", "maybe").find("KOLO_AUTOTUNE=\"maybe\""), std::string::npos);
   EXPECT_NE(load_error("KOLO_AUTOTUNE_SAMPLE_SECONDS", "0").find("0.001"), std::string::npos);
   EXPECT_NE(load_error("KOLO_AUTOTUNE_MAX_SAMPLES", "1").find("from 2 to 1000"), std::string::npos);
@@ -97,6 +103,7 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.large_tensor_bytes, 1 << 20);
   EXPECT_EQ(c.shm_slice_bytes, 512 << 10);
   EXPECT_EQ(c.ring_segment_bytes, 256 << 10);
+  EXPECT_EQ(c.and_carry_bytes, 4 << 10);
   EXPECT_EQ(c.transport_small, "auto");
   EXPECT_EQ(c.transport_large, "auto");
   EXPECT_FALSE(c.autotune);
@@ -109,7 +116,8 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   const std::vector<std::string> expected = {"64M", "1",    "1024",    "",     "0",
                                              "60",  "0",    "0",       "-1",   "warning",
                                              "auto", "1024", ".",      "10",   "",
-                                             "0",   "1M",   "512K",    "256K", "auto",
+                                             "0",   "1M",   "512K",    "256K", "4K",
+                                             "auto",
                                              "auto", "0",   "",        "3",    "0.5",
                                              "40"};
   EXPECT_EQ(values, expected);
@@ -300,7 +308,8 @@ TEST(KnobsTest, OnlyKnobsThatShapeNothingSharedMayDiffer) {
                                               "KOLO_HIERARCHICAL_ALLREDUCE", "KOLO_TRANSPORT",
                                               "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_TEST_NODE_SIZE",
                                               "KOLO_LARGE_TENSOR_BYTES", "KOLO_SHM_SLICE_BYTES",
-                                              "KOLO_RING_SEGMENT_BYTES", "KOLO_TRANSPORT_SMALL",
+                                              "KOLO_RING_SEGMENT_BYTES", "KOLO_AND_CARRY_BYTES",
+                                              "KOLO_TRANSPORT_SMALL",
                                               "KOLO_TRANSPORT_LARGE", "KOLO_AUTOTUNE"}));
   EXPECT_STREQ(agreement_name(Agreement::kMustAgree), "must agree");
   EXPECT_STREQ(agreement_name(Agreement::kMayDiffer), "may differ");
