@@ -196,23 +196,31 @@ class Negotiator {
 // Note [Data rides with the AND]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // On one node a cycle of the fast path is a shared-memory round trip (the AND),
-// and a small allreduce it makes ready is a second one (the shm engine's own
-// rendezvous): at 8 B, 0.4 and 0.6 us of a 1.9 us operation
+// and a small operation it makes ready is a second one (the shm engine's own
+// rendezvous): at 8 B, 0.4 and 0.6 us of a 1.9 us allreduce
 // (kolo-allreduce-perf --breakdown, negotiate and transport). When this rank
 // has nothing but cached requests to say, it knows what the cycle will make
 // ready if every rank says the same: its own ready bits, in bit order. So it
-// offers that list to the packer (the executor) before the AND, which plans it
-// and, if it is one host allreduce bucket of at most KOLO_AND_CARRY_BYTES that
-// the shm transport would take, writes its prescaled inputs into the control
-// plane's carry slot beside the vector, and a flag says so. After the AND every
-// rank knows whether all the vectors were equal (NodeAnd compares them as it
-// ANDs): equal vectors mean every rank made the same list, planned the same
-// bucket and packed it (the flag is in the vector). Then each rank reduces the
-// carried buckets in rank order into its outputs, as the shm engine's one-round
-// path does (the same kernels in the same order: the same bits), and the
-// bucket costs no second rendezvous. Otherwise, which every rank sees alike,
-// the cycle goes on as before and the packed bytes are never read. Peers'
-// slots stay readable until this rank's next AND (NodeAnd's two slots).
+// offers that list to the packer (the executor) before the AND. If the list is
+// one host allreduce bucket of at most KOLO_AND_CARRY_BYTES, the packer writes
+// its prescaled inputs into the control plane's carry slot beside the vector;
+// if it is one allgather, broadcast, alltoall or reducescatter alone, this
+// rank's part of it (its block, the root's data, its input with its blocks'
+// offsets, its prescaled input); and a flag in the vector says so. After the
+// AND every rank knows whether all the vectors were equal (NodeAnd compares
+// them as it ANDs): equal vectors mean every rank made the same list, planned
+// the same bucket and packed it (the flag is in the vector). Then, where the
+// selector picks shm for it (as it would have; the same on every rank), each
+// rank completes the operation from the carried copies as the shm engine would
+// (the allreduce as its one round does: every copy reduced in rank order, the
+// same kernels, so the same bits; the reducescatter from the own block, then
+// the peers' in rank order), and it costs no second rendezvous. Otherwise,
+// which every rank sees alike, the cycle goes on as before and the packed
+// bytes are never read. Peers' slots stay readable until this rank's next AND
+// (NodeAnd's two slots). The default of 4 KiB is the shm engine's one-round
+// size: past it the engine splits the reduction among the ranks, and carried
+// allreduces of 16 KiB measured slower (2.15 -> 2.51 us, 3 runs), broadcasts
+// faster (1.91 -> 1.32); docs/perf has the rows.
 
 // Note [Announcements]
 // Some decisions are rank 0's alone but must take effect on every rank at the
