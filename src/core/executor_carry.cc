@@ -8,6 +8,14 @@
 #include "transport/reduction.h"
 
 namespace kolo::core {
+namespace {
+
+// memcpy, for parts that may be empty (a rank that gives no rows passes no buffer).
+void copy(void* to, const void* from, size_t bytes) {
+  if (bytes > 0) std::memcpy(to, from, bytes);
+}
+
+}  // namespace
 
 void Executor::set_carry_bytes(size_t bytes) { carry_bytes_ = bytes; }
 
@@ -48,6 +56,7 @@ bool Executor::pack_ahead(const std::vector<const Response*>& ahead,
   if (!selector_.select(bucket_, &transport).ok() || std::strcmp(transport->name(), "shm") != 0)
     return false;
   for (const transport::BucketTensor& t : bucket_.tensors) {
+    if (t.count == 0) continue;
     reduce::copy_scaled(slot, t.input, t.count, bucket_.dtype, bucket_.reduction.prescale);
     slot += static_cast<size_t>(t.count) * elem;
   }
@@ -71,11 +80,11 @@ bool Executor::pack_collective(const Response& response,
   switch (p.collective) {
     case Collective::kBroadcast:
       if (p.bytes() > limit) return false;
-      if (rank_ == p.root) std::memcpy(slot, entry.input, p.bytes());
+      if (rank_ == p.root) copy(slot, entry.input, p.bytes());
       return true;
     case Collective::kAllgather:
       if (entry.request.params.bytes() > limit) return false;
-      std::memcpy(slot, entry.input, entry.request.params.bytes());
+      copy(slot, entry.input, entry.request.params.bytes());
       return true;
     case Collective::kAlltoall: {
       const size_t n = static_cast<size_t>(world_size_);
@@ -89,7 +98,7 @@ bool Executor::pack_collective(const Response& response,
       }
       const size_t data = static_cast<size_t>(sent) * elem;
       if (data > limit || header + data > capacity) return false;
-      std::memcpy(slot + header, entry.input, static_cast<size_t>(sent) * elem);
+      copy(slot + header, entry.input, data);
       return true;
     }
     case Collective::kReducescatter: {
@@ -114,12 +123,12 @@ void Executor::run_carried(transport::CollectiveOp op, const transport::Collecti
   switch (op) {
     case CollectiveOp::kBroadcast:  // in place on the root
       if (rank_ != view.root)
-        std::memcpy(out, from[static_cast<size_t>(view.root)], static_cast<size_t>(view.count) * elem);
+        copy(out, from[static_cast<size_t>(view.root)], static_cast<size_t>(view.count) * elem);
       return;
     case CollectiveOp::kAllgather:
       for (size_t r = 0; r < from.size(); ++r) {
         const size_t bytes = static_cast<size_t>(view.recv_counts[r]) * elem;
-        std::memcpy(out, from[r], bytes);
+        copy(out, from[r], bytes);
         out += bytes;
       }
       return;
@@ -129,7 +138,7 @@ void Executor::run_carried(transport::CollectiveOp op, const transport::Collecti
         int64_t at = 0;
         std::memcpy(&at, from[r] + static_cast<size_t>(rank_) * sizeof(int64_t), sizeof(int64_t));
         const size_t bytes = static_cast<size_t>(view.recv_counts[r]) * elem;
-        std::memcpy(out, from[r] + header + static_cast<size_t>(at) * elem, bytes);
+        copy(out, from[r] + header + static_cast<size_t>(at) * elem, bytes);
         out += bytes;
       }
       return;
@@ -140,7 +149,8 @@ void Executor::run_carried(transport::CollectiveOp op, const transport::Collecti
       for (int r = 0; r < rank_; ++r) at += view.recv_counts[static_cast<size_t>(r)];
       const int64_t m = view.recv_counts[static_cast<size_t>(rank_)];
       const size_t skip = static_cast<size_t>(at) * elem;
-      std::memcpy(out, from[static_cast<size_t>(rank_)] + skip, static_cast<size_t>(m) * elem);
+      if (m == 0) return;
+      copy(out, from[static_cast<size_t>(rank_)] + skip, static_cast<size_t>(m) * elem);
       for (size_t p = 0; p < from.size(); ++p) {
         if (p == static_cast<size_t>(rank_)) continue;
         reduce::reduce(out, out, from[p] + skip, m, view.dtype, view.reduction.op);
@@ -166,6 +176,7 @@ Status Executor::reduce_carried(const std::vector<TensorEntry*>& entries,
   size_t at = 0;
   for (const transport::BucketTensor& t : bucket_.tensors) {
     const size_t bytes = static_cast<size_t>(t.count) * elem;
+    if (bytes == 0) continue;
     if (from.size() == 1) {
       std::memcpy(t.output, from[0] + at, bytes);
     } else {
