@@ -22,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench/rank0_reports.h"
 #include "reduce/reduce.h"
 #include "transports/mpi/node_and.h"
 
@@ -108,12 +109,6 @@ void register_all() {
   }
 }
 
-class SilentReporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
 }  // namespace
 }  // namespace kolo::mpi
 
@@ -142,12 +137,7 @@ int main(int argc, char** argv) {
   s.out.assign(NodeAnd::kCarryBytes / sizeof(float), 0.0f);
   benchmark::Initialize(&argc, argv);
   register_all();
-  if (s.rank == 0) {
-    benchmark::RunSpecifiedBenchmarks();
-  } else {
-    SilentReporter silent;
-    benchmark::RunSpecifiedBenchmarks(&silent);
-  }
+  kolo::bench::run_reporting_on_rank0(s.rank);
   benchmark::Shutdown();
   s.board.reset();
   s.second.reset();

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/rank0_reports.h"
 #include "transports/mpi/shm_collectives.h"
 
 namespace kolo::mpi {
@@ -139,12 +140,6 @@ void register_all() {
   }
 }
 
-class SilentReporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
 }  // namespace
 }  // namespace kolo::mpi
 
@@ -236,12 +231,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("single_copy", s.engine->single_copy() ? "yes" : "no");
   benchmark::Initialize(&argc, argv);
   register_all();
-  if (s.rank == 0) {
-    benchmark::RunSpecifiedBenchmarks();
-  } else {
-    SilentReporter silent;
-    benchmark::RunSpecifiedBenchmarks(&silent);
-  }
+  kolo::bench::run_reporting_on_rank0(s.rank);
   benchmark::Shutdown();
   s.engine.reset();
   MPI_Finalize();

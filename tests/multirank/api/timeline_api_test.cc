@@ -15,16 +15,6 @@ namespace {
 
 const ::testing::Environment* const kMpi = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
 
-std::string read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) return "";
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
-
 TEST(TimelineApi, BeforeInitIsNotInitialized) {
   EXPECT_EQ(kolo_timeline_start("/tmp/x-%r.json", 0), KOLO_ERR_NOT_INITIALIZED);
   EXPECT_EQ(kolo_timeline_stop(), KOLO_ERR_NOT_INITIALIZED);

@@ -135,13 +135,21 @@ TEST(MpiControlPlane, BitwiseAndManyCallsAcrossBothPaths) {
   }
 }
 
-TEST(NodeAnd, MoreThanTheSlotHoldsIsAnInvalidArgument) {
+// A board of its own over the node's ranks (*local: its communicator, freed by
+// the caller after the board).
+std::unique_ptr<NodeAnd> own_board(MPI_Comm* local) {
   auto comms = testing::dup_world_comms();
-  MPI_Comm local = MPI_COMM_NULL;
-  ASSERT_EQ(MPI_Comm_split_type(comms->control, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+  EXPECT_EQ(MPI_Comm_split_type(comms->control, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, local),
             MPI_SUCCESS);
   std::unique_ptr<NodeAnd> board;
-  ASSERT_TRUE(NodeAnd::create(local, nullptr, &board).ok());
+  EXPECT_TRUE(NodeAnd::create(*local, nullptr, &board).ok());
+  return board;
+}
+
+TEST(NodeAnd, MoreThanTheSlotHoldsIsAnInvalidArgument) {
+  MPI_Comm local = MPI_COMM_NULL;
+  std::unique_ptr<NodeAnd> board = own_board(&local);
+  ASSERT_NE(board, nullptr);
   std::vector<uint64_t> bits(NodeAnd::kMaxWords + 1, ~uint64_t{0});
   Status status = board->run(&bits);
   EXPECT_EQ(status.code(), Code::kInvalidArgument);
@@ -163,12 +171,9 @@ TEST(NodeAnd, MoreThanTheSlotHoldsIsAnInvalidArgument) {
 // readable by all until the next call. Calls alternate equal and unequal
 // vectors, and each call's bytes depend on the call, so a stale slot shows.
 TEST(NodeAnd, CarriedBytesAndUnanimity) {
-  auto comms = testing::dup_world_comms();
   MPI_Comm local = MPI_COMM_NULL;
-  ASSERT_EQ(MPI_Comm_split_type(comms->control, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
-            MPI_SUCCESS);
-  std::unique_ptr<NodeAnd> board;
-  ASSERT_TRUE(NodeAnd::create(local, nullptr, &board).ok());
+  std::unique_ptr<NodeAnd> board = own_board(&local);
+  ASSERT_NE(board, nullptr);
   EXPECT_FALSE(board->unanimous());  // no call yet
   auto byte_of = [](int call, int r, size_t i) {
     return static_cast<char>((call * 13 + r * 7 + i) & 0xff);
