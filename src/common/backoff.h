@@ -64,6 +64,8 @@ class Backoff {
 
   // The phase the next pause() is in.
   Phase phase() const;
+  // Whether the spin is over (the next pause yields or sleeps); reads no clock.
+  bool done_spinning() const { return checks_ >= schedule_.spin_checks; }
   // How long a sleep starting now would be (never past the deadline).
   Clock::duration next_sleep() const { return sleep_length(Clock::now()); }
 

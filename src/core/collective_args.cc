@@ -323,8 +323,7 @@ Status fill_params(const CollectiveArgs& a, const transport::Topology& topo, Ten
 
 }  // namespace
 
-Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
-                  TensorEntry* e) {
+Status make_entry(CollectiveArgs&& a, const transport::Topology& topo, TensorEntry* e) {
   TensorParams& p = e->request.params;
   p.collective = a.collective;
   p.dtype = a.dtype;
@@ -334,11 +333,12 @@ Status make_entry(const CollectiveArgs& a, const transport::Topology& topo,
   e->device = a.device;
   if (is_group(a.collective)) return make_grouped(a, topo, e);
   KOLO_RETURN_IF_ERROR_AS_IS(check_name(a.name));
-  e->request.name = a.name;
-  if (a.collective == Collective::kBarrier || a.collective == Collective::kJoin) return Status::OK();
-  Status checked = fill_params(a, topo, e);
-  if (checked.ok()) return checked;
-  return Status(checked.code(), "tensor '" + a.name + "': " + checked.message());
+  if (a.collective != Collective::kBarrier && a.collective != Collective::kJoin) {
+    Status checked = fill_params(a, topo, e);
+    if (!checked.ok()) return Status(checked.code(), "tensor '" + a.name + "': " + checked.message());
+  }
+  e->request.name = std::move(a.name);  // the caller's string, not a copy of it
+  return Status::OK();
 }
 
 }  // namespace kolo::core

@@ -10,8 +10,8 @@
 
 namespace kolo::core {
 
-Status make_entry(const CollectiveArgs& args, const transport::Topology& topology,
-                  TensorEntry* entry);
+// On success the entry has taken the args' name (moved, not copied).
+Status make_entry(CollectiveArgs&& args, const transport::Topology& topology, TensorEntry* entry);
 
 // Horovod's reducescatter shards: with q = rows / size and m = rows % size, ranks
 // below m get q + 1 rows, the others q.

@@ -135,8 +135,7 @@ void Coordinator::run_cycle() {
     negotiator_.add(e.request, e.enqueued);
     e.flight = flight_.submitted(e.request, e.enqueued);
     last_submission_ = std::max(last_submission_, e.enqueued);
-    std::string name = e.request.name;
-    pending_.emplace(std::move(name), std::move(e));
+    pending_.emplace(e.request.name, std::move(e));
   }
   drained_.clear();
   const bool asked = shutdown_requested_.load(std::memory_order_acquire);

@@ -42,7 +42,7 @@ void Executor::set_sizes(size_t fusion_threshold, size_t large_tensor_bytes) {
 }
 
 void Executor::execute(const std::vector<Response>& responses,
-                       std::map<std::string, TensorEntry>* pending,
+                       Pending* pending,
                        const std::vector<const char*>* carried) {
   std::vector<const Response*>& ok = ok_;
   std::vector<const Response*>& joined = joined_;
@@ -78,7 +78,7 @@ void Executor::execute(const std::vector<Response>& responses,
 }
 
 void Executor::launch(Status started, std::unique_ptr<transport::Work> work, DeviceKind where,
-                      std::map<std::string, TensorEntry>* pending) {
+                      Pending* pending) {
   // Host work, or nothing started: settled now, completed in place in `pending`.
   // See Note [One execution model].
   if (!started.ok() || work == nullptr || where == DeviceKind::kCpu) {
@@ -145,7 +145,7 @@ void Executor::finish_all() {
 // earlier entries of the same cycle still point at. A group's members all read
 // zeros and write into the sink; nothing reads a joined rank's results.
 Status Executor::add_zero_entries(const std::vector<const Response*>& joined,
-                                  std::map<std::string, TensorEntry>* pending) {
+                                  Pending* pending) {
   size_t host_bytes = 0;
   for (const Response* r : joined)
     if (r->params.device == DeviceKind::kCpu) host_bytes = std::max(host_bytes, r->params.bytes());
@@ -180,7 +180,7 @@ Status Executor::add_zero_entries(const std::vector<const Response*>& joined,
 }
 
 void Executor::run_allreduce(const PlannedBucket& bucket, const std::vector<const Response*>& ok,
-                             std::map<std::string, TensorEntry>* pending) {
+                             Pending* pending) {
   entries_.clear();
   names_.clear();
   size_t bytes = 0;

@@ -23,6 +23,7 @@
 #include "core/fusion_buffer.h"
 #include "core/fusion_planner.h"
 #include "core/output_pool.h"
+#include "core/pending.h"
 #include "core/request.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
@@ -49,7 +50,7 @@ class Executor {
   // `pending` when their work is launched.
   // `carried` (may be null): the cycle rode with the AND, and carried[r] is rank
   // r's packed bucket (Note [Data rides with the AND] in negotiator.h).
-  void execute(const std::vector<Response>& responses, std::map<std::string, TensorEntry>* pending,
+  void execute(const std::vector<Response>& responses, Pending* pending,
                const std::vector<const char*>* carried = nullptr);
 
   // executor_carry.cc, Note [Data rides with the AND]: before the AND, if
@@ -57,7 +58,7 @@ class Executor {
   // bucket of at most min(capacity, the carry bytes) that the selector gives to
   // shm, writes its prescaled inputs at `slot` and returns true.
   bool pack_ahead(const std::vector<const Response*>& ahead,
-                  std::map<std::string, TensorEntry>* pending, char* slot, size_t capacity);
+                  Pending* pending, char* slot, size_t capacity);
   // KOLO_AND_CARRY_BYTES; every rank sets the same (0: nothing is packed).
   void set_carry_bytes(size_t bytes);
 
@@ -87,16 +88,16 @@ class Executor {
   // host work; from poll() for device work, moved into in_flight_ — or with
   // `started` if it is an error. Either way they leave `pending`.
   void launch(Status started, std::unique_ptr<transport::Work> work, DeviceKind where,
-              std::map<std::string, TensorEntry>* pending);
+              Pending* pending);
   // Completes every entry that has a handle with `status`.
   void complete_all(std::vector<TensorEntry>& entries, const Status& status);
   void retire(InFlight& done);
 
   // Entries for the allreduces this rank joined: zeros in, results dropped.
   Status add_zero_entries(const std::vector<const Response*>& joined,
-                          std::map<std::string, TensorEntry>* pending);
+                          Pending* pending);
   void run_allreduce(const PlannedBucket& bucket, const std::vector<const Response*>& ok,
-                     std::map<std::string, TensorEntry>* pending);
+                     Pending* pending);
   // The bucket of `entries` (all of one fusion class), as transport.h describes it.
   Status describe_bucket(const std::vector<TensorEntry*>& entries, const TensorParams& params,
                          transport::Bucket* bucket);
@@ -106,7 +107,7 @@ class Executor {
   Status reduce_carried(const std::vector<TensorEntry*>& entries, const TensorParams& params);
   // executor_carry.cc: one collective's part, before the AND; the collective
   // from every rank's part, after it.
-  bool pack_collective(const Response& response, std::map<std::string, TensorEntry>* pending,
+  bool pack_collective(const Response& response, Pending* pending,
                        char* slot, size_t limit, size_t capacity);
   void run_carried(transport::CollectiveOp op, const transport::CollectiveView& view);
   // Records the operation being launched (op_, the entries named in names_) in
@@ -116,7 +117,7 @@ class Executor {
   // executor_fusion.cc: a bucket of anything but allreduces; a fused allgather
   // or broadcast (host memory), settled before they return.
   void run_collective(const PlannedBucket& bucket, const std::vector<const Response*>& ok,
-                      std::map<std::string, TensorEntry>* pending);
+                      Pending* pending);
   Status run_fused_allgather(const std::vector<const Response*>& responses);
   Status run_fused_broadcast(const std::vector<const Response*>& responses);
   // Packs the parts' own blocks, allgathers them in the fusion buffer, unpacks.

@@ -24,7 +24,7 @@ void Executor::set_carry_bytes(size_t bytes) { carry_bytes_ = bytes; }
 // selector's choice, which is the same on every rank; a rank that refuses sends
 // no flag and so differs from the ranks that packed.
 bool Executor::pack_ahead(const std::vector<const Response*>& ahead,
-                          std::map<std::string, TensorEntry>* pending, char* slot,
+                          Pending* pending, char* slot,
                           size_t capacity) {
   const size_t limit = std::min(capacity, carry_bytes_);
   if (ahead.size() == 1 && !is_allreduce(ahead[0]->params.collective))
@@ -70,7 +70,7 @@ bool Executor::pack_ahead(const std::vector<const Response*>& ahead,
 // block (in elements), so that a reader finds its block without the matrix;
 // the limit counts the data, the slot's capacity both.
 bool Executor::pack_collective(const Response& response,
-                               std::map<std::string, TensorEntry>* pending, char* slot,
+                               Pending* pending, char* slot,
                                size_t limit, size_t capacity) {
   const TensorParams& p = response.params;
   auto it = pending->find(response.name);

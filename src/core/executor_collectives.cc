@@ -91,6 +91,7 @@ Status Executor::start_allgather(TensorEntry& entry, const Response& response,
   const TensorParams& p = response.params;
   CollectiveView view = view_of(entry);
   int64_t total = 0;
+  view.recv_counts.reserve(response.rows_per_rank.size());
   for (int64_t rows : response.rows_per_rank) {
     view.recv_counts.push_back(rows * p.row_count);
     total += rows * p.row_count;
@@ -113,6 +114,8 @@ Status Executor::start_alltoall(TensorEntry& entry, const Response& response,
   int64_t total = 0;
   view.alltoall_total = 0;
   for (int64_t rows : response.rows_matrix) view.alltoall_total += rows * p.row_count;
+  view.send_counts.reserve(static_cast<size_t>(n));
+  view.recv_counts.reserve(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     view.send_counts.push_back(response.rows_matrix[rank_ * n + r] * p.row_count);
     received[r] = response.rows_matrix[r * n + rank_];

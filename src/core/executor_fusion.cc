@@ -23,7 +23,7 @@ void copy_bytes(void* to, const void* from, size_t bytes) {
 }  // namespace
 
 void Executor::run_collective(const PlannedBucket& bucket, const std::vector<const Response*>& ok,
-                              std::map<std::string, TensorEntry>* pending) {
+                              Pending* pending) {
   entries_.clear();
   names_.clear();
   std::vector<const Response*> responses;

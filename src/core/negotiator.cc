@@ -47,8 +47,7 @@ void Negotiator::add(const Request& request, Clock::time_point enqueued) {
   uint32_t bit = 0;
   switch (cache_.lookup(request, &bit)) {
     case ResponseCache::Lookup::kHit:
-      KOLO_CHECK(waiting_.find(bit) == waiting_.end());
-      waiting_[bit] = Waiting{request, enqueued};
+      wait_on(bit, request, enqueued);
       return;
     case ResponseCache::Lookup::kStale:
       invalid_.insert(bit);
@@ -128,9 +127,39 @@ void Negotiator::requeue_waiting(uint32_t bit) {
   }
 }
 
+// Note [A cached operation's storage is reused]: the node (and the request's
+// strings and vectors) of a wait that ended.
+void Negotiator::wait_on(uint32_t bit, const Request& request, Clock::time_point since) {
+  if (spare_waits_.empty()) {
+    const bool added = waiting_.emplace(bit, Waiting{request, since}).second;
+    KOLO_CHECK(added);
+    return;
+  }
+  auto node = std::move(spare_waits_.back());
+  spare_waits_.pop_back();
+  node.key() = bit;
+  node.mapped().request = request;
+  node.mapped().since = since;
+  KOLO_CHECK(waiting_.insert(std::move(node)).inserted);
+}
+
+void Negotiator::stop_waiting(uint32_t bit) {
+  auto node = waiting_.extract(bit);
+  if (node) spare_waits_.push_back(std::move(node));
+}
+
 Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Response>* ready,
                          bool* stop, bool* carried) {
-  ready->clear();
+  Status s = negotiate(shutdown, now, ready, stop, carried);
+  if (!s.ok()) ready->clear();
+  return s;
+}
+
+Status Negotiator::negotiate(bool shutdown, Clock::time_point now, std::vector<Response>* ready,
+                             bool* stop, bool* carried) {
+  // Note [A cached operation's storage is reused]: the last cycle's responses
+  // are overwritten in place, not destroyed and copied anew.
+  size_t n = 0;
   if (carried != nullptr) *carried = false;
   collect_stale_waits(now);
   if (rank_ == 0 && config_.stall_shutdown_seconds > 0 && table_.pending() > 0) {
@@ -182,11 +211,16 @@ Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Respo
          set &= set - 1) {
       const auto bit = static_cast<uint32_t>(64 * w + static_cast<size_t>(__builtin_ctzll(set)));
       KOLO_CHECK(cache_.occupied(bit));
-      ready->push_back(cache_.at(bit));
+      if (n < ready->size())
+        (*ready)[n] = cache_.at(bit);
+      else
+        ready->push_back(cache_.at(bit));
+      ++n;
       cache_.touch(bit);
-      waiting_.erase(bit);
+      stop_waiting(bit);
     }
   }
+  ready->resize(n);
   for (size_t w = 0; w < cache_words(); ++w) {
     for (uint64_t set = ~bits[invalid_word(64 * w)]; set != 0; set &= set - 1) {
       const size_t bit = 64 * w + static_cast<size_t>(__builtin_ctzll(set));

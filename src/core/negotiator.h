@@ -66,7 +66,7 @@ class Negotiator {
   // stale waits are judged against it). `shutdown`: this rank asks every rank to
   // stop. On return, `ready` holds the cycle's responses (OK or error) in the
   // common order and *stop says whether any rank asked to stop. An error means
-  // the control plane failed; the world is then unusable.
+  // the control plane failed; the world is then unusable, and `ready` is empty.
   // *carried (may be null): the cycle's ready list is exactly the one offered
   // to the packer, every rank packed it, and control.carried(r) holds rank r's
   // packed bucket (Note [Data rides with the AND]).
@@ -135,6 +135,11 @@ class Negotiator {
   void collect_stale_waits(Clock::time_point now);
   void evict(uint32_t bit);            // drop cache entry `bit` on this rank
   void requeue_waiting(uint32_t bit);  // a local request waiting on `bit` takes the slow path
+  // A hit: `request` waits on `bit` (which nothing waits on yet).
+  void wait_on(uint32_t bit, const Request& request, Clock::time_point since);
+  void stop_waiting(uint32_t bit);  // `bit` was ready everywhere
+  Status negotiate(bool shutdown, Clock::time_point now, std::vector<Response>* ready, bool* stop,
+                   bool* carried);  // cycle(), but `ready` may hold leftovers on failure
   Status slow_path(std::vector<Response>* ready);
   Status gather_report();  // Note [Stall reports]
 
@@ -146,6 +151,8 @@ class Negotiator {
   MessageTable table_;  // used on rank 0 only
 
   std::map<uint32_t, Waiting> waiting_;       // cache bit -> local request waiting on it
+  // Ended waits, for reuse: no more than the most requests ever waiting at once.
+  std::vector<std::map<uint32_t, Waiting>::node_type> spare_waits_;
   std::vector<Request> to_send_;              // local requests for the slow path
   std::vector<uint64_t> bits_;  // cycle()'s AND vector, kept for its storage
   Packer packer_;

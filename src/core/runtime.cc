@@ -126,12 +126,12 @@ Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle
   }
   TensorEntry entry;
   // Caller mistakes go back as they are, without file:line: they are the user's message.
-  if (Status s = make_entry(args, topology_, &entry); !s.ok()) return s;
+  if (Status s = make_entry(std::move(args), topology_, &entry); !s.ok()) return s;
   if (entry.device.kind == DeviceKind::kCuda) {
     // Note [Device streams]: the inputs are ready after what the caller's stream
     // holds now, whenever the coordinator gets to them.
     if (Status s = world_.device->record_ready(entry.device, &entry.ready); !s.ok())
-      return Status(s.code(), "tensor '" + args.name + "': " + s.message());
+      return Status(s.code(), "tensor '" + entry.request.name + "': " + s.message());
   }
   entry.handle = std::make_shared<HandleState>();
   entry.handle->on_device = entry.device.kind == DeviceKind::kCuda;

@@ -6,7 +6,20 @@ Status TensorQueue::push(TensorEntry entry) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return close_reason_;
-    if (!in_flight_.insert(entry.request.name).second) {
+    // Note [A cached operation's storage is reused] (coordinator.h): a finished
+    // name's node and string, when there is one.
+    bool added;
+    if (spare_names_.empty()) {
+      added = in_flight_.insert(entry.request.name).second;
+    } else {
+      auto node = std::move(spare_names_.back());
+      spare_names_.pop_back();
+      node.value() = entry.request.name;
+      auto inserted = in_flight_.insert(std::move(node));
+      added = inserted.inserted;
+      if (!added) spare_names_.push_back(std::move(inserted.node));
+    }
+    if (!added) {
       return Status(Code::kDuplicateName, "a tensor named '" + entry.request.name +
                                               "' is already in flight on this rank; wait "
                                               "for it before submitting the name again");
@@ -31,7 +44,8 @@ void TensorQueue::drain(std::vector<TensorEntry>* out) {
 
 void TensorQueue::finish(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  in_flight_.erase(name);
+  auto node = in_flight_.extract(name);
+  if (node && spare_names_.size() < kSpareNames) spare_names_.push_back(std::move(node));
 }
 
 std::vector<TensorEntry> TensorQueue::close(Status reason) {

@@ -85,6 +85,9 @@ class TensorQueue {
   std::function<void()> waker_;
   std::vector<TensorEntry> queue_;
   std::unordered_set<std::string> in_flight_;
+  // Finished names' nodes, reused by push() (at most kSpareNames).
+  static constexpr size_t kSpareNames = 256;
+  std::vector<std::unordered_set<std::string>::node_type> spare_names_;
   std::atomic<size_t> queued_{0};
   bool closed_ = false;
   Status close_reason_;

@@ -91,7 +91,7 @@ int64_t rows_of(int t, int r) { return (t + 2 * r) % 3; }
 struct Cycle {
   std::vector<Response> responses;
   std::vector<std::vector<unsigned char>> inputs, outputs;  // per response, this rank's
-  std::map<std::string, TensorEntry> pending;
+  Pending pending;
 };
 
 // Builds, identically on every rank, a cycle of `per_dtype` allgathers and
@@ -193,7 +193,7 @@ void check_cycle(const Cycle& c, std::vector<std::shared_ptr<HandleState>>& hand
 void run_cycle(Rank& r, int rank, int size, int per_dtype) {
   Cycle c = make_cycle(rank, size, per_dtype);
   std::vector<std::shared_ptr<HandleState>> handles;
-  for (const Response& resp : c.responses) handles.push_back(c.pending.at(resp.name).handle);
+  for (const Response& resp : c.responses) handles.push_back(c.pending.find(resp.name)->second.handle);
   r.executor.execute(c.responses, &c.pending);
   EXPECT_TRUE(c.pending.empty());
   check_cycle(c, handles, size);
@@ -253,7 +253,7 @@ TEST(ExecutorFusion, GroupedAllgatherIsOnePackedOperationWhenItFits) {
       }
       e.handle = std::make_shared<HandleState>();
       auto h = e.handle;
-      std::map<std::string, TensorEntry> pending;
+      Pending pending;
       pending.emplace(g.name, std::move(e));
       r.executor.execute({g}, &pending);
       ASSERT_EQ(h->code(), Code::kOk) << h->message();
