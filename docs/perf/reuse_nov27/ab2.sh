@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ab2.sh ROUNDS OUT: base libkolo (${BASE_LIB:-/work/notes/s11/base}) against build/lib, alternating
-# within each round: 8 B allreduce, 4 KiB allgather, 64 B allreduce at 4 ranks.
+# ab2.sh ROUNDS OUT: the libkolo in $BASE_LIB (a directory holding the old libkolo.so.0) against
+# build/lib, alternating within each round: 8 B allreduce, 4 KiB allgather; 2 ranks bound.
 rounds=${1:-3}; out=${2:-ab_rows.txt}
 cd /work/main
 for i in $(seq 1 "$rounds"); do
