@@ -11,6 +11,7 @@
 #include <string>
 
 #include "api_dtypes.h"
+#include "read_file.h"
 #include "kolo/kolo.h"
 
 namespace kolo_test {
@@ -90,17 +91,6 @@ inline kolo_status_t allreduce(const std::string& name, const void* in, void* ou
   if (message) *message = kolo_handle_message(h);
   kolo_handle_release(h);
   return s;
-}
-
-// A whole file's text ("" if it cannot be opened): the tests' timelines.
-inline std::string read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) return "";
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
-  std::fclose(f);
-  return text;
 }
 
 }  // namespace kolo_test

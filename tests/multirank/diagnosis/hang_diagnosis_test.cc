@@ -11,9 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -34,13 +32,6 @@ int world_size() {
   int n = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   return n;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 bool has(const std::string& text, const std::string& part) {

@@ -193,7 +193,11 @@ void check_cycle(const Cycle& c, std::vector<std::shared_ptr<HandleState>>& hand
 void run_cycle(Rank& r, int rank, int size, int per_dtype) {
   Cycle c = make_cycle(rank, size, per_dtype);
   std::vector<std::shared_ptr<HandleState>> handles;
-  for (const Response& resp : c.responses) handles.push_back(c.pending.find(resp.name)->second.handle);
+  for (const Response& resp : c.responses) {
+    auto it = c.pending.find(resp.name);
+    ASSERT_NE(it, c.pending.end()) << resp.name;
+    handles.push_back(it->second.handle);
+  }
   r.executor.execute(c.responses, &c.pending);
   EXPECT_TRUE(c.pending.empty());
   check_cycle(c, handles, size);

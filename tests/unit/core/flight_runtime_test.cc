@@ -10,11 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "core/flight_recorder.h"
 #include "loopback_job.h"
+#include "read_file.h"
 
 namespace kolo::core::testing {
 namespace {
@@ -23,12 +23,7 @@ bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using kolo_test::read_file;
 
 // A directory of this test process's own (CTest runs test cases side by side).
 std::string fresh_dir() {

@@ -11,6 +11,7 @@
 
 #include "kolo/kolo.h"
 #include "loopback_job.h"
+#include "read_file.h"
 
 namespace kolo::core {
 namespace {
@@ -333,12 +334,8 @@ TEST(Runtime, TimelineRecordsNegotiationAndBucketsOnRankZero) {
     expect_sum_everywhere(job, 7, "layer1/bias", true);
     job.shutdown();
   }
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
-  std::fclose(f);
+  const std::string text = kolo_test::read_file(path);
+  ASSERT_FALSE(text.empty()) << "no timeline at " << path;
   EXPECT_EQ(text.substr(0, 1), "[");
   EXPECT_NE(text.find("]"), std::string::npos);
   for (const char* want : {"\"layer1/weight\"", "\"layer1/bias\"", "NEGOTIATE", "PROCESS",

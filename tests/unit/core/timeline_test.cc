@@ -15,6 +15,7 @@
 #include "core/straggler.h"
 #include "core/timeline.h"
 #include "loopback_job.h"
+#include "read_file.h"
 
 namespace kolo::core {
 namespace {
@@ -32,15 +33,7 @@ std::string unique_path(const std::string& name) {
 }
 using testing::wait_code;
 
-std::string read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) return "";
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
+using kolo_test::read_file;
 
 // Counts the NEGOTIATE events of `name` whose straggler is `rank`.
 int negotiations(const std::string& text, const std::string& name, int straggler) {
