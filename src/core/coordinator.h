@@ -148,7 +148,7 @@ class Coordinator {
 // 11.1 of them per operation, a 4 KiB allgather 17.2 (2 ranks, counted with a
 // throw-away malloc interposer; 3.1 and 7.1 now). The tables an operation
 // passes through keep what a finished operation leaves behind and reuse it for
-// the next one:
+// the next one (the nodes of their maps and sets through core/spare_nodes.h):
 // - TensorQueue's set of names in flight keeps finished names' nodes;
 // - the negotiator's waiting table keeps the nodes of ended waits, and
 //   overwrites the last cycle's ready responses in place (a name, the shapes

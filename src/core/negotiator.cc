@@ -130,23 +130,18 @@ void Negotiator::requeue_waiting(uint32_t bit) {
 // Note [A cached operation's storage is reused]: the node (and the request's
 // strings and vectors) of a wait that ended.
 void Negotiator::wait_on(uint32_t bit, const Request& request, Clock::time_point since) {
-  if (spare_waits_.empty()) {
-    const bool added = waiting_.emplace(bit, Waiting{request, since}).second;
-    KOLO_CHECK(added);
+  auto node = spare_waits_.take();
+  if (!node) {
+    KOLO_CHECK(waiting_.emplace(bit, Waiting{request, since}).second);
     return;
   }
-  auto node = std::move(spare_waits_.back());
-  spare_waits_.pop_back();
   node.key() = bit;
   node.mapped().request = request;
   node.mapped().since = since;
   KOLO_CHECK(waiting_.insert(std::move(node)).inserted);
 }
 
-void Negotiator::stop_waiting(uint32_t bit) {
-  auto node = waiting_.extract(bit);
-  if (node) spare_waits_.push_back(std::move(node));
-}
+void Negotiator::stop_waiting(uint32_t bit) { spare_waits_.keep(waiting_.extract(bit)); }
 
 Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Response>* ready,
                          bool* stop, bool* carried) {

@@ -41,6 +41,7 @@
 #include "core/message_table.h"
 #include "core/request.h"
 #include "core/response_cache.h"
+#include "core/spare_nodes.h"
 #include "core/stall_report.h"
 #include "transport/control_plane.h"
 
@@ -151,8 +152,7 @@ class Negotiator {
   MessageTable table_;  // used on rank 0 only
 
   std::map<uint32_t, Waiting> waiting_;       // cache bit -> local request waiting on it
-  // Ended waits, for reuse: no more than the most requests ever waiting at once.
-  std::vector<std::map<uint32_t, Waiting>::node_type> spare_waits_;
+  SpareNodes<std::map<uint32_t, Waiting>> spare_waits_;  // ended waits, for wait_on()
   std::vector<Request> to_send_;              // local requests for the slow path
   std::vector<uint64_t> bits_;  // cycle()'s AND vector, kept for its storage
   Packer packer_;

@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 #include <utility>
-#include <vector>
 
+#include "core/spare_nodes.h"
 #include "core/tensor_queue.h"
 
 namespace kolo::core {
@@ -30,30 +30,31 @@ class Pending {
   // Adds `entry` under `name` (which may be the entry's own request.name);
   // false, with nothing moved, if the name is already there.
   bool emplace(const std::string& name, TensorEntry&& entry) {
-    if (spare_.empty()) return map_.try_emplace(name, std::move(entry)).second;
-    if (map_.find(name) != map_.end()) return false;
-    Map::node_type node = std::move(spare_.back());
-    spare_.pop_back();
+    const iterator at = map_.lower_bound(name);
+    if (at != map_.end() && at->first == name) return false;
+    Map::node_type node = spare_.take();
+    if (!node) {
+      map_.emplace_hint(at, name, std::move(entry));
+      return true;
+    }
     node.key() = name;  // before the entry moves: `name` may live in it
     node.mapped() = std::move(entry);
-    map_.insert(std::move(node));
+    map_.insert(at, std::move(node));
     return true;
   }
 
   // Erases the entry at `it`; its node is kept for a later emplace().
   void erase(iterator it) {
     Map::node_type node = map_.extract(it);
-    if (spare_.size() >= kSpare) return;
     node.mapped() = TensorEntry();  // drop the handle and buffers it holds now
-    spare_.push_back(std::move(node));
+    spare_.keep(std::move(node));
   }
 
   void clear() { map_.clear(); }
 
  private:
-  static constexpr size_t kSpare = 256;
   Map map_;
-  std::vector<Map::node_type> spare_;
+  SpareNodes<Map> spare_;
 };
 
 }  // namespace kolo::core

@@ -9,15 +9,13 @@ Status TensorQueue::push(TensorEntry entry) {
     // Note [A cached operation's storage is reused] (coordinator.h): a finished
     // name's node and string, when there is one.
     bool added;
-    if (spare_names_.empty()) {
-      added = in_flight_.insert(entry.request.name).second;
-    } else {
-      auto node = std::move(spare_names_.back());
-      spare_names_.pop_back();
+    if (auto node = spare_names_.take()) {
       node.value() = entry.request.name;
       auto inserted = in_flight_.insert(std::move(node));
       added = inserted.inserted;
-      if (!added) spare_names_.push_back(std::move(inserted.node));
+      spare_names_.keep(std::move(inserted.node));  // given back when refused
+    } else {
+      added = in_flight_.insert(entry.request.name).second;
     }
     if (!added) {
       return Status(Code::kDuplicateName, "a tensor named '" + entry.request.name +
@@ -44,8 +42,7 @@ void TensorQueue::drain(std::vector<TensorEntry>* out) {
 
 void TensorQueue::finish(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto node = in_flight_.extract(name);
-  if (node && spare_names_.size() < kSpareNames) spare_names_.push_back(std::move(node));
+  spare_names_.keep(in_flight_.extract(name));
 }
 
 std::vector<TensorEntry> TensorQueue::close(Status reason) {

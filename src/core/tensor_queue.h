@@ -20,6 +20,7 @@
 #include "common/status.h"
 #include "core/handle.h"
 #include "core/request.h"
+#include "core/spare_nodes.h"
 
 namespace kolo::core {
 
@@ -85,9 +86,7 @@ class TensorQueue {
   std::function<void()> waker_;
   std::vector<TensorEntry> queue_;
   std::unordered_set<std::string> in_flight_;
-  // Finished names' nodes, reused by push() (at most kSpareNames).
-  static constexpr size_t kSpareNames = 256;
-  std::vector<std::unordered_set<std::string>::node_type> spare_names_;
+  SpareNodes<std::unordered_set<std::string>> spare_names_;  // finished names, for push()
   std::atomic<size_t> queued_{0};
   bool closed_ = false;
   Status close_reason_;

@@ -56,9 +56,9 @@ Status wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads
   }
   // Note [Waiting for a counter in the kernel] (node_counter.h): the Backoff's
   // spin and yields first, on every node, then the kernel.
-  // Liveness is consulted once the Backoff stops spinning: a check reads the
-  // clock, and a peer a few hundred nanoseconds late (most waits that get here)
-  // should not cost one read per poll. Its spin is a few microseconds at most.
+  // Liveness is consulted once the Backoff stops spinning (its 32 polls): a
+  // check reads the clock, and a peer just a little late should not cost one
+  // read per poll. From the first yield on, every pass checks, as before.
   Backoff backoff;
   for (;;) {
     const uint64_t seen = __atomic_load_n(counter, __ATOMIC_ACQUIRE);

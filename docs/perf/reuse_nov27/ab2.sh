@@ -2,7 +2,7 @@
 # ab2.sh ROUNDS OUT: the libkolo in $BASE_LIB (a directory holding the old libkolo.so.0) against
 # build/lib, alternating within each round: 8 B allreduce, 4 KiB allgather; 2 ranks bound.
 rounds=${1:-3}; out=${2:-ab_rows.txt}
-cd /work/main
+cd "$(dirname "${BASH_SOURCE[0]}")/../../.."
 for i in $(seq 1 "$rounds"); do
   for v in base new; do
     lib=/work/main/build/lib; [[ $v == base ]] && lib=${BASE_LIB:-/work/notes/s11/base}
