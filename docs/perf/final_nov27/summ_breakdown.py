@@ -8,12 +8,10 @@ import sys
 from collections import defaultdict
 
 rows = defaultdict(list)  # (phase, collective, size) -> [(kolo, mpi, phases)]
-run, coll, phase, last = None, None, None, None
+coll, phase, last = None, None, None
 for line in open(sys.argv[1]):
     m = re.match(r"## run (\d+) (\w+)", line)
     if m:
-        if m.group(2) == "allreduce":
-            run_key = m.group(1)
         coll = m.group(2)
         continue
     f = line.split()
