@@ -79,6 +79,14 @@ void print_transports(const JsonValue* transports) {
   }
 }
 
+// The selection table the knobs make, one rule per line (Note [The selection
+// table] in src/transport/selection.h: first match wins, then the world's order).
+void print_selection(const JsonValue* rules) {
+  print_section("Selection (first matching rule; KOLO_SELECT adds rules before these)");
+  if (!rules || rules->kind() != JsonValue::Kind::kArray) return;
+  for (const JsonValue& rule : rules->items()) std::printf("  %s\n", rule.to_text().c_str());
+}
+
 // "ranks": whether every rank must set the knob alike (kolo_init compares them).
 void print_knobs(const JsonValue* knobs) {
   print_section("Knobs (environment variables, read at kolo_init)");
@@ -117,6 +125,7 @@ void print_text(const JsonValue& info) {
     }
   }
   print_transports(info.find("transports"));
+  print_selection(info.find("selection"));
   print_knobs(info.find("knobs"));
   print_topology(*info.find("topology"));
 }

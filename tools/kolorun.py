@@ -304,6 +304,8 @@ KNOB_FLAGS = [
     ("--log-level", "KOLO_LOG_LEVEL", "LEVEL", log_level, "one of " + ", ".join(LOG_LEVELS)),
     ("--transport", "KOLO_TRANSPORT", "NAME", non_empty("auto or a transport name"),
      "auto or a transport name (kolo-info lists them)"),
+    ("--select", "KOLO_SELECT", "RULES", non_empty("selection rules"),
+     "selection rules tried before kolo's table (kolo-info prints the table)"),
     ("--flight-recorder", "KOLO_FLIGHT_RECORDER", "N",
      number_check(0, "an integer from 0 to 16777216", True, 1 << 24),
      "keep each rank's last N operations for hang diagnosis (0 disables)"),
@@ -347,7 +349,7 @@ KNOB_SWITCHES = [
      "tune fusion, sizes and transport order on the running job (README: Autotune)"),
     ("--no-autotune", "KOLO_AUTOTUNE", "0", "no autotune"),
 ]
-TEST_ONLY_KNOBS = ("KOLO_TEST_DIE_AT", "KOLO_TEST_NODE_SIZE")
+TEST_ONLY_KNOBS = ("KOLO_TEST_NODE_SIZE",)
 
 
 def knob_variables():

@@ -66,7 +66,22 @@ std::string build_info() {
        << (t.built ? "true" : "false") << ", \"reason\": " << json_string(t.reason) << "}";
     first = false;
   }
-  os << "}, \"knobs\": {";
+  os << "}, \"selection\": [";
+  // The table the knobs make (Note [The selection table]); kolo-info prints it.
+  kolo::Config config;
+  kolo::transport::SelectionTable table;
+  if (kolo::load_config(kolo::process_env(), &config).ok()) {
+    kolo::transport::SelectorOptions options{config.transport, config.select,
+                                             config.hierarchical_allreduce,
+                                             config.transport_small, config.transport_large};
+    (void)kolo::transport::Selector::table_for(options, kolo::transport::is_device_transport(config.transport),
+                                                   &table);
+  } else {
+    table = kolo::transport::SelectionTable::defaults();
+  }
+  for (size_t i = 0; i < table.rules().size(); ++i)
+    os << (i ? ", " : "") << json_string(table.rules()[i].to_string());
+  os << "], \"knobs\": {";
   const auto& specs = kolo::knob_specs();
   const auto values = kolo::knob_values(kolo::process_env());
   for (size_t i = 0; i < specs.size(); ++i) {

@@ -24,7 +24,7 @@
 #include "common/knobs.h"
 #include "common/logging.h"
 #include "common/status.h"
-#include "common/test_hooks.h"
+#include "common/failpoint.h"
 #include "core/collective_args.h"
 #include "core/init_agreement.h"
 #include "core/runtime.h"
@@ -129,8 +129,8 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   kolo::Config config;
   Status local = kolo::load_config(kolo::process_env(), &config);
   if (local.ok()) local = kolo::transport::validate_preference(config.transport);
+  if (local.ok()) local = kolo::transport::validate_rules(config.select);
   if (local.ok()) kolo::log::set_level(config.log_level);
-  kolo::set_die_at(config.test_die_at);
   kolo::transport::World world;
   kolo::mpi::WorldOptions with_config = options;
   with_config.test_node_size = config.test_node_size;
@@ -178,7 +178,7 @@ kolo_status_t submit(kolo::core::CollectiveArgs args, kolo_handle_t* handle) {
 // The collectives' common preamble: checks the name, fills the fields every
 // collective has, lets `fill` set the rest, and submits.
 template <typename Fill>
-kolo_status_t submit_named(kolo::core::Collective collective, const char* name,
+kolo_status_t submit_named(kolo::Collective collective, const char* name,
                            kolo_dtype_t dtype, kolo_device_t device,
                            const kolo_options_t* options, kolo_handle_t* handle, Fill fill) {
   if (!take_handle_pointer(handle)) return KOLO_ERR_INVALID_ARGUMENT;
@@ -198,7 +198,7 @@ kolo_status_t submit_named(kolo::core::Collective collective, const char* name,
 // (each named, as the caller knows it), lets `member` add member i, reads the
 // options (one shape per member) and submits.
 template <typename Member>
-kolo_status_t submit_group(kolo::core::Collective collective, int n, const char* const* names,
+kolo_status_t submit_group(kolo::Collective collective, int n, const char* const* names,
                            std::initializer_list<std::pair<const char*, const void*>> arrays,
                            kolo_dtype_t dtype, kolo_device_t device,
                            const kolo_options_t* options, kolo_handle_t* handle, Member member) {
@@ -215,7 +215,7 @@ kolo_status_t submit_group(kolo::core::Collective collective, int n, const char*
     member(a, i);
   }
   if (n > 0) {
-    auto owner = [collective] { return std::string(kolo::core::collective_name(collective)); };
+    auto owner = [collective] { return std::string(kolo::collective_name(collective)); };
     kolo_status_t s = read_options(options, n, owner, &a);
     if (s != KOLO_OK) return s;
   }
@@ -316,7 +316,7 @@ kolo_status_t kolo_allreduce_async_ex(const char* name, const void* input, void*
                                       double prescale, double postscale, kolo_device_t device,
                                       const kolo_options_t* options, kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kAllreduce, name, dtype, device, options, handle,
+    return submit_named(kolo::Collective::kAllreduce, name, dtype, device, options, handle,
                         [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.output = output;
@@ -338,7 +338,7 @@ kolo_status_t kolo_allgather_async_ex(const char* name, const void* input, int64
                                       int64_t row_count, kolo_dtype_t dtype, kolo_device_t device,
                                       const kolo_options_t* options, kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kAllgather, name, dtype, device, options, handle,
+    return submit_named(kolo::Collective::kAllgather, name, dtype, device, options, handle,
                         [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.rows = rows;
@@ -358,7 +358,7 @@ kolo_status_t kolo_broadcast_async_ex(const char* name, const void* input, void*
                                       kolo_device_t device, const kolo_options_t* options,
                                       kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kBroadcast, name, dtype, device, options, handle,
+    return submit_named(kolo::Collective::kBroadcast, name, dtype, device, options, handle,
                         [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.output = output;
@@ -380,7 +380,7 @@ kolo_status_t kolo_alltoall_async_ex(const char* name, const void* input, int64_
                                      kolo_dtype_t dtype, kolo_device_t device,
                                      const kolo_options_t* options, kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kAlltoall, name, dtype, device, options, handle,
+    return submit_named(kolo::Collective::kAlltoall, name, dtype, device, options, handle,
                         [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.rows = rows;
@@ -404,7 +404,7 @@ kolo_status_t kolo_reducescatter_async_ex(const char* name, const void* input, v
                                           kolo_device_t device, const kolo_options_t* options,
                                           kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_named(kolo::core::Collective::kReducescatter, name, dtype, device, options,
+    return submit_named(kolo::Collective::kReducescatter, name, dtype, device, options,
                         handle, [&](kolo::core::CollectiveArgs& a) {
                           a.input = input;
                           a.output = output;
@@ -440,7 +440,7 @@ kolo_status_t kolo_grouped_allreduce_async_ex(int n, const char* const* names,
                                               kolo_device_t device, const kolo_options_t* options,
                                               kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_group(kolo::core::Collective::kGroupedAllreduce, n, names,
+    return submit_group(kolo::Collective::kGroupedAllreduce, n, names,
                         {{"inputs", inputs}, {"outputs", outputs}, {"counts", counts}}, dtype,
                         device, options, handle, [&](kolo::core::CollectiveArgs& a, int i) {
                           a.members.push_back({inputs[i], outputs[i], counts[i]});
@@ -457,7 +457,7 @@ kolo_status_t kolo_grouped_allgather_async(int n, const char* const* names,
                                            kolo_device_t device, const kolo_options_t* options,
                                            kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_group(kolo::core::Collective::kGroupedAllgather, n, names,
+    return submit_group(kolo::Collective::kGroupedAllgather, n, names,
                         {{"inputs", inputs}, {"rows", rows}, {"row_counts", row_counts}}, dtype,
                         device, options, handle, [&](kolo::core::CollectiveArgs& a, int i) {
                           a.members.push_back({inputs[i], nullptr, rows[i]});
@@ -474,7 +474,7 @@ kolo_status_t kolo_grouped_reducescatter_async(int n, const char* const* names,
                                                const kolo_options_t* options,
                                                kolo_handle_t* handle) {
   return guarded([&] {
-    return submit_group(kolo::core::Collective::kGroupedReducescatter, n, names,
+    return submit_group(kolo::Collective::kGroupedReducescatter, n, names,
                         {{"inputs", inputs}, {"outputs", outputs}, {"rows", rows},
                          {"row_counts", row_counts}},
                         dtype, device, options, handle, [&](kolo::core::CollectiveArgs& a, int i) {
@@ -493,7 +493,7 @@ kolo_status_t kolo_barrier_ex(const kolo_options_t* options) {
   return guarded([&] {
     if (!g_runtime) return not_initialized();
     kolo::core::CollectiveArgs a;
-    a.collective = kolo::core::Collective::kBarrier;  // named by the set's runtime
+    a.collective = kolo::Collective::kBarrier;  // named by the set's runtime
     auto owner = [] { return std::string("barrier"); };
     if (kolo_status_t s = read_options(options, 0, owner, &a); s != KOLO_OK) return s;
     kolo_handle_t h = nullptr;
@@ -509,7 +509,7 @@ kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_rank) {
   return guarded([&] {
     if (!g_runtime) return not_initialized();
     kolo::core::CollectiveArgs a;
-    a.collective = kolo::core::Collective::kJoin;
+    a.collective = kolo::Collective::kJoin;
     auto owner = [] { return std::string("join"); };
     if (kolo_status_t s = read_options(options, 0, owner, &a); s != KOLO_OK) return s;
     a.name = "kolo.join";

@@ -174,6 +174,17 @@ class AdasumTransport : public transport::Transport {
   explicit AdasumTransport(PointToPoint& p2p) : adasum_(p2p), size_(p2p.size()) {}
 
   const char* name() const override { return "adasum"; }
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities c;
+    c.adasum = true;
+    c.host = true;
+    c.dtypes = (1u << static_cast<int>(DataType::kFloat16)) |
+               (1u << static_cast<int>(DataType::kBfloat16)) |
+               (1u << static_cast<int>(DataType::kFloat32)) |
+               (1u << static_cast<int>(DataType::kFloat64));
+    c.needs_p2p = true;
+    return c;
+  }
 
   Status supports(const transport::Bucket& b) const override {
     if (b.reduction.op != ReduceOp::kAdasum)

@@ -32,7 +32,7 @@
 // Cost: 2(n-1) steps; each rank sends (and receives) n-1 chunks per phase, i.e.
 // 2(n-1)/n of the buffer in total, nearly independent of n. That makes the ring
 // bandwidth-optimal for large buckets; its 2(n-1) latencies make it a poor choice
-// for small ones (see Note [Auto order] in src/transport/registry.cc).
+// for small ones (see Note [Auto order] in src/transport/selection.cc).
 //
 // Segments: a chunk moves in segments of at most RingOptions::segment_bytes. In
 // the reduce-scatter, the receive of segment k+1 is posted (into the other half
@@ -56,7 +56,7 @@
 
 #include "algorithms/ring_schedule.h"
 #include "common/check.h"
-#include "common/test_hooks.h"
+#include "common/failpoint.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 
@@ -166,7 +166,7 @@ class RingRun {
     if (n > 0) KOLO_RETURN_IF_ERROR(post(0));
     // At step 0 the chunk we send holds only our own part: it is still in input.
     KOLO_RETURN_IF_ERROR(send_chunk(pending, send, s == 0 ? input_ : output_));
-    test_point("ring");
+    failpoint("ring");
     for (int64_t k = 0; k < n; ++k) {
       if (k + 1 < n) KOLO_RETURN_IF_ERROR(post(k + 1));
       KOLO_RETURN_IF_ERROR(pending.wait(ids[k]));
@@ -248,9 +248,17 @@ class RingTransport : public transport::Transport {
   RingTransport(transport::PointToPoint& p2p, RingOptions options) : ring_(p2p, options) {}
 
   const char* name() const override { return "ring"; }
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities c;
+    c.collectives = transport::collective_bit(Collective::kAllreduce);
+    c.host = true;
+    c.needs_p2p = true;
+    c.chunk = transport::Chunk::kMessageSegment;
+    return c;
+  }
 
   void tune(const transport::Tuning& tuning) override {
-    if (tuning.ring_segment_bytes > 0) ring_.set_segment_bytes(tuning.ring_segment_bytes);
+    if (tuning.segment_bytes > 0) ring_.set_segment_bytes(tuning.segment_bytes);
   }
 
   Status supports(const transport::Bucket& bucket) const override {

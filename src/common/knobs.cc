@@ -158,6 +158,14 @@ const Knob kKnobs[] = {
        return true;
      },
      [](const Config& c) { return c.transport; }},
+    {{"KOLO_SELECT", KnobType::kString, "", "rules: KINDS MEMORY SIZES SPAN : T1, T2 [only]; ...",
+      "selection rules tried before kolo's table (kolo-info prints the table; syntax in "
+      "docs/knobs.md)"},
+     [](const std::string& v, Config* c) {
+       c->select = v;
+       return true;
+     },
+     [](const Config& c) { return c.select; }},
     // The flight recorder may differ between ranks: it shapes no plan and no data path.
     {{"KOLO_FLIGHT_RECORDER", KnobType::kInt, "1024",
       "an integer from 0 to 16777216 (operations); 0 disables",
@@ -190,15 +198,6 @@ const Knob kKnobs[] = {
        return true;
      },
      [](const Config& c) { return number(c.peer_timeout_seconds); }},
-    {{"KOLO_TEST_DIE_AT", KnobType::kString, "", "empty, or point[:n][@file] (common/test_hooks.h)",
-      "tests only, may differ between ranks: this rank raises SIGKILL on itself the n-th "
-      "time it passes the point (init, negotiate, shm, ring, mpi, teardown)",
-      Agreement::kMayDiffer},
-     [](const std::string& v, Config* c) {
-       c->test_die_at = v;
-       return true;
-     },
-     [](const Config& c) { return c.test_die_at; }},
     // Must agree: it decides which ranks share a node, hence which transports exist.
     {{"KOLO_TEST_NODE_SIZE", KnobType::kInt, "0", "an integer >= 0",
       "tests only: split one machine's ranks into pretend nodes of this many consecutive "

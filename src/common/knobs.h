@@ -32,10 +32,10 @@ struct Config {
   int thread_affinity = -1;                   // KOLO_THREAD_AFFINITY; -1: not pinned
   LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
   std::string transport = "auto";             // KOLO_TRANSPORT
+  std::string select;                         // KOLO_SELECT: rules before the default table
   int64_t flight_recorder = 1024;             // KOLO_FLIGHT_RECORDER; 0 disables
   std::string flight_recorder_dir = ".";      // KOLO_FLIGHT_RECORDER_DIR
   double peer_timeout_seconds = 10.0;         // KOLO_PEER_TIMEOUT_SECONDS; > 0
-  std::string test_die_at;                    // KOLO_TEST_DIE_AT (tests only)
   int test_node_size = 0;                     // KOLO_TEST_NODE_SIZE (tests only); 0: real nodes
   // The data path's sizes and the transport order per size class: what the
   // autotuner changes at run time (see Note [What autotune tunes] in core/autotune.h).

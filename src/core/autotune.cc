@@ -23,10 +23,6 @@ const char* const kDimNames[] = {"KOLO_FUSION_THRESHOLD",  "KOLO_LARGE_TENSOR_BY
                                  "KOLO_HIERARCHICAL_ALLREDUCE"};
 constexpr const char* kFrozenName = "KOLO_AUTOTUNE_FROZEN";
 
-bool offers(const std::vector<std::string>& names, const char* name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
 tune::Dimension labels(const char* name, std::vector<std::string> values) {
   return tune::Dimension{name, {}, std::move(values)};
 }
@@ -138,8 +134,8 @@ size_t shm_slot_capacity(const Config& c) {
                                         : c.shm_slice_bytes);
 }
 
-tune::Space autotune_space(const Config& c, const TunedSetting& start,
-                           const std::vector<std::string>& host) {
+tune::Space autotune_space(const Config& c, const TunedSetting& start, const TunableWorld& world) {
+  const std::vector<std::string>& host = world.host_transports;
   std::vector<tune::Dimension> dims;
   dims.push_back(tune::numeric_dimension(
       kDimNames[kFusion], {64 * kKiB, 256 * kKiB, kMiB, 4 * kMiB, 16 * kMiB, 32 * kMiB, 64 * kMiB},
@@ -147,7 +143,7 @@ tune::Space autotune_space(const Config& c, const TunedSetting& start,
   dims.push_back(tune::numeric_dimension(kDimNames[kLarge], {256 * kKiB, kMiB, 4 * kMiB, 16 * kMiB},
                                          start.large_tensor_bytes, INT64_MAX));
   std::vector<int64_t> slices = {64 * kKiB, 128 * kKiB, 256 * kKiB, 512 * kKiB, kMiB, 2 * kMiB};
-  if (!offers(host, "shm")) slices.clear();
+  if (!world.node_slices) slices.clear();
   dims.push_back(tune::numeric_dimension(kDimNames[kSlice], slices, start.shm_slice_bytes,
                                          static_cast<int64_t>(shm_slot_capacity(c))));
   dims.push_back(tune::numeric_dimension(kDimNames[kSegment], {64 * kKiB, 256 * kKiB, kMiB},
@@ -156,7 +152,7 @@ tune::Space autotune_space(const Config& c, const TunedSetting& start,
   dims.push_back(labels(kDimNames[kSmall], choose ? host : std::vector<std::string>{start.transport_small}));
   dims.push_back(labels(kDimNames[kLargeFirst], choose ? host : std::vector<std::string>{start.transport_large}));
   std::vector<std::string> hier = {start.hierarchical_allreduce ? "1" : "0"};
-  if (offers(host, "hierarchical")) hier = {"0", "1"};
+  if (world.hierarchical) hier = {"0", "1"};
   dims.push_back(labels(kDimNames[kHierarchical], hier));
   return tune::Space(std::move(dims));
 }

@@ -50,12 +50,20 @@ Status decode_setting(const std::string& text, TunedSetting* setting);
 size_t fusion_capacity(const Config& config);
 size_t shm_slot_capacity(const Config& config);
 
+// What the world's transports leave to tune (from their capabilities and the
+// selector: the coordinator fills it in).
+struct TunableWorld {
+  std::vector<std::string> host_transports;  // the first-choice candidates
+  bool node_slices = false;    // a transport is cut in node slices (Chunk::kNodeSlice)
+  bool hierarchical = false;   // KOLO_HIERARCHICAL_ALLREDUCE can change a choice
+};
+
 // The search space around `start` (the knobs' setting): fusion threshold,
 // large-tensor cut-off, shm slice, ring segment, the first transport of each size
-// class among `host_transports`, and hierarchical on/off where `hierarchical` is
-// offered. A dimension that cannot matter here has one candidate.
+// class among the host transports, and hierarchical on/off. A dimension that
+// cannot matter in `world` has one candidate.
 tune::Space autotune_space(const Config& config, const TunedSetting& start,
-                           const std::vector<std::string>& host_transports);
+                           const TunableWorld& world);
 tune::Point point_of(const tune::Space& space, const TunedSetting& setting);
 TunedSetting setting_at(const tune::Space& space, const tune::Point& point);
 

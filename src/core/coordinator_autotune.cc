@@ -34,7 +34,12 @@ Status Coordinator::init_autotune() {
   start.transport_small = resolved(selector_, start.transport_small, 1);
   start.transport_large =
       resolved(selector_, start.transport_large, transport::Selector::kSmallBucketBytes);
-  tune::Space space = autotune_space(config_, start, selector_.host_transports());
+  TunableWorld tunable;
+  tunable.host_transports = selector_.host_transports();
+  for (const auto& t : world_.transports)
+    tunable.node_slices |= t->capabilities().chunk == transport::Chunk::kNodeSlice;
+  tunable.hierarchical = selector_.can_prefer_hierarchical();
+  tune::Space space = autotune_space(config_, start, tunable);
   KOLO_RETURN_IF_ERROR(AutotuneDriver::create(config_, std::move(space), start, &autotune_));
   if (autotune_->reused()) negotiator_.announce(encode_setting(*autotune_->reused()));
   return Status::OK();
@@ -46,8 +51,8 @@ void Coordinator::apply_setting(const TunedSetting& s) {
   selector_.set_first_choices(s.transport_small, s.transport_large);
   selector_.set_prefer_hierarchical(s.hierarchical_allreduce);
   transport::Tuning tuning;
-  tuning.shm_slice_bytes = static_cast<size_t>(s.shm_slice_bytes);
-  tuning.ring_segment_bytes = static_cast<size_t>(s.ring_segment_bytes);
+  tuning.slice_bytes = static_cast<size_t>(s.shm_slice_bytes);
+  tuning.segment_bytes = static_cast<size_t>(s.ring_segment_bytes);
   for (auto& t : world_.transports) t->tune(tuning);
   autotune_record_->applied(negotiator_.cycles(), s);
 }

@@ -50,10 +50,10 @@ bool Executor::pack_ahead(const std::vector<const Response*>& ahead,
   if (!is_elementwise(bucket_.reduction.op)) return false;
   const size_t elem = dtype_size(bucket_.dtype);
   if (static_cast<size_t>(bucket_.count) * elem > limit) return false;
-  // The same arithmetic as the transport the bucket would take: the shm engine's
-  // one round (Note [One round for small buckets] in transports/mpi).
+  // Only where the transport the bucket would take completes it from carried
+  // bytes (its capabilities say so), with that transport's arithmetic.
   transport::Transport* transport = nullptr;
-  if (!selector_.select(bucket_, &transport).ok() || std::strcmp(transport->name(), "shm") != 0)
+  if (!selector_.select(bucket_, &transport).ok() || !transport->capabilities().carries)
     return false;
   for (const transport::BucketTensor& t : bucket_.tensors) {
     if (t.count == 0) continue;

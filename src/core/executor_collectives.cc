@@ -39,7 +39,7 @@ Status Executor::start_on_transport(CollectiveOp op, CollectiveView view,
   transport::Transport* transport = nullptr;
   KOLO_RETURN_IF_ERROR(selector_.select_collective(op, view, &transport));
   // Note [Data rides with the AND] (negotiator.h): every part is here already.
-  if (carried_ != nullptr && std::strcmp(transport->name(), "shm") == 0) {
+  if (carried_ != nullptr && transport->capabilities().carries) {
     transport_name_ = "shm+and";
     run_carried(op, view);
     return Status::OK();

@@ -6,22 +6,6 @@
 
 namespace kolo::core {
 
-const char* collective_name(Collective c) {
-  switch (c) {
-    case Collective::kAllreduce: return "allreduce";
-    case Collective::kAllgather: return "allgather";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kAlltoall: return "alltoall";
-    case Collective::kReducescatter: return "reducescatter";
-    case Collective::kBarrier: return "barrier";
-    case Collective::kJoin: return "join";
-    case Collective::kGroupedAllreduce: return "grouped allreduce";
-    case Collective::kGroupedAllgather: return "grouped allgather";
-    case Collective::kGroupedReducescatter: return "grouped reducescatter";
-  }
-  return "invalid";
-}
-
 std::string format_shape(const std::vector<int64_t>& dims) {
   std::string out = "[";
   for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);

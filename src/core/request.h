@@ -11,24 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "common/collective.h"
 #include "common/dtype.h"
 #include "common/status.h"
 
 namespace kolo::core {
 
-enum class Collective : uint8_t {
-  kAllreduce = 0,
-  kAllgather = 1,
-  kBroadcast = 2,
-  kAlltoall = 3,
-  kReducescatter = 4,
-  kBarrier = 5,
-  kJoin = 6,
-  kGroupedAllreduce = 7,
-  kGroupedAllgather = 8,
-  kGroupedReducescatter = 9,
-};
-constexpr int kNumCollectives = 10;
 
 // Allreduce-like: reduced with the fusion buffer, and a joined rank contributes
 // zeros to them (see Note [Join]).
@@ -53,7 +41,6 @@ inline bool is_group(Collective c) {
          c == Collective::kGroupedReducescatter;
 }
 
-const char* collective_name(Collective c);
 
 // "[2, 3]"; "[]" for a scalar.
 std::string format_shape(const std::vector<int64_t>& dims);

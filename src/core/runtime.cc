@@ -2,7 +2,7 @@
 
 #include "common/check.h"
 #include "common/logging.h"
-#include "common/test_hooks.h"
+#include "common/failpoint.h"
 #include "core/collective_args.h"
 #include "core/init_agreement.h"
 #include "transport/registry.h"
@@ -60,7 +60,7 @@ Runtime::~Runtime() { shutdown(); }
 void Runtime::release_world() {
   coordinator_.reset();
   queue_.set_waker(nullptr);  // it rings the control plane, which goes below
-  test_point("teardown");
+  failpoint("teardown");
   // See Note [Shutdown without waiting for the others].
   if (Status s = world_.control->barrier(); !s.ok())
     KOLO_LOG(kWarning) << "shutdown: not every rank reached the teardown (" << s.message()

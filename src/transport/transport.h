@@ -17,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "common/collective.h"
 #include "common/dtype.h"
 #include "common/status.h"
+#include "transport/capabilities.h"
 #include "transport/device.h"
 
 namespace kolo::transport {
@@ -79,9 +81,10 @@ struct Bucket {
 // Sizes a transport may change between buckets (the autotuner's; see Note [What
 // autotune tunes] in core/autotune.h). Every rank applies the same values before
 // the same bucket; 0 leaves a size as it is.
+// A transport takes the size its capabilities name (Capabilities::chunk).
 struct Tuning {
-  size_t shm_slice_bytes = 0;     // KOLO_SHM_SLICE_BYTES: shm's slice, up to its slot
-  size_t ring_segment_bytes = 0;  // KOLO_RING_SEGMENT_BYTES: kolo's ring's segment
+  size_t slice_bytes = 0;    // Chunk::kNodeSlice (KOLO_SHM_SLICE_BYTES), up to the slot
+  size_t segment_bytes = 0;  // Chunk::kMessageSegment (KOLO_RING_SEGMENT_BYTES)
 };
 
 // The completion of an operation a transport started.
@@ -108,12 +111,11 @@ class CompletedWork : public Work {
   Status status_;
 };
 
-// The collectives other than allreduce, as a transport sees them. Counts are in
-// elements of `dtype`; blocks are laid out contiguously in rank order (the
-// displacement of rank r's block is the sum of the counts before it).
-enum class CollectiveOp { kAllgather, kBroadcast, kAlltoall, kReducescatter };
-
-const char* collective_op_name(CollectiveOp op);
+// The collectives other than allreduce, as a transport sees them (one enum for
+// every layer: common/collective.h). Counts are in elements of `dtype`; blocks
+// are laid out contiguously in rank order (the displacement of rank r's block
+// is the sum of the counts before it).
+using CollectiveOp = Collective;
 
 struct CollectiveView {
   const void* input = nullptr;
@@ -151,8 +153,12 @@ class Transport {
  public:
   virtual ~Transport() = default;
 
-  // The name KOLO_TRANSPORT selects it by ("mpi", "ring", ...).
+  // The name the selection table and KOLO_TRANSPORT know it by ("mpi", "ring",
+  // ...); shown in logs and the timeline, compared only by the selector.
   virtual const char* name() const = 0;
+
+  // What it can do (capabilities.h); the same on every rank, fixed once built.
+  virtual Capabilities capabilities() const = 0;
 
   virtual Status supports(const Bucket& bucket) const = 0;
 
@@ -174,22 +180,13 @@ class Transport {
   // The other collectives. A transport that does not implement one answers
   // Unsupported (with the reason) from supports_collective, the same on every rank.
   virtual Status supports_collective(CollectiveOp op, const CollectiveView& view) const {
-    return unsupported(std::string(name()) + " does not implement " + collective_op_name(op));
+    return unsupported(std::string(name()) + " does not implement " + collective_name(op));
   }
   virtual std::unique_ptr<Work> collective(CollectiveOp op, const CollectiveView& view) {
     return std::make_unique<CompletedWork>(
-        unsupported(std::string(name()) + " does not implement " + collective_op_name(op)));
+        unsupported(std::string(name()) + " does not implement " + collective_name(op)));
   }
 };
 
-inline const char* collective_op_name(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::kAllgather: return "allgather";
-    case CollectiveOp::kBroadcast: return "broadcast";
-    case CollectiveOp::kAlltoall: return "alltoall";
-    case CollectiveOp::kReducescatter: return "reducescatter";
-  }
-  return "unknown";
-}
 
 }  // namespace kolo::transport

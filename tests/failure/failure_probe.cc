@@ -1,6 +1,7 @@
 // failure_probe: one rank of a failure test (run_failure.py starts it under
 // mpiexec.mpich -disable-auto-cleanup). The victim rank dies at the phase under
-// test (by KOLO_TEST_DIE_AT inside kolo, or here); every survivor reports what
+// test (at a failpoint inside kolo, armed here from KOLO_TEST_DIE_AT through the
+// test-only kolo_testing_set_failpoint_action, or by the probe itself); every survivor reports what
 // kolo told it and how long after the death, as one line in <dir>/result.<rank>:
 //
 //   code=<status> detect_ms=<ms> shutdown_ms=<ms> later=<status> message=<text>
@@ -23,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "bindings/c/testing.h"
 #include "kolo/kolo.h"
 
 namespace {
@@ -60,6 +64,26 @@ void wait_for_death() {
 void die(int signal_number) {
   std::ofstream(g_dir + "/death") << static_cast<long long>(monotonic_ms() * 1e6) << "\n";
   raise(signal_number);
+}
+
+// KOLO_TEST_DIE_AT=<point>[:<n>]: the victim raises SIGKILL on itself the n-th
+// time (default the first) a kolo thread passes that failpoint, after writing the
+// time of death. The variable is this probe's, read here, never by kolo.
+std::string g_die_point;
+std::atomic<long> g_die_passes{1};
+
+void die_at_failpoint(const char* point) {
+  if (g_die_point != point || g_die_passes.fetch_sub(1) != 1) return;
+  die(SIGKILL);
+}
+
+void arm_failpoint(const char* spec) {
+  if (spec == nullptr || *spec == '\0') return;
+  const std::string head = spec;
+  const size_t colon = head.find(':');
+  g_die_point = head.substr(0, colon);
+  if (colon != std::string::npos) g_die_passes = std::max(1L, std::atol(head.c_str() + colon + 1));
+  kolo_testing_set_failpoint_action(die_at_failpoint);
 }
 
 struct Outcome {
@@ -228,6 +252,7 @@ int main(int argc, char** argv) {
     return shutdown_phase(phase, size, victim_rank == -2);
 
   const bool victim = g_rank == victim_rank;
+  if (victim) arm_failpoint(std::getenv("KOLO_TEST_DIE_AT"));
   kolo_status_t s = kolo_init();
   if (phase == "init") {
     const Outcome o = fail_in(s);

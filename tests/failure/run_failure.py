@@ -27,7 +27,8 @@ import sys
 import tempfile
 import time
 
-# The victim dies inside kolo at these hook points (KOLO_TEST_DIE_AT).
+# The victim dies inside kolo at these failpoints (KOLO_TEST_DIE_AT, read by the
+# probe, which arms them through libkolo's test-only entry point).
 HOOKS = {"init": "init", "negotiate": "negotiate:40", "shm": "shm:5", "ring": "ring:5",
          "mpi": "mpi:5", "teardown": "teardown"}
 # Transports forced per phase (on every rank, so the plan agrees).
@@ -53,7 +54,7 @@ def command(args, victim, tmp):
             cmd.append(":")
         cmd += ["-n", "1"]
         if rank == victim and args.phase in HOOKS:
-            cmd += ["-env", "KOLO_TEST_DIE_AT", HOOKS[args.phase] + "@" + tmp + "/death"]
+            cmd += ["-env", "KOLO_TEST_DIE_AT", HOOKS[args.phase]]
         cmd += [args.probe, probe_phase, str(victim), tmp]
     return cmd
 

@@ -116,7 +116,7 @@ TEST(HierarchicalCollectives, AutoChoiceAsTheNoteSays) {
     const bool large = count >= (int64_t{1} << 18) && topo.local_size > 1;
     for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kBroadcast,
                             CollectiveOp::kAlltoall, CollectiveOp::kReducescatter}) {
-      SCOPED_TRACE(std::string(collective_op_name(op)) + " of " + std::to_string(count));
+      SCOPED_TRACE(std::string(collective_name(op)) + " of " + std::to_string(count));
       if (op == CollectiveOp::kAllgather) v.recv_counts.assign(size(), count / size());
       if (op == CollectiveOp::kAlltoall) v.recv_counts.assign(size(), count / size());
       if (op == CollectiveOp::kReducescatter) v.recv_counts = shards(count, size());

@@ -2,7 +2,7 @@
 // (tools/pretend_cluster.sh, label multihost), where each host is a network
 // namespace with its own hostname. kolo's nodes must be exactly the hosts (MPI's
 // shared-memory split follows Hydra's hosts), and with KOLO_TRANSPORT=auto every
-// bucket must go where Note [Auto order] (src/transport/registry.cc) says: "mpi"
+// bucket must go where Note [Auto order] (src/transport/selection.cc) says: "mpi"
 // under 64 KiB, "hierarchical" from 64 KiB on equal nodes and "ring" on unequal
 // ones; each chosen transport's result is checked exactly.
 #include <gtest/gtest.h>

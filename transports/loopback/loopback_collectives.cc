@@ -77,7 +77,7 @@ Call decode(const Bytes& blob) {
 }
 
 Status mismatch(CollectiveOp op, const std::string& what) {
-  return Status(Code::kMismatch, std::string("loopback ") + collective_op_name(op) + ": " + what);
+  return Status(Code::kMismatch, std::string("loopback ") + collective_name(op) + ": " + what);
 }
 
 std::string counts_string(const std::vector<int64_t>& counts) {
@@ -239,7 +239,7 @@ bool overlaps(const char* a, size_t a_bytes, const char* b, size_t b_bytes) {
 
 Status check_collective(CollectiveOp op, const CollectiveView& view) {
   if (view.device.kind != DeviceKind::kCpu) {
-    return unsupported("loopback: CPU memory only, the " + std::string(collective_op_name(op)) +
+    return unsupported("loopback: CPU memory only, the " + std::string(collective_name(op)) +
                        " is on " + device_name(view.device));
   }
   if (!is_valid(view.dtype)) return unsupported("loopback: invalid dtype " + dtype_name(view.dtype));
@@ -255,7 +255,7 @@ Status run_collective(Rendezvous& rendezvous, int rank, int size, CollectiveOp o
                       const CollectiveView& view, std::vector<char>* scratch) {
   KOLO_RETURN_IF_ERROR(check_collective(op, view));
   std::vector<Bytes> blobs;
-  KOLO_RETURN_IF_ERROR(rendezvous.exchange(rank, collective_op_name(op), encode(view), &blobs));
+  KOLO_RETURN_IF_ERROR(rendezvous.exchange(rank, collective_name(op), encode(view), &blobs));
   KOLO_CHECK_EQ(blobs.size(), static_cast<size_t>(size));
   std::vector<Call> calls;
   calls.reserve(size);

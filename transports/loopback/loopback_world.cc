@@ -189,6 +189,12 @@ class LoopbackTransport : public transport::Transport {
   LoopbackTransport(std::shared_ptr<Hub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
 
   const char* name() const override { return "loopback"; }
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities c;
+    c.collectives = transport::kAllCollectives;
+    c.host = true;
+    return c;
+  }
 
   Status supports(const Bucket& bucket) const override {
     if (bucket.device.kind != DeviceKind::kCpu) {

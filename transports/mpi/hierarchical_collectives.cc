@@ -164,7 +164,7 @@ Status HierarchicalCollectives::create(const SharedComms& comms,
 }
 
 Status HierarchicalCollectives::supports(CollectiveOp op, const CollectiveView& view) const {
-  const std::string what = std::string("hierarchical ") + collective_op_name(op);
+  const std::string what = std::string("hierarchical ") + collective_name(op);
   if (view.device.kind != DeviceKind::kCpu)
     return unsupported(what + ": CPU memory only, not " + device_name(view.device));
   if (!is_valid(view.dtype)) return unsupported(what + ": invalid dtype " + dtype_name(view.dtype));
@@ -306,8 +306,8 @@ Status HierarchicalCollectives::verdict() const {
     if (lo == hi) continue;
     std::string values = std::to_string(lo) + " and " + std::to_string(hi);
     if (f == kOp)
-      values = std::string(collective_op_name(static_cast<CollectiveOp>(lo))) + " and " +
-               collective_op_name(static_cast<CollectiveOp>(hi));
+      values = std::string(collective_name(static_cast<CollectiveOp>(lo))) + " and " +
+               collective_name(static_cast<CollectiveOp>(hi));
     if (f == kDtype)
       values = std::string(dtype_name(static_cast<DataType>(lo))) + " and " +
                dtype_name(static_cast<DataType>(hi));

@@ -51,6 +51,14 @@ class HierarchicalTransport : public transport::Transport {
                        std::unique_ptr<HierarchicalTransport>* out);
 
   const char* name() const override { return "hierarchical"; }
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities c;
+    c.collectives = transport::kAllCollectives;
+    c.host = true;
+    c.reach = transport::Reach::kEqualNodes;
+    c.chunk = transport::Chunk::kMessageSegment;
+    return c;
+  }
   Status supports(const transport::Bucket& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
   // The ring segment reaches the cross-node ring; the node stage keeps kSlotBytes
@@ -86,7 +94,7 @@ class CrossRing : public transport::CrossEngine {
     return ring_->run(data, data, count, dtype, op);
   }
   void tune(const transport::Tuning& tuning) override {
-    if (tuning.ring_segment_bytes > 0) ring_->set_segment_bytes(tuning.ring_segment_bytes);
+    if (tuning.segment_bytes > 0) ring_->set_segment_bytes(tuning.segment_bytes);
   }
 
  private:

@@ -246,7 +246,7 @@ Status start_reducescatter(CollectiveWork* work, const CollectiveView& v, MPI_Da
 }  // namespace
 
 Status MpiTransport::supports_collective(CollectiveOp op, const CollectiveView& view) const {
-  const std::string what = std::string("mpi ") + collective_op_name(op);
+  const std::string what = std::string("mpi ") + collective_name(op);
   if (view.device.kind != DeviceKind::kCpu) {
     return unsupported(what + ": CPU memory only, not " + device_name(view.device));
   }

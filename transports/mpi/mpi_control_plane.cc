@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/check.h"
-#include "common/test_hooks.h"
+#include "common/failpoint.h"
 #include "common/logging.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_wait.h"
@@ -163,7 +163,7 @@ Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
   if (bits->size() > static_cast<size_t>(INT_MAX)) {
     return invalid_argument("bitwise_and of more than INT_MAX words");
   }
-  test_point("negotiate");
+  failpoint("negotiate");
   // Same length on every rank, so every rank takes the same branch.
   and_on_node_ = node_and_ && bits->size() <= NodeAnd::kMaxWords;
   if (and_on_node_) return node_and_->run(bits);

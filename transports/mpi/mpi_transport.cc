@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
-#include "common/test_hooks.h"
+#include "common/failpoint.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_work.h"
 
@@ -170,7 +170,7 @@ std::unique_ptr<transport::Work> MpiTransport::start_allreduce(const void* in, v
     }
   }
   if (!started.ok()) work->fail(std::move(started));
-  test_point("mpi");
+  failpoint("mpi");
   return work;
 }
 

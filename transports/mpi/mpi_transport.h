@@ -47,6 +47,12 @@ class MpiTransport : public transport::Transport {
   ~MpiTransport() override;  // frees the datatypes and ops
 
   const char* name() const override { return "mpi"; }
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities c;
+    c.collectives = transport::kAllCollectives;
+    c.host = true;
+    return c;
+  }
   Status supports(const transport::Bucket& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/test_hooks.h"
+#include "common/failpoint.h"
 #include "transport/registry.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_comm.h"
@@ -181,7 +181,7 @@ Status make_comms(const WorldOptions& options, Comms* comms, transport::Topology
   KOLO_RETURN_IF_ERROR_AS_IS(
       PeerMonitor::create(comms->control, comms->local, *topology, options.peer_timeout, &monitor));
   comms->liveness = std::move(monitor);
-  test_point("init");
+  failpoint("init");
   return Status::OK();
 }
 

@@ -179,7 +179,7 @@ Status ShmCollectives::wait_peers(int which, uint64_t target, int only) {
 }
 
 Status ShmCollectives::supports(CollectiveOp op, const CollectiveView& view) const {
-  const std::string what = std::string("shm ") + collective_op_name(op);
+  const std::string what = std::string("shm ") + collective_name(op);
   if (view.device.kind != DeviceKind::kCpu)
     return unsupported(what + ": CPU memory only, not " + device_name(view.device));
   if (!is_valid(view.dtype)) return unsupported(what + ": invalid dtype " + dtype_name(view.dtype));
@@ -317,7 +317,7 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
 
 // Every rank reads every header, so every rank finds the same first difference.
 Status ShmCollectives::check_headers(const Call& c) const {
-  const std::string what = std::string("shm ") + collective_op_name(c.op) + ": local ranks disagree";
+  const std::string what = std::string("shm ") + collective_name(c.op) + ": local ranks disagree";
   const int64_t* zero = header(0, c.first);
   for (int r = 1; r < c.n; ++r) {
     const int64_t* h = header(r, c.first);

@@ -55,7 +55,7 @@
 #include <string>
 
 #include "common/check.h"
-#include "common/test_hooks.h"
+#include "common/failpoint.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_wait.h"
@@ -315,7 +315,7 @@ Status ShmAllreduce::post(const Slice& s, bool stream) {
   }
   if (stream) _mm_sfence();  // streaming stores are not ordered by the release below
   publish_counter(counter(me, kPosted), g + 1);
-  test_point("shm");
+  failpoint("shm");
   return Status::OK();
 }
 

@@ -147,10 +147,19 @@ class ShmTransport : public transport::Transport {
   ~ShmTransport() override;
 
   const char* name() const override { return "shm"; }
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities c;
+    c.collectives = transport::kAllCollectives;
+    c.host = true;
+    c.reach = transport::Reach::kOneNode;
+    c.carries = true;
+    c.chunk = transport::Chunk::kNodeSlice;
+    return c;
+  }
   Status supports(const transport::Bucket& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
   void tune(const transport::Tuning& tuning) override {
-    if (tuning.shm_slice_bytes > 0) engine_->set_slice_bytes(tuning.shm_slice_bytes);
+    if (tuning.slice_bytes > 0) engine_->set_slice_bytes(tuning.slice_bytes);
   }
   // In shm_collectives.cc.
   Status supports_collective(transport::CollectiveOp op,

@@ -109,6 +109,12 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   ~NcclTransport() override;
 
   const char* name() const override { return "nccl"; }
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities c;
+    c.collectives = transport::kAllCollectives;
+    c.device = true;
+    return c;
+  }
   Status supports(const transport::Bucket& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
   Status supports_collective(transport::CollectiveOp op,

@@ -147,7 +147,7 @@ TEST(MpiCollectives, SupportsCpuOnlyAndChecksItsArguments) {
   v.send_counts.assign(size(), 0);
   for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kBroadcast,
                           CollectiveOp::kAlltoall, CollectiveOp::kReducescatter}) {
-    EXPECT_TRUE(t.supports_collective(op, v).ok()) << collective_op_name(op);
+    EXPECT_TRUE(t.supports_collective(op, v).ok()) << collective_name(op);
   }
   CollectiveView average = v;
   average.reduction.op = ReduceOp::kAverage;  // decide_reduction never hands it over
@@ -168,7 +168,7 @@ TEST(MpiCollectives, SupportsCpuOnlyAndChecksItsArguments) {
   for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kAlltoall,
                           CollectiveOp::kReducescatter, CollectiveOp::kBroadcast}) {
     Status s = t.collective(op, v)->wait();
-    EXPECT_TRUE(s.ok()) << collective_op_name(op) << ": " << s.to_string();
+    EXPECT_TRUE(s.ok()) << collective_name(op) << ": " << s.to_string();
   }
 }
 

@@ -312,7 +312,7 @@ TEST(LoopbackCollectivesErrorTest, SupportsCpuAndKernelOpsOnly) {
   CollectiveView v;
   for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kBroadcast,
                           CollectiveOp::kAlltoall, CollectiveOp::kReducescatter}) {
-    EXPECT_TRUE(t.supports_collective(op, v).ok()) << collective_op_name(op);
+    EXPECT_TRUE(t.supports_collective(op, v).ok()) << collective_name(op);
   }
   v.reduction.op = ReduceOp::kAverage;
   EXPECT_EQ(t.supports_collective(CollectiveOp::kReducescatter, v).code(), Code::kUnsupported);

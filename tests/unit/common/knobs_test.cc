@@ -43,9 +43,10 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
       "KOLO_TIMELINE_MARK_CYCLES",     "KOLO_STALL_CHECK_TIME_SECONDS",
       "KOLO_STALL_SHUTDOWN_TIME_SECONDS", "KOLO_HIERARCHICAL_ALLREDUCE",
       "KOLO_THREAD_AFFINITY",          "KOLO_LOG_LEVEL",
-      "KOLO_TRANSPORT",                "KOLO_FLIGHT_RECORDER",
+      "KOLO_TRANSPORT",                "KOLO_SELECT",
+      "KOLO_FLIGHT_RECORDER",
       "KOLO_FLIGHT_RECORDER_DIR",      "KOLO_PEER_TIMEOUT_SECONDS",
-      "KOLO_TEST_DIE_AT",              "KOLO_TEST_NODE_SIZE",
+      "KOLO_TEST_NODE_SIZE",
       "KOLO_LARGE_TENSOR_BYTES",       "KOLO_SHM_SLICE_BYTES",
       "KOLO_RING_SEGMENT_BYTES",       "KOLO_AND_CARRY_BYTES",
       "KOLO_TRANSPORT_SMALL",
@@ -98,7 +99,6 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.flight_recorder, 1024);
   EXPECT_EQ(c.flight_recorder_dir, ".");
   EXPECT_EQ(c.peer_timeout_seconds, 10.0);
-  EXPECT_EQ(c.test_die_at, "");
   EXPECT_EQ(c.test_node_size, 0);
   EXPECT_EQ(c.large_tensor_bytes, 1 << 20);
   EXPECT_EQ(c.shm_slice_bytes, 512 << 10);
@@ -115,7 +115,7 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   const std::vector<std::string> values = knob_values(env_of({}));
   const std::vector<std::string> expected = {"64M", "1",    "1024",    "",     "0",
                                              "60",  "0",    "0",       "-1",   "warning",
-                                             "auto", "1024", ".",      "10",   "",
+                                             "auto", "",   "1024", ".",      "10",
                                              "0",   "1M",   "512K",    "256K", "4K",
                                              "auto",
                                              "auto", "0",   "",        "3",    "0.5",
@@ -297,7 +297,7 @@ TEST(KnobsTest, OnlyKnobsThatShapeNothingSharedMayDiffer) {
                                                 "KOLO_STALL_CHECK_TIME_SECONDS",
                                                 "KOLO_THREAD_AFFINITY", "KOLO_LOG_LEVEL",
                                                 "KOLO_FLIGHT_RECORDER",
-                                                "KOLO_FLIGHT_RECORDER_DIR", "KOLO_TEST_DIE_AT",
+                                                "KOLO_FLIGHT_RECORDER_DIR",
                                                 "KOLO_AUTOTUNE_LOG", "KOLO_AUTOTUNE_WARMUP_SAMPLES",
                                                 "KOLO_AUTOTUNE_SAMPLE_SECONDS",
                                                 "KOLO_AUTOTUNE_MAX_SAMPLES"}));
@@ -306,7 +306,7 @@ TEST(KnobsTest, OnlyKnobsThatShapeNothingSharedMayDiffer) {
   EXPECT_EQ(agreed, (std::vector<std::string>{"KOLO_FUSION_THRESHOLD", "KOLO_CACHE_CAPACITY",
                                               "KOLO_STALL_SHUTDOWN_TIME_SECONDS",
                                               "KOLO_HIERARCHICAL_ALLREDUCE", "KOLO_TRANSPORT",
-                                              "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_TEST_NODE_SIZE",
+                                              "KOLO_SELECT", "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_TEST_NODE_SIZE",
                                               "KOLO_LARGE_TENSOR_BYTES", "KOLO_SHM_SLICE_BYTES",
                                               "KOLO_RING_SEGMENT_BYTES", "KOLO_AND_CARRY_BYTES",
                                               "KOLO_TRANSPORT_SMALL",

@@ -59,7 +59,7 @@ TEST(AutotuneTest, CapacitiesFitEverySettingTheSpaceHolds) {
 
   TunedSetting start = setting_of(c);
   start.transport_small = start.transport_large = "shm";  // "auto" as the coordinator resolves it
-  const tune::Space space = autotune_space(c, start, {"mpi", "ring", "shm"});
+  const tune::Space space = autotune_space(c, start, TunableWorld{{"mpi", "ring", "shm"}, true, false});
   EXPECT_EQ(setting_at(space, point_of(space, start)), start);
   for (size_t f = 0; f < space.points(); f += 97) {
     const TunedSetting s = setting_at(space, space.point(f));
@@ -79,7 +79,7 @@ TEST(AutotuneTest, TheFrozenSettingIsLoggedAndReused) {
   c.autotune_max_samples = 4;
   TunedSetting start = setting_of(c);
   start.transport_small = start.transport_large = "shm";
-  const std::vector<std::string> host = {"mpi", "ring", "shm"};
+  const TunableWorld host{{"mpi", "ring", "shm"}, true, false};
   std::unique_ptr<AutotuneDriver> driver;
   ASSERT_TRUE(AutotuneDriver::create(c, autotune_space(c, start, host), start, &driver).ok());
   EXPECT_FALSE(driver->reused());

@@ -103,6 +103,12 @@ class FakeDevice : public transport::Transport, public transport::DeviceSupport 
     gate_->wake = nullptr;
   }
   const char* name() const override { return "nccl"; }
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities c;
+    c.collectives = transport::kAllCollectives;
+    c.device = true;
+    return c;
+  }
   Status supports(const Bucket& b) const override {
     return b.device.kind == DeviceKind::kCuda ? Status::OK() : unsupported("fake: CUDA only");
   }

@@ -28,6 +28,7 @@ class Counting : public transport::Transport {
  public:
   explicit Counting(transport::Transport* inner) : inner_(inner) {}
   const char* name() const override { return inner_->name(); }
+  transport::Capabilities capabilities() const override { return inner_->capabilities(); }
   Status supports(const transport::Bucket& b) const override { return inner_->supports(b); }
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& b) override {
     ++allreduces;
