@@ -1,6 +1,6 @@
 // Check macros.
 //
-// Two kinds of failure, kept apart (STYLE.md, Errors):
+// Two kinds of failure, kept apart (docs/design.md, Errors):
 // - what a caller or the environment can cause travels up as a Status;
 //   KOLO_RETURN_IF_ERROR adds the file:line of each hop to its where(), never to
 //   its message (see Note [Messages and locations] in status.h);

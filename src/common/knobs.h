@@ -104,11 +104,11 @@ const char* log_level_name(LogLevel level);
 
 // Note [Knobs that must agree]
 // Every rank plans the same buckets from the same negotiated list and picks the same
-// transport for each (DESIGN.md rule 7), so a knob that shapes the plan or the data
-// path (fusion threshold, cache capacity, transport, hierarchical, stall shutdown)
-// must have one value on every rank: a rank with another fusion threshold cuts other
-// buckets and reduces garbage into its peers' results. kolo_init compares these
-// knobs' canonical values across ranks and fails on every rank if they differ.
+// transport for each (docs/design.md, Rules, 4), so a knob that shapes the plan or
+// the data path (fusion threshold, cache capacity, transport, hierarchical, stall
+// shutdown) must have one value on every rank: a rank with another fusion threshold
+// cuts other buckets and reduces garbage into its peers' results. kolo_init compares
+// these knobs' canonical values across ranks and fails on every rank if they differ.
 // A knob is "must agree" unless its row says otherwise; the ones that may differ
 // change only this rank's own behaviour (what it logs, where its coordinator runs,
 // how long it sleeps between polls) or are read on rank 0 alone (the timeline).

@@ -124,6 +124,6 @@ class AutotuneDriver {
 // offer it. The knobs fixed at init (cache capacity, KOLO_TRANSPORT, the device
 // transport's buffers) are not tuned. A setting changes only at a cycle every rank
 // takes together, so every rank cuts the same buckets and picks the same
-// transports (DESIGN.md rule 7).
+// transports (docs/design.md, Rules, 4).
 
 }  // namespace kolo::core

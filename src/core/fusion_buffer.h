@@ -1,8 +1,8 @@
 // FusionBuffer: the persistent host buffer that fused buckets are packed into.
 //
 // Allocated once at init with the fusion threshold's size and touched then
-// (DESIGN.md rule 6: first-touch page faults are expensive, so they are paid once,
-// not per step). Coordinator thread only.
+// (docs/design.md, Rules, 7: first-touch page faults are expensive, so they are
+// paid once, not per step). Coordinator thread only.
 #pragma once
 
 #include <cstddef>

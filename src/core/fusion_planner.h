@@ -12,7 +12,7 @@
 //
 // Invariants (asserted by tests/unit/core/fusion_planner_test.cc):
 // - Identical input gives identical output, so every rank cuts the same buckets
-//   from the same negotiated list (DESIGN.md rule 2).
+//   from the same negotiated list (docs/design.md, Rules, 2).
 // - Every item is in exactly one bucket; a bucket holds items of one fusion class
 //   only, in list order; buckets are ordered by their first item.
 // - A bucket of two or more items holds at most `threshold` bytes. An item larger

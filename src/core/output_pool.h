@@ -1,8 +1,8 @@
 // OutputPool: recycled storage for the outputs kolo allocates (allgather,
 // alltoall), so that a step's output does not pay for freshly mapped pages every
-// time (DESIGN.md rule 6; in this VM first-touch page faults cost more than the
-// copy). A buffer handed out returns its block to the pool when the handle that
-// owns it is released; the pool keeps a few blocks and frees the rest.
+// time (docs/design.md, Rules, 7; in this VM first-touch page faults cost more
+// than the copy). A buffer handed out returns its block to the pool when the handle
+// that owns it is released; the pool keeps a few blocks and frees the rest.
 // take(): coordinator thread; a buffer may be destroyed on any thread.
 #pragma once
 

@@ -1,7 +1,7 @@
 // kolo's vocabulary in NCCL's and CUDA's terms, and back: the NCCL data type and
 // reduction of a kolo dtype and op, and the Status of an ncclResult_t or
-// cudaError_t. Used by the NCCL transport at its boundary (DESIGN.md section 3:
-// a transport converts its native errors into Status).
+// cudaError_t. Used by the NCCL transport at its boundary (docs/design.md, The
+// seams: a transport converts its native errors into Status).
 //
 // Error mapping (nccl_status, cuda_status); `what` is the call that failed:
 //   ncclSuccess, cudaSuccess            -> OK

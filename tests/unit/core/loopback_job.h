@@ -15,7 +15,7 @@
 namespace kolo::core::testing {
 
 // Every rank allocates and touches a fusion buffer of the threshold's size at start
-// (DESIGN.md rule 6) and unmaps it at shutdown: at the default 64 MiB that was
+// (docs/design.md, Rules, 7) and unmaps it at shutdown: at the default 64 MiB that was
 // most of these tests' CPU time (a 19-rank test: 0.8 s of 0.9 s, and 100 s of
 // wall time under TSan on a loaded machine). A job left at the default gets
 // kTestFusionBytes instead, more than any test here fuses; a test that sets a
