@@ -51,6 +51,19 @@ std::vector<int64_t> displacements(const std::vector<int64_t>& counts) {
 
 int64_t sum(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
 
+// How many of got[0..count) differ from want(i); *first gets the first such i.
+// Checks count instead of stopping at the first difference: a rank that left
+// the loop early would leave its peers waiting for its next call.
+template <typename T, typename Want>
+int64_t mismatches(const T* got, int64_t count, Want want, int64_t* first) {
+  int64_t wrong = 0;
+  *first = -1;
+  for (int64_t i = 0; i < count; ++i) {
+    if (!(got[i] == want(i)) && wrong++ == 0) *first = i;
+  }
+  return wrong;
+}
+
 template <typename D>
 class P2PCollectivesTest : public ::testing::Test {
  protected:
@@ -95,12 +108,14 @@ TYPED_TEST(P2PCollectivesTest, AllgatherEverySizeAndPatternInPlaceAndNot) {
           CollectiveView v = this->view(in_place ? out.data() + displs[rank] : in.data(), out.data());
           v.recv_counts = counts;
           const Status s = coll.run(CollectiveOp::kAllgather, v);
-          ASSERT_TRUE(s.ok()) << s.to_string();
-          for (int r = 0; r < n; ++r)
-            for (int64_t k = 0; k < counts[r]; ++k)
-              ASSERT_EQ(out[displs[r] + k], this->origin(r, 0, k))
-                  << "size " << n << " pattern " << pattern << " rank " << rank << " block " << r
-                  << " element " << k << (in_place ? " in place" : "");
+          EXPECT_TRUE(s.ok()) << s.to_string();
+          for (int r = 0; r < n; ++r) {
+            int64_t first = -1;
+            EXPECT_EQ(mismatches(out.data() + displs[r], counts[r],
+                                 [&](int64_t k) { return this->origin(r, 0, k); }, &first), 0)
+                << "size " << n << " pattern " << pattern << " rank " << rank << " block " << r
+                << " first wrong element " << first << (in_place ? " in place" : "");
+          }
         }
       }
     });
@@ -126,11 +141,11 @@ TYPED_TEST(P2PCollectivesTest, AllgathervWithExplicitDisplacements) {
       for (int r = 0; r < n; ++r) counts[r] = 50 + 9 * r;
       std::vector<T> out(at, TypeParam::from_double(99)), in(counts[rank]);
       for (int64_t k = 0; k < counts[rank]; ++k) in[k] = this->origin(rank, 1, k);
-      ASSERT_TRUE(coll.allgatherv(in.data(), out.data(), counts, displs, TypeParam::kType).ok());
+      EXPECT_TRUE(coll.allgatherv(in.data(), out.data(), counts, displs, TypeParam::kType).ok());
       std::vector<T> want(at, TypeParam::from_double(99));
       for (int r = 0; r < n; ++r)
         for (int64_t k = 0; k < counts[r]; ++k) want[displs[r] + k] = this->origin(r, 1, k);
-      ASSERT_TRUE(out == want) << "size " << n << " rank " << rank;
+      EXPECT_TRUE(out == want) << "size " << n << " rank " << rank;
     });
   }
 }
@@ -153,12 +168,14 @@ TYPED_TEST(P2PCollectivesTest, BroadcastEveryRootTreeAndChainInPlaceAndNot) {
             v.count = count;
             v.root = root;
             const Status s = coll.run(CollectiveOp::kBroadcast, v);
-            ASSERT_TRUE(s.ok()) << s.to_string();
-            for (int64_t k = 0; k < count; ++k)
-              ASSERT_EQ(out[k], this->origin(root, 2, k))
-                  << "size " << n << " root " << root << " count " << count << " rank " << rank;
+            EXPECT_TRUE(s.ok()) << s.to_string();
+            auto want = [&](int64_t k) { return this->origin(root, 2, k); };
+            int64_t first = -1;
+            EXPECT_EQ(mismatches(out.data(), count, want, &first), 0)
+                << "size " << n << " root " << root << " count " << count << " rank " << rank
+                << " first wrong element " << first;
             if (rank == root && !in_place)
-              for (int64_t k = 0; k < count; ++k) ASSERT_EQ(in[k], this->origin(root, 2, k));
+              EXPECT_EQ(mismatches(in.data(), count, want, &first), 0) << "the root's input changed";
           }
         }
       }
@@ -193,11 +210,14 @@ TYPED_TEST(P2PCollectivesTest, AlltoallEverySizeAndPattern) {
         v.input = in.data();
         v.output = out.data();
         const Status s = coll.run(CollectiveOp::kAlltoall, v);
-        ASSERT_TRUE(s.ok()) << s.to_string();
-        for (int src = 0; src < n; ++src)
-          for (int64_t k = 0; k < v.recv_counts[src]; ++k)
-            ASSERT_EQ(out[rd[src] + k], this->origin(src, rank, k))
-                << "size " << n << " pattern " << pattern << " rank " << rank << " from " << src;
+        EXPECT_TRUE(s.ok()) << s.to_string();
+        for (int src = 0; src < n; ++src) {
+          int64_t first = -1;
+          EXPECT_EQ(mismatches(out.data() + rd[src], v.recv_counts[src],
+                               [&](int64_t k) { return this->origin(src, rank, k); }, &first), 0)
+              << "size " << n << " pattern " << pattern << " rank " << rank << " from " << src
+              << " first wrong element " << first;
+        }
       }
     });
   }
@@ -216,9 +236,13 @@ TYPED_TEST(P2PCollectivesTest, AlltoallInPlace) {
       for (int d = 0; d < n; ++d)
         for (int64_t k = 0; k < 33; ++k) buf[d * 33 + k] = this->origin(rank, d, k);
       v.input = v.output = buf.data();
-      ASSERT_TRUE(coll.run(CollectiveOp::kAlltoall, v).ok());
-      for (int src = 0; src < n; ++src)
-        for (int64_t k = 0; k < 33; ++k) ASSERT_EQ(buf[src * 33 + k], this->origin(src, rank, k));
+      EXPECT_TRUE(coll.run(CollectiveOp::kAlltoall, v).ok());
+      for (int src = 0; src < n; ++src) {
+        int64_t first = -1;
+        EXPECT_EQ(mismatches(buf.data() + src * 33, 33,
+                             [&](int64_t k) { return this->origin(src, rank, k); }, &first), 0)
+            << "size " << n << " rank " << rank << " from " << src;
+      }
     });
   }
 }
@@ -240,16 +264,19 @@ TYPED_TEST(P2PCollectivesTest, ReducescatterEverySizePatternAndOp) {
             v.recv_counts = counts;
             v.reduction.op = op;
             const Status s = coll.run(CollectiveOp::kReducescatter, v);
-            ASSERT_TRUE(s.ok()) << s.to_string();
-            int64_t first = -1, wrong = 0;
-            for (int64_t k = 0; k < counts[rank]; ++k) {
-              const double want = kolo::testing::expected_value<TypeParam>(op, n, displs[rank] + k);
-              if (TypeParam::to_double(output[k]) != want && wrong++ == 0) first = k;
-            }
-            ASSERT_EQ(wrong, 0) << "size " << n << " pattern " << pattern << " op " << op_name(op)
-                                << " rank " << rank << (in_place ? " in place" : "")
-                                << ", first wrong element " << first;
-            if (!in_place) ASSERT_TRUE(in == original) << "the input was modified";
+            EXPECT_TRUE(s.ok()) << s.to_string();
+            std::vector<double> got(counts[rank]);
+            for (int64_t k = 0; k < counts[rank]; ++k) got[k] = TypeParam::to_double(output[k]);
+            int64_t first = -1;
+            EXPECT_EQ(mismatches(got.data(), counts[rank],
+                                 [&](int64_t k) {
+                                   return kolo::testing::expected_value<TypeParam>(op, n, displs[rank] + k);
+                                 },
+                                 &first),
+                      0)
+                << "size " << n << " pattern " << pattern << " op " << op_name(op) << " rank " << rank
+                << (in_place ? " in place" : "") << ", first wrong element " << first;
+            if (!in_place) EXPECT_TRUE(in == original) << "the input was modified";
           }
         }
       }
@@ -269,17 +296,20 @@ TYPED_TEST(P2PCollectivesTest, LargeBlocksWithTheDefaultSegments) {
       const std::vector<int64_t> displs = displacements(counts);
       std::vector<T> in = kolo::testing::make_input<TypeParam>(ReduceOp::kSum, rank, sum(counts));
       std::vector<T> out(counts[rank]);
-      ASSERT_TRUE(coll.reducescatter(in.data(), out.data(), counts, TypeParam::kType, ReduceOp::kSum).ok());
-      for (int64_t k = 0; k < counts[rank]; ++k)
-        ASSERT_EQ(TypeParam::to_double(out[k]),
-                  kolo::testing::expected_value<TypeParam>(ReduceOp::kSum, n, displs[rank] + k))
-            << "reducescatter element " << k;
+      EXPECT_TRUE(coll.reducescatter(in.data(), out.data(), counts, TypeParam::kType, ReduceOp::kSum).ok());
       std::vector<T> all(sum(counts));
-      ASSERT_TRUE(coll.allgatherv(out.data(), all.data(), counts, displs, TypeParam::kType).ok());
-      for (int64_t i = 0; i < sum(counts); ++i)
-        ASSERT_EQ(TypeParam::to_double(all[i]),
-                  kolo::testing::expected_value<TypeParam>(ReduceOp::kSum, n, i))
-            << "allgather of the reducescatter, element " << i;
+      EXPECT_TRUE(coll.allgatherv(out.data(), all.data(), counts, displs, TypeParam::kType).ok());
+      std::vector<double> got(all.size());
+      for (size_t i = 0; i < all.size(); ++i) got[i] = TypeParam::to_double(all[i]);
+      int64_t first = -1;
+      EXPECT_EQ(mismatches(got.data(), sum(counts),
+                           [&](int64_t i) {
+                             return kolo::testing::expected_value<TypeParam>(ReduceOp::kSum, n, i);
+                           },
+                           &first),
+                0)
+          << "the allgather of the reducescatter, size " << n << " rank " << rank
+          << ", first wrong element " << first;
     });
   }
 }
