@@ -60,7 +60,7 @@ Status P2PCollectives::broadcast(void* data, int64_t count, DataType dtype, int 
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   if (size == 1 || bytes == 0) return Status::OK();
   char* d = static_cast<char*>(data);
-  return bytes <= kTreeMaxBytes ? broadcast_tree(d, bytes, root) : broadcast_chain(d, bytes, root);
+  return bytes <= tree_max_bytes_ ? broadcast_tree(d, bytes, root) : broadcast_chain(d, bytes, root);
 }
 
 Status P2PCollectives::broadcast_tree(char* data, size_t bytes, int root) {

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/p2p_schedule.h"
 #include "algorithms/ring_allreduce.h"
 #include "common/status.h"
 #include "transport/point_to_point.h"
@@ -83,8 +84,10 @@ class P2PCollectives {
   void set_segment_bytes(size_t bytes) { options_.segment_bytes = bytes; }
 
   // Broadcasts of at most this many bytes go down the binomial tree, larger ones
-  // down the chain (p2p_broadcast.cc, Note [Tree or chain]).
+  // down the chain (p2p_broadcast.cc, Note [Tree or chain]). The setter is for
+  // benchmarks and tests (every rank sets the same).
   static constexpr size_t kTreeMaxBytes = size_t{64} << 10;
+  void set_tree_max_bytes(size_t bytes) { tree_max_bytes_ = bytes; }
 
  private:
   // p2p_ring.cc: one pass of blocks around the ring; `input` is read as the
@@ -92,6 +95,8 @@ class P2PCollectives {
   // displs. Reducescatter: this rank's block lands at `output`.
   Status ring_pass(bool reduce, const char* input, char* output, const std::vector<int64_t>& counts,
                    const std::vector<int64_t>& displs, DataType dtype, ReduceOp op);
+  void plan_ring(const RingPass& pass, const std::vector<int64_t>& counts,
+                 const std::vector<int64_t>& displs, int64_t seg);
   Status broadcast_tree(char* data, size_t bytes, int root);
   Status broadcast_chain(char* data, size_t bytes, int root);
   int64_t segment_elems(size_t elem) const;
@@ -110,9 +115,11 @@ class P2PCollectives {
 
   transport::PointToPoint& p2p_;
   RingOptions options_;
+  size_t tree_max_bytes_ = kTreeMaxBytes;
   std::vector<char> slots_;       // reducescatter's segments in flight
   std::vector<char> input_copy_;  // an input that overlaps its output
   std::vector<RingEvent> events_;  // a ring pass's events
+  std::vector<size_t> receives_;   // which of them are receives, in order
   std::vector<int64_t> displs_;    // reducescatter's layout
   std::vector<int64_t> view_displs_, view_rdispls_;  // the view forms' layouts
 };

@@ -64,6 +64,25 @@ constexpr int kAhead = 2;
 
 }  // namespace
 
+// The events in the order this rank meets them: round by round, the round's
+// first send, then its receives step by step (receives_ indexes the receives).
+void P2PCollectives::plan_ring(const RingPass& pass, const std::vector<int64_t>& counts,
+                               const std::vector<int64_t>& displs, int64_t seg) {
+  events_.clear();
+  receives_.clear();
+  auto add = [&](bool first_send, int step, int b, int64_t g) {
+    if (g >= RingSchedule::num_segments(counts[b], seg)) return;
+    const Range r = RingSchedule::segment(Range{displs[b], counts[b]}, seg, g);
+    if (!first_send) receives_.push_back(events_.size());
+    events_.push_back(RingEvent{first_send, step, b, r.begin, r.count});
+  };
+  const int64_t largest = *std::max_element(counts.begin(), counts.end());
+  for (int64_t g = 0, rounds = RingSchedule::num_segments(largest, seg); g < rounds; ++g) {
+    add(true, 0, pass.first_send(), g);
+    for (int s = 0; s < pass.steps(); ++s) add(false, s, pass.recv_block(s), g);
+  }
+}
+
 Status P2PCollectives::ring_pass(bool reduce, const char* input, char* output,
                                  const std::vector<int64_t>& counts,
                                  const std::vector<int64_t>& displs, DataType dtype, ReduceOp op) {
@@ -74,23 +93,7 @@ Status P2PCollectives::ring_pass(bool reduce, const char* input, char* output,
   const int64_t seg = std::min(segment_elems(elem), largest);
   const size_t slot_bytes = static_cast<size_t>(seg) * elem;
 
-  // The events in the order this rank meets them: round by round, the round's
-  // first send, then its receives step by step.
-  events_.clear();
-  auto add = [&](bool first_send, int step, int b, int64_t g) {
-    if (g >= RingSchedule::num_segments(counts[b], seg)) return;
-    const Range r = RingSchedule::segment(Range{displs[b], counts[b]}, seg, g);
-    events_.push_back(RingEvent{first_send, step, b, r.begin, r.count});
-  };
-  for (int64_t g = 0, rounds = RingSchedule::num_segments(largest, seg); g < rounds; ++g) {
-    add(true, 0, pass.first_send(), g);
-    for (int s = 0; s < pass.steps(); ++s) add(false, s, pass.recv_block(s), g);
-  }
-  std::vector<const RingEvent*> receives;  // the receive events, in order
-  receives.reserve(events_.size());
-  for (const RingEvent& e : events_) {
-    if (!e.first_send) receives.push_back(&e);
-  }
+  plan_ring(pass, counts, displs, seg);
   if (reduce && slots_.size() < kSlots * slot_bytes) slots_.resize(kSlots * slot_bytes);  // grow-only
 
   Requests requests(p2p_, reduce ? tags::kReducescatter : tags::kAllgather);
@@ -99,7 +102,7 @@ Status P2PCollectives::ring_pass(bool reduce, const char* input, char* output,
   // Where receive j lands: its slot (reducescatter) or its place in the output.
   auto target = [&](size_t j) {
     return reduce ? slots_.data() + (j % kSlots) * slot_bytes
-                  : output + static_cast<size_t>(receives[j]->begin) * elem;
+                  : output + static_cast<size_t>(events_[receives_[j]].begin) * elem;
   };
   size_t posted = 0;
   auto post = [&](size_t j) -> Status {
@@ -108,7 +111,7 @@ Status P2PCollectives::ring_pass(bool reduce, const char* input, char* output,
       forwarding[k] = false;
       KOLO_RETURN_IF_ERROR(requests.wait(forward_id[k]));
     }
-    return requests.recv(pass.left(), target(j), static_cast<size_t>(receives[j]->count) * elem,
+    return requests.recv(pass.left(), target(j), static_cast<size_t>(events_[receives_[j]].count) * elem,
                          &recv_id[k]);
   };
 
@@ -121,7 +124,7 @@ Status P2PCollectives::ring_pass(bool reduce, const char* input, char* output,
       KOLO_RETURN_IF_ERROR(requests.send(pass.right(), own, bytes));
       continue;
     }
-    for (; posted < std::min(receives.size(), j + kAhead + 1); ++posted) {
+    for (; posted < std::min(receives_.size(), j + kAhead + 1); ++posted) {
       KOLO_RETURN_IF_ERROR(post(posted));
     }
     const size_t k = j % kSlots;

@@ -128,7 +128,9 @@ TYPED_TEST(DeterministicAllreduceTest, ByteIdenticalToTheReferenceForEverySegmen
               EXPECT_EQ(wrong, 0) << "size " << n << " count " << count << " op " << op_name(op)
                                   << " segment " << segment << " bytes, rank " << rank
                                   << (in_place ? " in place" : "") << ", first wrong " << first;
-              if (!in_place) EXPECT_TRUE(in == inputs[rank]) << "the input was modified";
+              if (!in_place) {
+                EXPECT_TRUE(in == inputs[rank]) << "the input was modified";
+              }
             }
           }
         });

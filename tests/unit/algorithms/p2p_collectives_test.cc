@@ -106,7 +106,7 @@ TYPED_TEST(P2PCollectivesTest, AllgatherEverySizeAndPatternInPlaceAndNot) {
             if (in_place) out[displs[rank] + k] = in[k];
           }
           CollectiveView v = this->view(in_place ? out.data() + displs[rank] : in.data(), out.data());
-          v.recv_counts = counts;
+          v.recv_counts = block_counts(pattern, n);
           const Status s = coll.run(CollectiveOp::kAllgather, v);
           EXPECT_TRUE(s.ok()) << s.to_string();
           for (int r = 0; r < n; ++r) {
@@ -174,8 +174,9 @@ TYPED_TEST(P2PCollectivesTest, BroadcastEveryRootTreeAndChainInPlaceAndNot) {
             EXPECT_EQ(mismatches(out.data(), count, want, &first), 0)
                 << "size " << n << " root " << root << " count " << count << " rank " << rank
                 << " first wrong element " << first;
-            if (rank == root && !in_place)
+            if (rank == root && !in_place) {
               EXPECT_EQ(mismatches(in.data(), count, want, &first), 0) << "the root's input changed";
+            }
           }
         }
       }
@@ -261,7 +262,7 @@ TYPED_TEST(P2PCollectivesTest, ReducescatterEverySizePatternAndOp) {
             std::vector<T> out(counts[rank], TypeParam::from_double(99));
             T* output = in_place ? in.data() : out.data();
             CollectiveView v = this->view(in.data(), output);
-            v.recv_counts = counts;
+            v.recv_counts = block_counts(pattern, n);
             v.reduction.op = op;
             const Status s = coll.run(CollectiveOp::kReducescatter, v);
             EXPECT_TRUE(s.ok()) << s.to_string();
@@ -276,7 +277,9 @@ TYPED_TEST(P2PCollectivesTest, ReducescatterEverySizePatternAndOp) {
                       0)
                 << "size " << n << " pattern " << pattern << " op " << op_name(op) << " rank " << rank
                 << (in_place ? " in place" : "") << ", first wrong element " << first;
-            if (!in_place) EXPECT_TRUE(in == original) << "the input was modified";
+            if (!in_place) {
+              EXPECT_TRUE(in == original) << "the input was modified";
+            }
           }
         }
       }

@@ -181,8 +181,12 @@ TEST(SubgroupP2PTest, TwoGroupsAndTheWorldAtOnceOnOneSetOfVerbs) {
     std::vector<std::thread> threads;
     auto in = [rank](const std::vector<int>& g) { return std::find(g.begin(), g.end(), rank) != g.end(); };
     std::unique_ptr<SubgroupP2P> ga, gb;
-    if (in(a)) ASSERT_TRUE(SubgroupP2P::create(verbs, a, 1, &ga).ok());
-    if (in(b)) ASSERT_TRUE(SubgroupP2P::create(verbs, b, 2, &gb).ok());
+    if (in(a)) {
+      ASSERT_TRUE(SubgroupP2P::create(verbs, a, 1, &ga).ok());
+    }
+    if (in(b)) {
+      ASSERT_TRUE(SubgroupP2P::create(verbs, b, 2, &gb).ok());
+    }
     if (ga) threads.emplace_back([&] { run_suite(*ga, 1, 4); });
     if (gb) threads.emplace_back([&] { run_suite(*gb, 2, 4); });
     threads.emplace_back([&] { run_suite(verbs, 0, 4); });
