@@ -79,13 +79,13 @@ int64_t check_pass(int64_t per) {
     for (int r = 0; r < s.size; ++r) want += value(r, displs[s.rank] + k);
     wrong += out[k] != want;
   }
-  for (size_t tree : {size_t{0}, SIZE_MAX}) {  // the chain, then the tree
-    s.coll->set_tree_max_bytes(tree);
+  for (auto how : {P2PCollectives::Broadcast::kChain, P2PCollectives::Broadcast::kTree}) {
+    s.coll->set_broadcast(how);
     std::vector<float> b(total, s.rank == s.size - 1 ? 5.0f : 0.0f);
     wrong += !s.coll->broadcast(b.data(), total, DataType::kFloat32, s.size - 1).ok();
     wrong += total - std::count(b.begin(), b.end(), 5.0f);
   }
-  s.coll->set_tree_max_bytes(P2PCollectives::kTreeMaxBytes);
+  s.coll->set_broadcast(P2PCollectives::Broadcast::kBySize);
   // Alltoall: counts[d] elements to rank d, from everyone.
   std::vector<int64_t> rc(s.size, counts[s.rank]), rd(s.size);
   for (int r = 0; r < s.size; ++r) rd[r] = r * counts[s.rank];
@@ -106,12 +106,12 @@ int64_t check_pass(int64_t per) {
 
 void BM_Broadcast(benchmark::State& state, bool tree) {
   Setup& s = setup();
-  s.coll->set_tree_max_bytes(tree ? SIZE_MAX : 0);
+  s.coll->set_broadcast(tree ? P2PCollectives::Broadcast::kTree : P2PCollectives::Broadcast::kChain);
   for (auto _ : state) {
     Status st = s.coll->broadcast(s.out.data(), state.range(0) / 4, DataType::kFloat32, 0);
     if (!st.ok()) state.SkipWithError(st.to_string().c_str());
   }
-  s.coll->set_tree_max_bytes(P2PCollectives::kTreeMaxBytes);
+  s.coll->set_broadcast(P2PCollectives::Broadcast::kBySize);
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 

@@ -25,12 +25,16 @@
 //
 // Note [Tree or chain]
 // ~~~~~~~~~~~~~~~~~~~~
-// The tree up to kTreeMaxBytes (64 KiB), the chain above: under the model above
-// the chain wins once M b outweighs the (n - 2 - log2 n) extra latencies it pays
-// and the tree's log2 n copies of M; at 64 KiB a message is several latencies
-// long on every link kolo meets (shared memory, TCP), while below it the chain's
-// extra hops dominate. Both give the same bytes, so the cut only moves time. The
-// rows behind it are in docs/perf (p2p_collectives_bench).
+// The chain when bytes * (ceil(log2 n) - 1) > (n - 2) * S, the tree otherwise
+// (broadcast_by_chain, p2p_schedule.h). That is where the model above puts the
+// crossover once a segment takes longer than a message latency (a << S b): the
+// tree costs ceil(log2 n) M b, the chain (n - 2) S b + M b. So the tree for
+// every message of one segment or less (there the chain is n-1 whole hops) and
+// at 2 ranks (one hop either way), the chain from 1 segment up at 3 ranks, from
+// 2 at 4, from 3 at 8. Both give the same bytes, so the cut only moves time. On
+// the 2-core build VM, 3 ranks oversubscribe the cores and the two measured
+// within noise of each other (bench/p2p_collectives_bench, BM_Broadcast), so the
+// cut is the model's, not a measured one.
 #include <algorithm>
 
 #include "algorithms/p2p_collectives.h"
@@ -60,7 +64,10 @@ Status P2PCollectives::broadcast(void* data, int64_t count, DataType dtype, int 
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   if (size == 1 || bytes == 0) return Status::OK();
   char* d = static_cast<char*>(data);
-  return bytes <= tree_max_bytes_ ? broadcast_tree(d, bytes, root) : broadcast_chain(d, bytes, root);
+  const size_t segment = static_cast<size_t>(segment_elems(1));
+  const bool chain = broadcast_ == Broadcast::kChain ||
+                     (broadcast_ == Broadcast::kBySize && broadcast_by_chain(bytes, size, segment));
+  return chain ? broadcast_chain(d, bytes, root) : broadcast_tree(d, bytes, root);
 }
 
 Status P2PCollectives::broadcast_tree(char* data, size_t bytes, int root) {

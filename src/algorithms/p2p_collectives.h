@@ -83,11 +83,10 @@ class P2PCollectives {
   // From the next call on; every rank sets the same before the same call.
   void set_segment_bytes(size_t bytes) { options_.segment_bytes = bytes; }
 
-  // Broadcasts of at most this many bytes go down the binomial tree, larger ones
-  // down the chain (p2p_broadcast.cc, Note [Tree or chain]). The setter is for
-  // benchmarks and tests (every rank sets the same).
-  static constexpr size_t kTreeMaxBytes = size_t{64} << 10;
-  void set_tree_max_bytes(size_t bytes) { tree_max_bytes_ = bytes; }
+  // Which broadcast runs: by size (p2p_broadcast.cc, Note [Tree or chain]), or
+  // one of the two whatever the size (benchmarks, tests). Every rank sets the same.
+  enum class Broadcast { kBySize, kTree, kChain };
+  void set_broadcast(Broadcast b) { broadcast_ = b; }
 
  private:
   // p2p_ring.cc: one pass of blocks around the ring; `input` is read as the
@@ -115,7 +114,7 @@ class P2PCollectives {
 
   transport::PointToPoint& p2p_;
   RingOptions options_;
-  size_t tree_max_bytes_ = kTreeMaxBytes;
+  Broadcast broadcast_ = Broadcast::kBySize;
   std::vector<char> slots_;       // reducescatter's segments in flight
   std::vector<char> input_copy_;  // an input that overlaps its output
   std::vector<RingEvent> events_;  // a ring pass's events

@@ -43,4 +43,13 @@ std::vector<int> tree_children(int v, int size) {
   return children;
 }
 
+bool broadcast_by_chain(size_t bytes, int size, size_t segment_bytes) {
+  if (size < 3) return false;
+  int rounds = 0;
+  while ((1 << rounds) < size) ++rounds;
+  // In long double: bytes * rounds may not fit 64 bits for huge messages.
+  return static_cast<long double>(bytes) * (rounds - 1) >
+         static_cast<long double>(size - 2) * static_cast<long double>(segment_bytes);
+}
+
 }  // namespace kolo::algorithms

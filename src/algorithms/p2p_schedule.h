@@ -9,6 +9,7 @@
 // round in which a rank receives from one peer and sends to one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -50,6 +51,12 @@ int absolute_rank(int relative, int root, int size);
 // ceil(log2 size) such rounds.
 int tree_parent(int v);  // v > 0
 std::vector<int> tree_children(int v, int size);
+
+// Whether a broadcast of `bytes` among `size` ranks goes down the pipelined
+// chain (true) or the binomial tree, with chain segments of `segment_bytes`
+// (Note [Tree or chain] in p2p_broadcast.cc): the chain when
+// bytes * (ceil(log2 size) - 1) > (size - 2) * segment_bytes; never below 3 ranks.
+bool broadcast_by_chain(size_t bytes, int size, size_t segment_bytes);
 
 // Pairwise exchange (p2p_alltoall.cc), step k in 1..size-1: send to rank+k,
 // receive from rank-k. Every ordered pair meets at exactly one step.

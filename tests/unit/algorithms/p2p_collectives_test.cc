@@ -152,14 +152,15 @@ TYPED_TEST(P2PCollectivesTest, AllgathervWithExplicitDisplacements) {
 
 TYPED_TEST(P2PCollectivesTest, BroadcastEveryRootTreeAndChainInPlaceAndNot) {
   using T = typename TypeParam::Storage;
-  // The tree below kTreeMaxBytes, the chain above (with small segments, many of them).
-  const int64_t chain = static_cast<int64_t>(P2PCollectives::kTreeMaxBytes / sizeof(T)) + 13;
+  using Broadcast = P2PCollectives::Broadcast;
   for (int n = 1; n <= kMaxRanks; ++n) {
     spawn(n, [&](int rank, transport::World& world) {
-      P2PCollectives coll(*world.p2p, RingOptions{kSmallSegment * 50});
+      P2PCollectives coll(*world.p2p, RingOptions{kSmallSegment});
       for (int root = 0; root < n; ++root) {
-        for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{1000}, chain}) {
-          for (bool in_place : {true, false}) {
+        for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{n - 1}, int64_t{1000}, int64_t{5000}}) {
+          for (auto [how, in_place] : {std::pair{Broadcast::kTree, true}, std::pair{Broadcast::kChain, false},
+                                       std::pair{Broadcast::kBySize, true}, std::pair{Broadcast::kBySize, false}}) {
+            coll.set_broadcast(how);
             std::vector<T> out(count, TypeParam::from_double(99)), in(count, TypeParam::from_double(98));
             std::vector<T>& source = in_place ? out : in;
             if (rank == root)

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <set>
 #include <vector>
 
@@ -108,6 +109,22 @@ TEST(P2PScheduleTest, BinomialTreeReachesEveryRankOnce) {
       for (size_t i = 1; i < c.size(); ++i) EXPECT_GT(c[i - 1], c[i]);
     }
   }
+}
+
+// Note [Tree or chain]: the chain from (n-2)/(ceil(log2 n)-1) segments up.
+TEST(P2PScheduleTest, BroadcastByChainWhereTheModelSays) {
+  const size_t s = 1000;
+  for (size_t bytes : {size_t{0}, size_t{1}, s, 100 * s, SIZE_MAX}) EXPECT_FALSE(broadcast_by_chain(bytes, 2, s));
+  EXPECT_FALSE(broadcast_by_chain(s, 3, s));
+  EXPECT_TRUE(broadcast_by_chain(s + 1, 3, s));
+  EXPECT_FALSE(broadcast_by_chain(2 * s, 4, s));
+  EXPECT_TRUE(broadcast_by_chain(2 * s + 1, 4, s));
+  EXPECT_FALSE(broadcast_by_chain(3 * s / 2, 5, s));
+  EXPECT_TRUE(broadcast_by_chain(3 * s / 2 + 1, 5, s));
+  EXPECT_FALSE(broadcast_by_chain(3 * s, 8, s));
+  EXPECT_TRUE(broadcast_by_chain(3 * s + 1, 8, s));
+  EXPECT_TRUE(broadcast_by_chain(SIZE_MAX, 64, s));  // no overflow
+  for (int n = 3; n <= kMaxSize; ++n) EXPECT_FALSE(broadcast_by_chain(s, n, s)) << n;  // one segment: the tree
 }
 
 TEST(P2PScheduleTest, PairwiseExchangeMeetsEveryOrderedPairOnce) {
