@@ -88,7 +88,9 @@ class P2PCollectivesTest : public ::testing::Test {
 using Dtypes = ::testing::Types<kolo::testing::Float32Type, kolo::testing::Float64Type,
                                 kolo::testing::Float16Type, kolo::testing::Bfloat16Type,
                                 kolo::testing::Int8Type, kolo::testing::Uint8Type,
-                                kolo::testing::Int32Type, kolo::testing::Int64Type>;
+                                kolo::testing::Int32Type, kolo::testing::Int64Type,
+                                kolo::testing::PlainType<int16_t, DataType::kInt16, false, true>,
+                                kolo::testing::PlainType<uint16_t, DataType::kUint16, false, false>>;
 TYPED_TEST_SUITE(P2PCollectivesTest, Dtypes);
 
 TYPED_TEST(P2PCollectivesTest, AllgatherEverySizeAndPatternInPlaceAndNot) {
