@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "reduce/reduce.h"
-#include "transports/mpi/shm_pass.h"
+#include "transports/shm/pass.h"
 
 namespace {
 
@@ -94,7 +94,7 @@ std::vector<char> g_in[2], g_out[2];  // the two "ranks'" buffers; set up by thr
 void put(char* dst, const char* src, size_t bytes, bool stream) {
   for (size_t at = 0; at < bytes; at += kChunk * sizeof(float)) {
     const size_t m = std::min(kChunk * sizeof(float), bytes - at);
-    kolo::mpi::shm::copy(dst + at, src + at, m, stream);
+    kolo::shm::copy(dst + at, src + at, m, stream);
   }
 }
 
@@ -130,7 +130,7 @@ void BM_Ceiling(benchmark::State& state, Kind kind) {
           kolo::reduce::reduce(piece.data(), g_in[0].data() + t * half + at,
                                g_in[1].data() + t * half + at, n, kolo::DataType::kFloat32,
                                kolo::ReduceOp::kSum);
-          kolo::mpi::shm::copy(out + at, reinterpret_cast<const char*>(piece.data()),
+          kolo::shm::copy(out + at, reinterpret_cast<const char*>(piece.data()),
                                static_cast<size_t>(n) * 4, stream);
         }
         break;

@@ -1,6 +1,7 @@
 // failure_probe: one rank of a failure test (run_failure.py starts it under
 // mpiexec.mpich -disable-auto-cleanup). The victim rank dies at the phase under
-// test (by KOLO_TEST_DIE_AT inside kolo, or here); every survivor reports what
+// test (by KOLO_TEST_DIE_AT inside kolo, by the shm engines' test-only fault
+// hook, or here); every survivor reports what
 // kolo told it and how long after the death, as one line in <dir>/result.<rank>:
 //
 //   code=<status> detect_ms=<ms> shutdown_ms=<ms> later=<status> message=<text>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "kolo/kolo.h"
+#include "transports/shm/fault.h"
 
 namespace {
 
@@ -60,6 +62,15 @@ void wait_for_death() {
 void die(int signal_number) {
   std::ofstream(g_dir + "/death") << static_cast<long long>(monotonic_ms() * 1e6) << "\n";
   raise(signal_number);
+}
+
+// "shm": the victim dies inside the shm allreduce, once it has posted its 5th
+// slice (its peers then wait for the next in the engine). The hook is the shm
+// engines' test-only seam (transports/shm/fault.h), reached because this probe
+// links kolo's internal libraries.
+void die_in_shm(kolo::shm::FaultPoint point) {
+  static int passes = 0;
+  if (point == kolo::shm::FaultPoint::kAllreducePosted && ++passes == 5) die(SIGKILL);
 }
 
 struct Outcome {
@@ -257,6 +268,7 @@ int main(int argc, char** argv) {
   } else if (phase == "negotiate" || phase == "mpi" || phase == "ring") {
     o = loop(16, victim, 0, 0);  // the victim dies inside kolo (KOLO_TEST_DIE_AT)
   } else if (phase == "shm") {
+    if (victim) kolo::shm::set_fault_hook(&die_in_shm);
     o = loop(256 << 10, victim, 0, 0);
   } else if (phase == "teardown") {
     o = Outcome{KOLO_OK, "", monotonic_ms()};  // the victim dies inside its teardown

@@ -27,8 +27,9 @@ import sys
 import tempfile
 import time
 
-# The victim dies inside kolo at these hook points (KOLO_TEST_DIE_AT).
-HOOKS = {"init": "init", "negotiate": "negotiate:40", "shm": "shm:5", "ring": "ring:5",
+# The victim dies inside kolo at these hook points (KOLO_TEST_DIE_AT). In "shm"
+# the probe arms the shm engines' fault hook itself (failure_probe.cc).
+HOOKS = {"init": "init", "negotiate": "negotiate:40", "ring": "ring:5",
          "mpi": "mpi:5", "teardown": "teardown"}
 # Transports forced per phase (on every rank, so the plan agrees).
 TRANSPORT = {"shm": "shm", "ring": "ring", "mpi": "mpi"}

@@ -294,6 +294,7 @@ Topology make_topology(int rank, int size, int node_size) {
   t.local_rank = rank % node_size;
   t.local_size = std::min(node_size, size - node * node_size);
   t.cross_rank = node;
+  t.node = node;
   t.cross_size = (size + node_size - 1) / node_size;
   return t;
 }
@@ -375,10 +376,12 @@ Topology subset_topology(int me, const std::vector<int>& ranks, int node_size, b
   }
   t.local_size = per_node[node(me)];
   t.cross_size = 0;
+  t.node = 0;
   *equal_nodes = true;
   for (const auto& [n, count] : per_node) {
     *equal_nodes = *equal_nodes && count == t.local_size;
     if (n == node(me)) t.cross_rank = t.cross_size;
+    if (n < node(me)) ++t.node;  // the set's nodes, in the order of the world's
     if (count > t.local_rank) ++t.cross_size;
   }
   if (t.local_size == t.size) t.cross_size = 1;
