@@ -13,7 +13,7 @@
 // cache line; the time per round trip is two cache-line transfers. On the 2-core
 // development VM it reads 75-135 ns or 355-430 ns depending on where the host has
 // put the vCPUs, which decides how fast the shm path can be (Note [Streaming
-// stores across distant cores] in transports/mpi/shm_transport.cc):
+// stores across distant cores] in transports/shm/allreduce.cc):
 //
 //   build/bin/memory_ceiling_bench --benchmark_filter=RoundTrip
 #include <benchmark/benchmark.h>
@@ -84,7 +84,7 @@ BENCHMARK(BM_TwoThreadAllreduce)
 // reducescatter, the buffer for broadcast). No real collective between processes
 // moves less, so its time bounds kolo's and MPI's. Arg 1 picks plain (0) or
 // streaming (1) stores for the output (Note [Streaming the output] in
-// transports/mpi/shm_collectives.cc).
+// transports/shm/collectives.cc).
 //
 //   build/bin/memory_ceiling_bench --benchmark_filter=Ceiling
 enum class Kind { kAllgather, kAlltoall, kBroadcast, kReducescatter };

@@ -20,7 +20,7 @@
 //      copies of that shard (read in place from their slots), piece by piece in
 //      L1, and writes each piece both into the free own-shard position of its
 //      slot — the "result" — and into its output (Note [One pass over the own
-//      shard] in shm_pass.h); an element-wise stage (the output factor) is
+//      shard] in pass.h); an element-wise stage (the output factor) is
 //      applied to each piece on the way; a stage that needs the whole shard (the
 //      hierarchical allreduce's inter-node step) runs on the result in the slot,
 //      which is then copied to the output; reduced = g + 1;

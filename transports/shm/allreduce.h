@@ -141,7 +141,7 @@ class ShmAllreduce {
   bool streaming_ = false;         // the last call that could stream did
   bool streamed_last_output_ = false;
   std::vector<int64_t> starts_;    // Tensors' offsets, reused by every run
-  std::vector<char> piece_;        // scratch for one piece (shm_pass.h)
+  std::vector<char> piece_;        // scratch for one piece (pass.h)
   std::vector<const char*> peers_; // the peers' copies of the own shard, this slice
   Status broken_;
 };

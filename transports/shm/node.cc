@@ -126,7 +126,7 @@ Node::Node(const transport::Topology& topology, const NodeOptions& options)
       layout_(layout_for(options, topology.local_size)),
       node_(topology.node),
       local_rank_(topology.local_rank),
-      claimed_(5, false) {}
+      claimed_(kRegions, false) {}
 
 Node::~Node() = default;  // the Segment unmaps
 
@@ -202,6 +202,7 @@ Status Node::map_segment(transport::ControlPlane& control, const SegmentHeader& 
   Status made;
   if (local_rank_ == 0) {
     made = Segment::create(name, header, &segment_);
+    if (made.ok()) made = segment_->reserve(0, layout_.first_part + layout_.part_bytes);
     if (made.ok()) {
       base_ = segment_->base();
       std::memset(at(0, 0), 0, layout_.part_bytes);
@@ -214,6 +215,8 @@ Status Node::map_segment(transport::ControlPlane& control, const SegmentHeader& 
   Status mapped;
   if (local_rank_ != 0) {
     mapped = Segment::open(name, header, &segment_);
+    const size_t part = layout_.first_part + static_cast<size_t>(local_rank_) * layout_.part_bytes;
+    if (mapped.ok()) mapped = segment_->reserve(part, layout_.part_bytes);
     if (mapped.ok()) {
       base_ = segment_->base();
       std::memset(at(local_rank_, 0), 0, layout_.part_bytes);

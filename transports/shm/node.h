@@ -73,6 +73,7 @@ Layout layout_for(const NodeOptions& options, int local_size);
 class Node {
  public:
   enum class Region { kNodeAnd, kAllreduce, kCollectives, kDoorbell, kBoard };
+  static constexpr int kRegions = 5;
 
   static Status create(transport::ControlPlane& control, const NodeOptions& options,
                        std::shared_ptr<Node>* out);

@@ -56,7 +56,7 @@ void put(char* dst, const char* src, int64_t count, DataType dtype, double presc
   }
 }
 
-// Note [One pass over the own shard] (shm_pass.h).
+// Note [One pass over the own shard] (pass.h).
 Status reduce_shard(const ShardPass& pass, const char* input, const char* const* peers,
                     int npeers, size_t skip, char* slot, char* output, int64_t count,
                     char* piece) {

@@ -94,7 +94,17 @@ Status Segment::map(int fd, size_t bytes) {
   if (at == MAP_FAILED) return os_error("mmap", name_, errno);
   base_ = static_cast<char*>(at);
   bytes_ = bytes;
+  fd_ = dup(fd);
+  if (fd_ < 0) return os_error("dup", name_, errno);
   return Status::OK();
+}
+
+Status Segment::reserve(size_t offset, size_t bytes) {
+  const int error = posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes));
+  if (error == 0) return Status::OK();
+  return os_error("reserving " + std::to_string(bytes) + " bytes (posix_fallocate; is " +
+                      std::string(kDirectory) + " full?)",
+                  name_, error);
 }
 
 Status Segment::create(const std::string& name, SegmentHeader header,
@@ -157,6 +167,7 @@ Status Segment::unlink() {
 Segment::~Segment() {
   if (named_by_me_) shm_unlink(name_.c_str());
   if (base_ != nullptr) munmap(base_, bytes_);
+  if (fd_ >= 0) close(fd_);
 }
 
 int reclaim_stale_segments() {

@@ -17,8 +17,8 @@
 //   has not: never reused. create() first removes every kolo-* object whose
 //   creator has exited (reclaim_stale_segments).
 //
-// Not thread-safe; a Segment belongs to one Node. The destructor unmaps (and
-// unlinks, when this process created the name and it is still there).
+// Not thread-safe; a Segment belongs to one Node. The destructor unmaps and closes
+// (and unlinks, when this process created the name and it is still there).
 #pragma once
 
 #include <sys/types.h>
@@ -67,6 +67,11 @@ class Segment {
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
 
+  // Gives bytes [offset, offset + bytes) memory now (posix_fallocate), so that a
+  // full /dev/shm is an error naming it here rather than a SIGBUS when the
+  // pages are first touched. Each rank reserves its own part: the pages are
+  // then allocated by the process that uses them (first touch, NUMA-local).
+  Status reserve(size_t offset, size_t bytes);
   // Removes the name (the mapping stays). Creator only; once.
   Status unlink();
 
@@ -79,6 +84,7 @@ class Segment {
   Status map(int fd, size_t bytes);
 
   std::string name_;
+  int fd_ = -1;  // open for reserve(); closed by the destructor
   char* base_ = nullptr;
   size_t bytes_ = 0;
   bool named_by_me_ = false;  // created here and not yet unlinked

@@ -71,7 +71,7 @@ TYPED_TEST(ShmAllreduceTest, EveryOpAndCount) {
 
 // The prescale and the output factor applied inside the engine (the bucket is never
 // packed), on every dtype and op, in one pass over the own shard: tensors that
-// cross the 16 KiB pieces of shm_pass.h, the slices of a 4 KiB and of the default
+// cross the 16 KiB pieces of transports/shm/pass.h, the slices of a 4 KiB and of the default
 // slot, with plain and streaming stores, empty tensors, in place and out of place.
 TYPED_TEST(ShmAllreduceTest, PrescaleAndOutputFactorInOnePass) {
   if (Dtype<TypeParam>::kValue == DataType::kBool) GTEST_SKIP() << "bool takes no factors";

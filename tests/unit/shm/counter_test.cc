@@ -1,7 +1,6 @@
 // Counters in shared memory (transports/shm/counter.h): a reader asleep in the
-// kernel is woken by the writer's publish, and
-// no interleaving of the reader's announce-check-sleep with the writer's
-// store-check-wake loses the wake-up. Threads stand in for the node's processes
+// kernel is woken by the writer's publish, and no interleaving of the reader's
+// announce-check-sleep with the writer's store-check-wake loses the wake-up. Threads stand in for the node's processes
 // (the futex is not private, so the same code serves both). Every order is forced
 // by the sleepers word or by the order of the calls, never by a sleep; a lost
 // wake-up would show as a reader that sleeps its whole (long) timeout.

@@ -85,6 +85,8 @@ TEST(NodeOverLoopback, EnginesRunWithoutMpi) {
     ASSERT_NE(node, nullptr);
     EXPECT_EQ(node->local_rank(), rank);
     EXPECT_EQ(node->world_ranks(), (std::vector<int>{0, 1, 2}));
+    // Local rank 0 unlinks once every rank has it mapped, as it returns.
+    ASSERT_TRUE(world.control->barrier().ok());
     EXPECT_FALSE(exists(node->name())) << "the name outlived the creation";
     std::unique_ptr<ShmAllreduce> allreduce;
     std::unique_ptr<ShmCollectives> collectives;

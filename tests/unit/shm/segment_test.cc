@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,6 +164,22 @@ TEST(Segment, ALiveProcessesSegmentIsNeverReused) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the live segment was touched";
   EXPECT_FALSE(exists(name)) << "its creator's Segment unlinks on the way out";
   for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
+}
+
+// More than /dev/shm holds: reserving it is an error that says so, not a SIGBUS
+// when the pages are first touched.
+TEST(Segment, ReservingMoreThanDevShmHoldsIsAClearError) {
+  struct statvfs fs;
+  ASSERT_EQ(statvfs("/dev/shm", &fs), 0);
+  const size_t too_much = (static_cast<size_t>(fs.f_blocks) * fs.f_frsize + (size_t{1} << 30)) /
+                          4096 * 4096;
+  std::unique_ptr<Segment> made;
+  Status s = Segment::create(fresh_name(), header_of(5, too_much), &made);
+  ASSERT_TRUE(s.ok()) << s.to_string();  // a sparse object: no memory yet
+  s = made->reserve(0, too_much);
+  EXPECT_EQ(s.code(), Code::kTransport);
+  EXPECT_NE(s.message().find("is /dev/shm full?"), std::string::npos) << s.message();
+  EXPECT_TRUE(made->reserve(0, 4096).ok());
 }
 
 }  // namespace
