@@ -300,8 +300,12 @@ Topology make_topology(int rank, int size, int node_size) {
 }
 
 // What a loopback world can build: its reference allreduce ("loopback"), and the
-// ring and the Adasum engine over its point-to-point verbs. No shared memory, cross-node or device
-// engine: the registry then offers neither shm, hierarchical nor nccl.
+// ring and the Adasum engine over its point-to-point verbs. No cross-node or
+// device engine, and no shm: the node layer (transports/shm) can be made over a
+// loopback world's control plane (tests/unit/shm does, ranks as threads), but
+// create_worlds() builds its worlds one after the other on one thread, where a
+// collective Node::create cannot run; the registry then offers neither shm,
+// hierarchical nor nccl.
 class LoopbackFactory : public transport::TransportFactory {
  public:
   LoopbackFactory(std::shared_ptr<Hub> hub, int rank, transport::PointToPoint& p2p, bool equal_nodes)

@@ -6,6 +6,8 @@
 // board's verdict on a silent peer.
 #include "transports/shm/node.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -230,6 +233,72 @@ TEST(NodeOverLoopback, RanksThatDisagreeFailAlike) {
   }
   EXPECT_NE(got[0].message().find("ranks 0 and 2 ask for different regions"), std::string::npos)
       << got[0].message();
+}
+
+// The loopback control plane, except that its `fail_at`-th allgather (from 1)
+// fails on every rank, as a world's control plane does when its liveness check
+// finds a peer dead in the middle of a collective.
+class PeerDiesAt : public transport::ControlPlane {
+ public:
+  PeerDiesAt(transport::ControlPlane& inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
+  const transport::Topology& topology() const override { return inner_.topology(); }
+  Status allgather(const transport::Bytes& mine, std::vector<transport::Bytes>* all) override {
+    if (++calls_ == fail_at_) return Status(Code::kRankFailed, "rank 1 died (test)");
+    return inner_.allgather(mine, all);
+  }
+  Status gather(const transport::Bytes& mine, std::vector<transport::Bytes>* all, int root) override {
+    return inner_.gather(mine, all, root);
+  }
+  Status broadcast(transport::Bytes* blob, int root) override { return inner_.broadcast(blob, root); }
+  Status bitwise_and(std::vector<uint64_t>* bits) override { return inner_.bitwise_and(bits); }
+  Status barrier() override { return inner_.barrier(); }
+  Status ring(uint64_t cycle) override { return inner_.ring(cycle); }
+  bool rung(uint64_t cycle) override { return inner_.rung(cycle); }
+
+ private:
+  transport::ControlPlane& inner_;
+  const int fail_at_;
+  int calls_ = 0;
+};
+
+// The kolo-* segments in /dev/shm that this process made.
+std::vector<std::string> segments_made_here() {
+  std::vector<std::string> mine;
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return mine;
+  while (dirent* entry = readdir(dir)) {
+    if (std::strncmp(entry->d_name, "kolo-", 5) != 0) continue;
+    const int fd = open((std::string("/dev/shm/") + entry->d_name).c_str(), O_RDONLY);
+    SegmentHeader h;
+    if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == static_cast<ssize_t>(sizeof(h)) &&
+        h.magic == SegmentHeader::kMagic && h.creator_pid == getpid())
+      mine.push_back(entry->d_name);
+    if (fd >= 0) close(fd);
+  }
+  closedir(dir);
+  return mine;
+}
+
+// A peer that dies during Node::create — before the segment is made, after
+// local rank 0 made it, after every rank mapped it — fails create() on every
+// rank with the control plane's error, in words that say where, and leaves no
+// segment behind.
+TEST(NodeOverLoopback, APeerDyingDuringCreationIsAnErrorAndLeavesNothing) {
+  for (int fail_at : {1, 2, 3}) {
+    SCOPED_TRACE("failing allgather " + std::to_string(fail_at));
+    std::vector<Status> got(2);
+    spawn(2, [&](int rank, transport::World& world) {
+      PeerDiesAt plane(*world.control, fail_at);
+      std::shared_ptr<Node> node;
+      got[rank] = Node::create(plane, all_regions(4096), &node);
+      EXPECT_EQ(node, nullptr);
+    });
+    for (const Status& s : got) {
+      EXPECT_EQ(s.code(), Code::kRankFailed) << s.to_string();
+      EXPECT_EQ(s.message(), "creating the node's shared memory: rank 1 died (test)");
+    }
+    EXPECT_EQ(segments_made_here(), std::vector<std::string>{}) << "a segment was left behind";
+  }
 }
 
 // Note [One calibration for the node]: the allreduce's and the collectives'
