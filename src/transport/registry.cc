@@ -66,7 +66,7 @@ const std::vector<TransportInfo>& known_transports() {
       {"ring", true, "kolo's ring allreduce over point-to-point (MPI or loopback)"},
       {"loopback", true, "ranks as threads, tests only"},
       {"shm", true,
-       "intra-node shared memory (the node layer's segment): allreduce and the other collectives, one "
+       "intra-node shared memory (MPI-3 window): allreduce and the other collectives, one "
        "node only"},
       {"hierarchical", true,
        "shared memory inside nodes, ring across nodes; several nodes of equal size"},
@@ -308,7 +308,7 @@ Status Selector::select(const Bucket& bucket, Transport** chosen) const {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Host collectives try, in order: the transport KOLO_TRANSPORT names (so "mpi"
 // forces MPI's collectives); with "auto" on one node, "shm" (kolo's shared-memory
-// engine, transports/shm/collectives.h: faster than MPI's from a few KiB up, docs/perf);
+// engine, shm_collectives.h: faster than MPI's from a few KiB up, docs/perf);
 // with "auto" on several nodes, "hierarchical" (hierarchical_collectives.h) where
 // the world offers it (nodes of equal size), the nodes have several ranks (with
 // one, its cross step is MPI's own collective, plus its agreement round) and the

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 
@@ -75,6 +76,14 @@ Status check_hellos(const std::vector<Hello>& all) {
                               std::to_string(h.local_rank) + " of " +
                               std::to_string(h.local_size));
     }
+  }
+  std::map<int32_t, int32_t> ranks_on;  // node -> ranks that say they are there
+  for (const Hello& h : all) ++ranks_on[h.node];
+  for (const Hello& h : all) {
+    if (ranks_on[h.node] == h.local_size) continue;
+    return invalid_argument("node " + std::to_string(h.node) + " has " +
+                            std::to_string(ranks_on[h.node]) + " ranks, which say it has " +
+                            std::to_string(h.local_size));
   }
   return Status::OK();
 }

@@ -301,6 +301,50 @@ TEST(NodeOverLoopback, APeerDyingDuringCreationIsAnErrorAndLeavesNothing) {
   }
 }
 
+// The loopback control plane under a topology of the test's choosing.
+class Claims : public PeerDiesAt {
+ public:
+  Claims(transport::ControlPlane& inner, transport::Topology claimed)
+      : PeerDiesAt(inner, 0), claimed_(claimed) {}
+  const transport::Topology& topology() const override { return claimed_; }
+
+ private:
+  transport::Topology claimed_;
+};
+
+// A world whose topology does not number a node's ranks 0..n-1 once each gets
+// the same error on every rank, naming the node, and no segment.
+TEST(NodeOverLoopback, TopologiesThatDoNotAddUpFailAlike) {
+  struct Case {
+    int local_size_of_rank_1;
+    int local_rank_of_rank_1;
+    int local_size_of_others;
+    const char* says;
+  };
+  const Case cases[] = {
+      {2, 0, 2, "ranks 0 and 1 disagree about node 0 (local rank 0 of 2, local rank 0 of 2)"},
+      {3, 1, 2, "ranks 0 and 1 disagree about node 0 (local rank 0 of 2, local rank 1 of 3)"},
+      {3, 1, 3, "node 0 has 2 ranks, which say it has 3"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.says);
+    std::vector<Status> got(2);
+    spawn(2, [&](int rank, transport::World& world) {
+      transport::Topology t = world.control->topology();
+      t.local_size = rank == 1 ? c.local_size_of_rank_1 : c.local_size_of_others;
+      if (rank == 1) t.local_rank = c.local_rank_of_rank_1;
+      Claims plane(*world.control, t);
+      std::shared_ptr<Node> node;
+      got[rank] = Node::create(plane, NodeOptions{}, &node);
+    });
+    for (const Status& s : got) {
+      EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.to_string();
+      EXPECT_NE(s.message().find(c.says), std::string::npos) << s.message();
+    }
+  }
+  EXPECT_EQ(segments_made_here(), std::vector<std::string>{});
+}
+
 // Note [One calibration for the node]: the allreduce's and the collectives'
 // streamable calls feed one clock, so 70 calls of each (140 in all) measure at
 // calls 0, 64 and 128 — three times, not twice each — on every rank alike.
