@@ -30,12 +30,13 @@ case "$job" in
     # loopback transport, where TSan sees every synchronisation. MPICH is not
     # instrumented (Note [Sanitizer suppressions]); kolo-info's check is a script.
     select=(-L unit -LE tools)
-    # The unit tests under unit/mpi link libmpich, whose UCX (libucm) patches madvise
-    # at load time; glibc madvises a thread's stack as the thread exits, after TSan
-    # has torn down the thread's state, and TSan's interceptor of UCX's lock then
-    # crashes (node_counter_test: SEGV in __tsan::MutexPreReadLock under ucm_madvise,
-    # every test that joins a thread). UCX's memory hooks serve its registration
-    # cache, which no unit test uses: off for this job.
+    # A unit test that links libmpich (those under unit/mpi did) loads UCX, whose
+    # libucm patches madvise at load time; glibc madvises a thread's stack as the
+    # thread exits, after TSan has torn down the thread's state, and TSan's
+    # interceptor of UCX's lock then crashes (node_counter_test did: SEGV in
+    # __tsan::MutexPreReadLock under ucm_madvise, every test that joins a thread).
+    # UCX's memory hooks serve its registration cache, which no unit test uses:
+    # off for this job.
     export UCX_MEM_MMAP_HOOK_MODE=none
     ;;
   *)

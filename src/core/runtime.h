@@ -148,8 +148,8 @@ class Runtime {
 
 // Note [Shutdown without waiting for the others]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Freeing a world is collective (MPI_Win_free of the shared windows waits for
-// every rank of the node). If each rank freed its world in kolo_shutdown, one
+// Freeing a world may be collective (the MPI world frees its communicators, which
+// MPI defines as collective). If each rank freed its world in kolo_shutdown, one
 // rank's shutdown would wait until every other rank had called kolo_shutdown too.
 // Instead every rank's coordinator stops at the same negotiation cycle (one
 // rank's request to stop reaches all), and each coordinator thread then frees

@@ -104,7 +104,7 @@ struct World {
 // cycle and stall inspector, so a set whose names stall never holds up another,
 // and a name may be in flight in two sets at once. The cut that gives all of that
 // without a second code path is to make a set's ranks a world of their own (an
-// MPI communicator over the members, their own shared window on each node, the
+// MPI communicator over the members, their own node layer on each node, the
 // set's nodes for hierarchical) and to run the unchanged core on it: each set has
 // its own coordinator thread, since a set's negotiation cycle is a blocking
 // collective over its members, and one thread serving overlapping sets would have

@@ -1,35 +1,31 @@
 // PeerMonitor: kolo's liveness check over MPI — is every other rank of the world
-// still running? The Liveness (mpi_wait.h) that every wait in transports/mpi
-// consults, and that the coordinator's idle loop asks through the control plane.
+// still running? The Liveness (transport/liveness.h) that every wait in
+// transports/mpi and the shm engines consults, and that the coordinator's idle
+// loop asks through the control plane.
 //
 // How it knows:
-// - Ranks on this node share a board (an MPI-3 shared window, one cache line per
-//   local rank) holding each rank's world rank, pid and heartbeat: the
-//   CLOCK_MONOTONIC time of its last check(), which every process of a node reads
-//   on the same clock. A node peer has failed when its process is gone
-//   (kill(pid, 0) answers ESRCH; only for pids this process could see at
-//   create(), so separate pid namespaces fall back to the heartbeat) or when its
-//   heartbeat is older than the timeout (a stopped or hung process), unless a
-//   debugger holds it (Note [A debugger's stop is not a failure]).
+// - Ranks on this node: the node layer's board (shm::NodeBoard, transports/shm/
+//   board.h): pid and heartbeat per local rank in the node's segment, kill(pid,
+//   0), a heartbeat older than the timeout, and the rule of Note [A debugger's
+//   stop is not a failure]. Its beater thread beats for this rank.
 // - Ranks on other nodes exchange heartbeat messages on the monitor's own
 //   duplicate of the control communicator (one receive posted per remote peer,
 //   one send to each at least every beat interval). A remote peer has failed
 //   when nothing has arrived from it for the timeout.
-// - The heartbeats come from a small thread of the monitor (one beat per
-//   interval, a fifth of the timeout), so a process that runs beats whatever its
-//   other threads do, and a stopped or dead one does not. That thread also sends
-//   the remote heartbeats when MPI allows calls from several threads
-//   (MPI_THREAD_MULTIPLE, always so when kolo initialised MPI); otherwise check()
-//   sends them, and the coordinator calls check() between the tests of every
-//   wait and at least every check_every() while idle (MpiControlPlane caps its
-//   idle sleep at it).
+// - The remote heartbeats come from a small thread of the monitor (one beat per
+//   interval, a fifth of the timeout) when MPI allows calls from several threads
+//   (MPI_THREAD_MULTIPLE, always so when kolo initialised MPI), so that a process
+//   that runs beats whatever its other threads do, and a stopped or dead one does
+//   not; otherwise check() sends them, and the coordinator calls check() between
+//   the tests of every wait and at least every check_every() while idle
+//   (MpiControlPlane caps its idle sleep at it).
 //
-// Contract: create() is collective over the control communicator (kolo_init).
-// check() is called by one thread at a time (the thread in kolo_init, then the
-// coordinator). Once a peer has failed, check() returns the same
-// KOLO_ERR_RANK_FAILED error (naming the ranks) forever and failed() is true:
-// the world's teardown then skips collective frees. The destructor frees the
-// board collectively only if no peer failed.
+// Contract: create() is collective over the control communicator (kolo_init),
+// after the node layer exists. check() is called by one thread at a time (the
+// thread in kolo_init, then the coordinator). Once a peer has failed, check()
+// returns the same KOLO_ERR_RANK_FAILED error (naming the ranks, node and remote
+// alike) forever and failed() is true: the world's teardown then skips
+// collective frees.
 #pragma once
 
 #include <mpi.h>
@@ -46,31 +42,22 @@
 #include "common/status.h"
 #include "transport/control_plane.h"
 #include "transports/mpi/mpi_wait.h"
-#include "transports/mpi/shm_window.h"
+#include "transports/shm/board.h"
+#include "transports/shm/node.h"
 
 namespace kolo::mpi {
-
-// Note [A debugger's stop is not a failure]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// gdb -p stops every thread of a rank while it loads symbols (15 s for a Python
-// process with torch, measured on the shared machine), so looking at a stalled
-// job with a debugger made the other ranks declare the rank silent, fail and exit:
-// the stall turned into a false KOLO_ERR_RANK_FAILED and the evidence was gone. A
-// node peer whose process is in a tracing stop ('t' in /proc/<pid>/stat) is
-// therefore not failed however old its heartbeat; a plain SIGSTOP ('T') still is.
-// Its silence counts from the last time it was seen held, since a released rank's
-// beater runs only after its threads are let go (the main thread first). The proc
-// file is read only once a heartbeat is older than the timeout.
 
 class PeerMonitor : public Liveness {
  public:
   static constexpr int kHeartbeatTag = 2;
 
-  // `control`: the world's control communicator (duplicated here); `local`: the
-  // node communicator or MPI_COMM_NULL. `timeout`: KOLO_PEER_TIMEOUT_SECONDS.
-  // The steps before the monitor runs are bounded by `timeout` too.
-  static Status create(MPI_Comm control, MPI_Comm local, const transport::Topology& topology,
-                       std::chrono::milliseconds timeout, std::unique_ptr<PeerMonitor>* out);
+  // `control`: the world's control communicator (duplicated here); `node`: the
+  // world's node layer (its board watches the ranks on this node; null: every
+  // peer is remote). `timeout`: KOLO_PEER_TIMEOUT_SECONDS. The steps before the
+  // monitor runs are bounded by `timeout` too.
+  static Status create(MPI_Comm control, const transport::Topology& topology,
+                       std::shared_ptr<shm::Node> node, std::chrono::milliseconds timeout,
+                       std::unique_ptr<PeerMonitor>* out);
   ~PeerMonitor() override;
 
   Status check() override;
@@ -87,16 +74,13 @@ class PeerMonitor : public Liveness {
     MPI_Request send = MPI_REQUEST_NULL;
     std::chrono::steady_clock::time_point heard;
   };
-  struct Board;
 
   PeerMonitor(std::chrono::milliseconds timeout, const transport::Topology& topology);
-  Status start(MPI_Comm control, MPI_Comm local);
-  Status start_remote();
-  void beat_node();
+  Status start(MPI_Comm control, const std::shared_ptr<shm::Node>& node);
+  Status start_remote(const std::vector<int>& node_ranks);
   void send_remote(std::chrono::steady_clock::time_point now);
   void beat_loop();
-  // Appends "rank r ..." to `why` for each failed peer.
-  void check_node(std::vector<std::string>* why);
+  // Appends "rank r ..." to `why` for each failed remote peer.
   Status check_remote(std::chrono::steady_clock::time_point now, std::vector<std::string>* why);
   void release_requests();  // after the beater stopped
 
@@ -104,9 +88,7 @@ class PeerMonitor : public Liveness {
   const std::chrono::milliseconds interval_;
   const transport::Topology topology_;
   MPI_Comm comm_ = MPI_COMM_NULL;  // for the remote heartbeats
-  std::unique_ptr<ShmWindow> window_;
-  std::vector<bool> pid_visible_;  // by local rank
-  std::vector<int64_t> traced_ns_;  // by local rank: when last seen held by a debugger
+  std::unique_ptr<shm::NodeBoard> board_;  // the ranks on this node; null: none
   std::vector<Remote> remotes_;
   std::chrono::steady_clock::time_point next_check_{};
   std::chrono::steady_clock::time_point next_send_{};
