@@ -91,7 +91,8 @@ class ControlPlane {
   // Sleeps until a peer rings for `cycle` or later, wake() is called, or `timeout`
   // passes; it may also return early. Where a ring can only be seen by polling,
   // polls at least every `poll` (KOLO_CYCLE_TIME_MS). The default polls rung() in
-  // sleeps that grow from 10 us to `poll`; a transport with a blocking doorbell (a
+  // naps that grow from 10 us to `poll` (WaitFor::kRingPoll in
+  // common/wait_policy.h); a transport with a blocking doorbell (a
   // futex in shared memory) overrides both this and wake(). Coordinator only.
   virtual void wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
                              std::chrono::microseconds poll);

@@ -31,7 +31,7 @@ Status arrive(MPI_Comm comm, Liveness* alive) {
 
 Status wait_for(MPI_Request* request, std::chrono::steady_clock::duration timeout,
                 bool* done) {
-  Backoff backoff(Backoff::kPeer, std::chrono::steady_clock::now() + timeout);
+  Backoff backoff(wait_profile(WaitFor::kPeer), std::chrono::steady_clock::now() + timeout);
   do {
     int flag = 0;
     KOLO_MPI_CHECK(MPI_Test(request, &flag, MPI_STATUS_IGNORE));
