@@ -33,18 +33,36 @@ import torch
 
 from ...exceptions import KoloTimeoutError
 
+# Note [Errors reach the future through then()]
+# A future failed from Python (Future.set_exception) keeps the Python exception,
+# and a C++ thread that rethrows and drops it without the GIL (DDP's reducer, on
+# the autograd thread) crashes the process. So the future handed out is
+# base.then(outcome): the base always gets a result, and outcome() raises the
+# error inside then(), which torch turns into a C++ std::runtime_error carrying
+# the message ("Got the following error when running the callback: ...").
+
 _SLICE_SECONDS = 0.002
 _MAX_WORKERS = 64
 
 
 class _Entry:
-    __slots__ = ("handles", "finish", "what", "future")
+    __slots__ = ("handles", "finish", "what", "on_error", "base", "future", "value", "error")
 
-    def __init__(self, handles, finish, what):
+    def __init__(self, handles, finish, what, on_error):
         self.handles = handles
         self.finish = finish
         self.what = what
-        self.future = torch.futures.Future()
+        self.on_error = on_error
+        self.value = None
+        self.error = None
+        # Note [Errors reach the future through then()]
+        self.base = torch.futures.Future()
+        self.future = self.base.then(self._outcome)
+
+    def _outcome(self, _):
+        if self.error is not None:
+            raise self.error
+        return self.value
 
     def done(self):
         return all(h.poll() for h in self.handles)
@@ -91,9 +109,13 @@ def _complete(entry):
             h.wait()  # done already: returns the result or raises kolo's error
         value = entry.finish()
     except Exception as e:  # noqa: BLE001 - every failure becomes the future's error
-        entry.future.set_exception(RuntimeError("%s: %s" % (entry.what, e)))
+        entry.error = RuntimeError("%s: %s" % (entry.what, e))
+        if entry.on_error is not None:
+            entry.on_error(entry.error)
+        entry.base.set_result(None)
         return
-    entry.future.set_result(value)
+    entry.value = value
+    entry.base.set_result(None)
 
 
 class _Watcher:
@@ -103,8 +125,8 @@ class _Watcher:
         self._thread = None
         self._workers = _Workers()
 
-    def watch(self, handles, finish, what):
-        entry = _Entry(list(handles), finish, what)
+    def watch(self, handles, finish, what, on_error=None):
+        entry = _Entry(list(handles), finish, what, on_error)
         with self._cv:
             self._pending.append(entry)
             if self._thread is None:
@@ -148,9 +170,10 @@ def _poll(entry):
 _watcher = _Watcher()
 
 
-def watch(handles, finish, what):
-    """See the module comment."""
-    return _watcher.watch(handles, finish, what)
+def watch(handles, finish, what, on_error=None):
+    """See the module comment; on_error(exception), if given, runs before a failed
+    future gets its error."""
+    return _watcher.watch(handles, finish, what, on_error)
 
 
 def completed(value):

@@ -20,6 +20,14 @@ it on every rank with a mismatch naming each rank's value - never a hang. Where
 two c10d calls would map to the same kolo collective with the same shapes, the
 one that is a c10d reduce or gather uses kolo's grouped form, so that it, too,
 differs from an all_reduce or all_gather in the collective kolo compares.
+
+Note [A failure C++ cannot see]
+A C++ caller that only waits on its Work (DDP's parameter broadcast at
+construction) cannot see the collective's error in torch 1.13 (_work.py, Note
+[Two kinds of Work]). So when a call made from C++ fails, the group is marked
+failed and every later call on it raises a RuntimeError carrying that error: a
+rank whose DDP construction went on after a failed broadcast fails at its next
+collective on the group instead of computing on wrong parameters.
 """
 
 import functools
@@ -33,7 +41,7 @@ from ...exceptions import UnsupportedError
 from . import _kolo_calls as calls
 from ._completion import watch
 from ._groups import start_world, take_next
-from ._work import make_work
+from ._work import for_python, make_work
 
 _RED = ReduceOp.RedOpType
 _KOLO_OPS = {_RED.SUM: Sum, _RED.AVG: Average, _RED.MIN: Min, _RED.MAX: Max,
@@ -81,6 +89,7 @@ class ProcessGroupKolo(ProcessGroup):
         self._timeout = timeout
         self._seq = 0
         self._lock = threading.Lock()
+        self._failed = None  # Note [A failure C++ cannot see]
 
     def getBackendName(self):
         return "kolo"
@@ -90,6 +99,10 @@ class ProcessGroupKolo(ProcessGroup):
     def _start(self, op_name, tensors, start):
         """Runs start(name) -> (kolo handles, finish) under the call's sequence name
         (Note [Sequence names]) and returns the Work."""
+        python = for_python(2)
+        if self._failed is not None:
+            raise RuntimeError("kolo backend: %s: this group failed in an earlier call whose "
+                               "caller (C++) could not be told: %s" % (op_name, self._failed))
         with self._lock:
             seq = self._seq
             self._seq += 1
@@ -100,7 +113,11 @@ class ProcessGroupKolo(ProcessGroup):
                 handles, finish = start(name)
             except Exception as e:  # noqa: BLE001 - c10d callers expect RuntimeError
                 raise RuntimeError("%s: %s" % (what, e)) from e
-        return make_work(watch(handles, finish, what), 4)
+        on_error = None if python else self._fail
+        return make_work(watch(handles, finish, what, on_error), python)
+
+    def _fail(self, error):
+        self._failed = error
 
     @property
     def _ps(self):

@@ -13,7 +13,9 @@ So a call from torch.distributed's Python API (distributed_c10d.py, which hands
 the Work to Python code) gets the Python KoloWork, whose wait() raises kolo's
 error as a RuntimeError; a call from C++ (DDP's reducer, _broadcast_coalesced,
 _verify_params_across_processes) gets the C++ kind. C++ callers that read the
-future (DDP's buckets) still see the error; those that only wait() do not.
+future (DDP's buckets) still see the error; those that only wait() do not, so
+such a failure also marks the group failed (_process_group.py, Note [A failure
+C++ cannot see]).
 """
 
 import os
@@ -81,9 +83,12 @@ def _from_python_api(depth):
     return path == _C10D_FILE
 
 
-def make_work(future, depth=3):
-    """The Work for `future` (Note [Two kinds of Work]); `depth` reaches the
-    process group method's caller from here."""
-    if _from_python_api(depth):
-        return KoloWork(future)
-    return _create_work_from_future(future)
+def for_python(depth):
+    """Whether the frame `depth` levels above this function's caller is
+    torch.distributed's Python API (Note [Two kinds of Work])."""
+    return _from_python_api(depth + 2)
+
+
+def make_work(future, python):
+    """The Work for `future`: KoloWork for a Python caller, else the C++ kind."""
+    return KoloWork(future) if python else _create_work_from_future(future)
