@@ -225,9 +225,40 @@ def test_a_different_collective_at_the_same_position_is_an_error_on_every_rank(p
     dist.barrier()  # the group goes on: the failed calls used one position each
 
 
-def test_send_and_recv_say_what_they_need(pgs):
-    with pytest.raises(RuntimeError, match="point-to-point"):
-        dist.send(torch.ones(1), (dist.get_rank() + 1) % dist.get_world_size())
+def test_send_and_recv_over_pair_sets(pgs):
+    """As the suite's test_send_recv: rank src sends to every other rank in turn;
+    then isend/irecv with tags, and sizes that differ as an error on both ends."""
+    n, r = dist.get_world_size(), dist.get_rank()
+    for src in range(n):
+        if src == r:
+            for dst in range(n):
+                if dst != r:
+                    dist.send(torch.full((src + 1, 2), float(src)), dst)
+        else:
+            got = torch.zeros(src + 1, 2)
+            dist.recv(got, src)
+            assert torch.equal(got, torch.full((src + 1, 2), float(src)))
+    peer = (r + 1) % n
+    left = (r - 1) % n
+    if n == 2 and r == 1:  # the same pair both ways: receive first, then send
+        got = [torch.zeros(3), torch.zeros(3)]
+        works = [dist.irecv(got[k], left, tag=k) for k in (1, 0)]
+        works += [dist.isend(torch.full((3,), 10.0 * r + k), peer, tag=k) for k in (0, 1)]
+    else:
+        works = [dist.isend(torch.full((3,), 10.0 * r + k), peer, tag=k) for k in (0, 1)]
+        got = [torch.zeros(3), torch.zeros(3)]
+        works += [dist.irecv(got[k], left, tag=k) for k in (1, 0)]
+    for w in works:
+        w.wait()
+    assert [g.tolist() for g in got] == [[10.0 * left + k] * 3 for k in (0, 1)]
+    with pytest.raises(RuntimeError, match="any source"):
+        dist.recv(torch.zeros(1))
+    if r < 2:
+        with pytest.raises(RuntimeError, match="disagree on shape"):
+            if r == 0:
+                dist.send(torch.ones(2), 1, tag=9)
+            else:
+                dist.recv(torch.zeros(3), 0, tag=9)
 
 
 def test_new_group_runs_on_a_kolo_process_set(pgs):

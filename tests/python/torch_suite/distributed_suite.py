@@ -121,10 +121,14 @@ def run_spawn(backend, world_size, tests, args):
                           env=_env({"BACKEND": backend, "WORLD_SIZE": str(world_size),
                                     "KOLO_SUITE_SPAWN": "1"}),
                           timeout=args.test_timeout * len(tests) + 120)
+    # The spawned processes' own errors go to stderr: kolo's names what blocks it.
+    why = [line for line in done.stderr.splitlines() if "kolo backend:" in line][:1]
     try:
-        return {k: tuple(v) for k, v in json.loads(done.stdout.splitlines()[-1]).items()}
+        results = {k: tuple(v) for k, v in json.loads(done.stdout.splitlines()[-1]).items()}
     except (IndexError, ValueError):
         return {t: ("hung or crashed", done.stderr[-1500:]) for t in tests}
+    return {k: (o, (why[0] + " | " + d) if why and o == "failed" else d)
+            for k, (o, d) in results.items()}
 
 
 def summarize(results, skipped_by_list):
@@ -140,7 +144,8 @@ def main():
     parser.add_argument("--backend", action="append", choices=["kolo", "gloo"])
     parser.add_argument("--world-size", type=int, default=2)
     parser.add_argument("--launcher", choices=["mpi", "spawn"], default="mpi")
-    parser.add_argument("-k", dest="substring", default="", help="only tests containing this")
+    parser.add_argument("-k", dest="substrings", action="append",
+                        help="only tests whose name contains this (repeatable: any)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N tests")
     parser.add_argument("--chunk", type=int, default=25)
     parser.add_argument("--test-timeout", type=int, default=60)
@@ -154,7 +159,8 @@ def main():
     skips = skip_list(args.skip_list)
     report = {}
     for backend in backends:
-        tests = [t for t in list_tests(backend, args.world_size) if args.substring in t]
+        tests = [t for t in list_tests(backend, args.world_size)
+                 if not args.substrings or any(k in t for k in args.substrings)]
         if args.limit:
             tests = tests[:args.limit]
         listed = {t: skips[t] for t in tests if backend == "kolo" and t in skips}

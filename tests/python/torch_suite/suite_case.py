@@ -14,8 +14,10 @@ os.environ.setdefault("WORLD_SIZE", "2")
 import kolo.torch.distributed  # noqa: E402,F401 (registers backend "kolo")
 from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
 
-# Before distributed_test is imported: its decorators read these sets.
-for _feature in ("plugin", "ddp"):
+# Before distributed_test is imported: its decorators read these sets. "gpu" is
+# the suite's name for what gloo and nccl share (the object collectives, a group
+# of another backend, DDP profiling), on the CPU too.
+for _feature in ("plugin", "ddp", "gpu"):
     DistTestCases.backend_feature[_feature].add("kolo")
 
 from torch.testing._internal.distributed.distributed_test import (  # noqa: E402

@@ -38,15 +38,28 @@ _sets = {}  # tuple of global ranks -> kolo ProcessSet
 _next = threading.local()
 
 
+# Note [Send and recv over pair sets]
+# kolo's C API has collectives only. A send from a to b is a broadcast rooted at a
+# in the process set {a, b}, which b's matching recv joins; so each group of at
+# most _MAX_P2P_RANKS ranks gets a kolo set for every pair of its ranks when it is
+# made (every rank registers them; the whole world's pair is the global set). A
+# send completes once the receiver has joined (a rendezvous, as a large gloo send
+# does). Receiving from any source has no such form.
+_MAX_P2P_RANKS = 8
+
+
 class GroupInfo:
     """What a kolo process group runs on: its serial (the same on every rank), its
-    kolo process set and set id, and its members' global ranks (ascending)."""
+    kolo process set and set id, its members' global ranks (ascending), and the
+    sets of its pairs of ranks ({(a, b): ProcessSet}, a < b; empty for a group of
+    more than _MAX_P2P_RANKS ranks)."""
 
     def __init__(self, serial, process_set, global_ranks):
         self.serial = serial
         self.process_set = process_set
         self.set_id = process_set.process_set_id
         self.global_ranks = global_ranks
+        self.pairs = {}
 
 
 def start_world(rank, size):
@@ -66,19 +79,34 @@ def start_world(rank, size):
             % (rank, size, _core.rank(), _core.size()))
 
 
+def _kolo_set(ranks):
+    """The kolo set of these global ranks (ascending), registered on first use."""
+    if list(ranks) == list(range(_core.size())):
+        return global_process_set
+    process_set = _sets.get(tuple(ranks))
+    if process_set is None:
+        process_set = add_process_set(list(ranks))
+        _sets[tuple(ranks)] = process_set
+    return process_set
+
+
+def add_pairs(info):
+    """Registers the sets of info's pairs of ranks (Note [Send and recv over pair
+    sets]); collective over every rank."""
+    ranks = info.global_ranks
+    if len(ranks) <= _MAX_P2P_RANKS:
+        info.pairs = {(a, b): _kolo_set((a, b)) for a, b in itertools.combinations(ranks, 2)}
+
+
 def _register(global_ranks):
-    """GroupInfo for a new group of these global ranks ([]: the default group)."""
+    """GroupInfo for a new group of these global ranks ([]: the default group,
+    whose pairs create() registers once kolo runs)."""
     if not global_ranks:
         return GroupInfo(next(_serials), global_process_set, None)
     ranks = sorted(int(r) for r in global_ranks)
-    if ranks == list(range(_core.size())):
-        process_set = global_process_set
-    else:
-        process_set = _sets.get(tuple(ranks))
-        if process_set is None:
-            process_set = add_process_set(ranks)
-            _sets[tuple(ranks)] = process_set
-    return GroupInfo(next(_serials), process_set, ranks)
+    info = GroupInfo(next(_serials), _kolo_set(ranks), ranks)
+    add_pairs(info)
+    return info
 
 
 def take_next():

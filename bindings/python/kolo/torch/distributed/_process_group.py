@@ -40,7 +40,7 @@ from ..._core import Average, Max, Min, Product, Sum
 from ...exceptions import UnsupportedError
 from . import _kolo_calls as calls
 from ._completion import watch
-from ._groups import start_world, take_next
+from ._groups import add_pairs, start_world, take_next
 from ._work import for_python, make_work
 
 _RED = ReduceOp.RedOpType
@@ -75,6 +75,14 @@ def _copy_back(pairs):
             t.copy_(buf)
 
 
+def _one_row(t):
+    """t as one row, for an allgather; a tensor without elements as no row (kolo
+    takes no rows of zero elements)."""
+    if t.numel() == 0:
+        return t.new_empty((0, 1))
+    return t.reshape((1,) + tuple(t.shape)).contiguous()
+
+
 def _check_bitwise(t, op):
     if t.is_floating_point() or t.is_complex():
         raise UnsupportedError("%s takes integer or bool tensors, not %s" % (op.name, t.dtype))
@@ -90,6 +98,7 @@ class ProcessGroupKolo(ProcessGroup):
         self._seq = 0
         self._lock = threading.Lock()
         self._failed = None  # Note [A failure C++ cannot see]
+        self._p2p_counts = {}  # (global src, global dst, tag) -> messages so far
 
     def getBackendName(self):
         return "kolo"
@@ -109,10 +118,13 @@ class ProcessGroupKolo(ProcessGroup):
             name = "c10d.%d.%d" % (self._info.serial, seq)
             what = "kolo backend: %s of %s (group %d, call %d)" % (
                 op_name, _describe(tensors), self._info.serial, seq)
-            try:
-                handles, finish = start(name)
-            except Exception as e:  # noqa: BLE001 - c10d callers expect RuntimeError
-                raise RuntimeError("%s: %s" % (what, e)) from e
+            return self._launch(what, name, start, python)
+
+    def _launch(self, what, name, start, python):
+        try:
+            handles, finish = start(name)
+        except Exception as e:  # noqa: BLE001 - c10d callers expect RuntimeError
+            raise RuntimeError("%s: %s" % (what, e)) from e
         on_error = None if python else self._fail
         return make_work(watch(handles, finish, what, on_error), python)
 
@@ -125,8 +137,7 @@ class ProcessGroupKolo(ProcessGroup):
 
     def _gather_rows(self, src, name):
         """Handle of the allgather of src as one row per rank: [size, *src.shape]."""
-        return calls.allgather(src.reshape((1,) + tuple(src.shape)).contiguous(), name, self._ps,
-                               self.size())
+        return calls.allgather(_one_row(src), name, self._ps, self.size())
 
     def _bitwise(self, src, op, name):
         """(handle, reduced()) for a bitwise op kolo lacks: an allgather, then the
@@ -249,8 +260,9 @@ class ProcessGroupKolo(ProcessGroup):
 
             def finish():
                 rows = h.wait()[0]
-                for o, row in zip(outs, rows.unbind(0)):
-                    o.copy_(row.reshape(o.shape))
+                if t.numel():
+                    for o, row in zip(outs, rows.unbind(0)):
+                        o.copy_(row.reshape(o.shape))
                 return output_tensors
             return [h], finish
         return self._start("all_gather", [output_tensors, input_tensors], start)
@@ -266,12 +278,12 @@ class ProcessGroupKolo(ProcessGroup):
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         def start(name):
-            srcs = [t.reshape((1,) + tuple(t.shape)).contiguous() for t in input_list]
-            h = calls.grouped_allgather(srcs, name, self._ps, self.size())
+            h = calls.grouped_allgather([_one_row(t) for t in input_list], name, self._ps,
+                                        self.size())
 
             def finish():
                 for i, gathered in enumerate(h.wait()):
-                    for r in range(self.size()):
+                    for r in range(self.size() if input_list[i].numel() else 0):
                         output_lists[r][i].copy_(gathered[r].reshape(output_lists[r][i].shape))
                 return output_lists
             return [h], finish
@@ -281,11 +293,10 @@ class ProcessGroupKolo(ProcessGroup):
         root, t = opts.rootRank, input_tensors[0]
 
         def start(name):
-            src = t.reshape((1,) + tuple(t.shape)).contiguous()
-            h = calls.grouped_allgather([src], name, self._ps, self.size())
+            h = calls.grouped_allgather([_one_row(t)], name, self._ps, self.size())
 
             def finish():
-                if self.rank() == root:
+                if self.rank() == root and t.numel():
                     for o, row in zip(output_tensors[0], h.wait()[0].unbind(0)):
                         o.copy_(row.reshape(o.shape))
                 return output_tensors
@@ -352,20 +363,45 @@ class ProcessGroupKolo(ProcessGroup):
 
     # ---- point to point ------------------------------------------------------------
 
-    def _no_p2p(self, what):
-        raise RuntimeError(
-            "kolo backend: %s needs point-to-point verbs, which kolo's C API does not have "
-            "yet (it has collectives only); use gloo for send/recv, e.g. a second group "
-            "new_group(backend='gloo')" % what)
-
     def send(self, tensors, dst, tag=0):
-        self._no_p2p("send")
+        return self._p2p("send", tensors, self.rank(), dst, tag, for_python(1))
 
     def recv(self, tensors, src, tag=0):
-        self._no_p2p("recv")
+        return self._p2p("recv", tensors, src, self.rank(), tag, for_python(1))
 
     def recv_anysource(self, tensors, tag=0):
-        self._no_p2p("recv from any source")
+        raise RuntimeError(
+            "kolo backend: recv from any source needs point-to-point verbs with a wildcard "
+            "source, which kolo's C API does not have (send and recv from a named rank "
+            "work over pair sets)")
+
+    def _p2p(self, op_name, tensors, src, dst, tag, python):
+        """A send or recv: a broadcast rooted at the sender in the pair's kolo set
+        (_groups.py, Note [Send and recv over pair sets]), named after the pair, the
+        tag and how many messages with that tag went from src to dst before."""
+        t = tensors[0]
+        a, b = self._info.global_ranks[src], self._info.global_ranks[dst]
+        pair = self._info.pairs.get((min(a, b), max(a, b)))
+        if pair is None:
+            raise RuntimeError(
+                "kolo backend: %s: send/recv run over a kolo set for each pair of ranks, "
+                "made only for groups of at most 8 ranks; this group has %d. Larger groups "
+                "need kolo point-to-point verbs (kolo_send_async/kolo_recv_async: a buffer, "
+                "a peer, a tag, a handle), which the C API does not have yet" % (
+                    op_name, self.size()))
+        with self._lock:
+            key = (a, b, int(tag))
+            count = self._p2p_counts.get(key, 0)
+            self._p2p_counts[key] = count + 1
+            name = "c10d.%d.p2p.%d.%d.%d.%d" % (self._info.serial, a, b, tag, count)
+            what = "kolo backend: %s of %s from rank %d to rank %d (group %d, tag %d)" % (
+                op_name, _describe(tensors), src, dst, self._info.serial, tag)
+
+            def start(name):
+                buf = _contiguous(t)
+                h = calls.broadcast(buf, a, name, pair.process_set_id)
+                return [h], lambda: _copy_back([(t, buf)]) or tensors
+            return self._launch(what, name, start, python)
 
 
 def create(store, rank, size, timeout):
@@ -375,6 +411,7 @@ def create(store, rank, size, timeout):
     if info.global_ranks is None:  # the default group: the world
         start_world(rank, size)
         info.global_ranks = list(range(size))
+        add_pairs(info)
     elif info.process_set.rank() != rank:
         raise RuntimeError("kolo backend: c10d gave group rank %d, kolo's set has %d" % (
             rank, info.process_set.rank()))
