@@ -10,6 +10,34 @@ or from the collective on every rank - is a RuntimeError that carries kolo's
 message and names this rank's c10d call: the op, its tensors' dtypes and shapes,
 the group and the call's position.
 
+Which kolo call serves each c10d call (_kolo_calls.py; "set": the group's set):
+  allreduce SUM/AVG/MIN/MAX/PRODUCT   kolo_allreduce_async_ex in place (several
+                                      tensors: kolo_grouped_allreduce_async_ex)
+  allreduce BAND/BOR/BXOR             kolo_allgather_async_ex of one row a rank,
+                                      reduced here (integer and bool tensors)
+  allreduce PREMUL_SUM                refused: torch 1.13 shows Python no factor
+  allreduce_coalesced                 kolo_grouped_allreduce_async_ex
+  reduce                              kolo_grouped_allreduce_async_ex (a group of
+                                      one) into a scratch tensor; the root copies
+  broadcast                           kolo_broadcast_async_ex, root as a global rank
+  allgather, _allgather_base          kolo_allgather_async_ex, one row a rank
+  allgather_coalesced, gather         kolo_grouped_allgather_async (gather: the
+                                      root copies the rows out)
+  reduce_scatter, _reduce_scatter_base  SUM/AVG: kolo_reducescatter_async_ex of
+                                      one row a rank; MIN/MAX/PRODUCT: allreduce
+                                      of every row, this rank's kept; bitwise: as
+                                      allreduce
+  alltoall_base (all_to_all_single)   kolo_alltoall_async_ex with the send splits
+  alltoall (lists)                    kolo_alltoall_async_ex of the flattened
+                                      tensors, an element a row
+  scatter                             kolo_alltoall_async_ex: the root sends a row
+                                      to each rank, the others send none
+  barrier                             kolo_allreduce_async_ex of one int32
+  send, recv                          kolo_broadcast_async_ex rooted at the sender
+                                      in the pair's set (_groups.py, Note [Send
+                                      and recv over pair sets])
+  recv_anysource                      refused: needs a wildcard receive
+
 Note [Sequence names]
 c10d's calls carry no names, and kolo negotiates by name. Every call of a group
 is named "c10d.<group serial>.<position>": the same on every rank as long as the
