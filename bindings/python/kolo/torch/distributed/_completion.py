@@ -19,9 +19,11 @@ waits for itself.
 Note [The watcher waits on the oldest operation]
 Operations of one group complete in the order they were submitted almost always
 (kolo negotiates them in cycles, oldest first), so the watcher blocks in
-kolo_wait on the oldest pending handle, in slices of _SLICE_SECONDS, and polls
-the others after each slice: a completion is noticed at once in the common case
-and within one slice otherwise. kolo_wait sleeps on a condition variable (and
+kolo_wait on the oldest pending handle, in slices of _SLICE_SECONDS (doubling,
+up to _LONGEST_SLICE_SECONDS, while the same operation stays pending, so a
+stalled one costs a few wake-ups a second), and polls the others after each
+slice: a completion is noticed at once in the common case and within one slice
+otherwise. kolo_wait sleeps on a condition variable (and
 may run kolo's cycle itself), so a waiting watcher does not spin. With nothing
 pending the watcher sleeps on a condition variable until ``watch`` is called.
 """
@@ -42,6 +44,7 @@ from ...exceptions import KoloTimeoutError
 # the message ("Got the following error when running the callback: ...").
 
 _SLICE_SECONDS = 0.002
+_LONGEST_SLICE_SECONDS = 0.05
 _MAX_WORKERS = 64
 
 
@@ -137,6 +140,7 @@ class _Watcher:
         return entry.future
 
     def _run(self):
+        waited_on, slices = None, 0
         while True:
             with self._cv:
                 while not self._pending:
@@ -151,13 +155,16 @@ class _Watcher:
                     self._workers.submit(e)
                 continue
             oldest = entries[0].oldest_pending()
-            if oldest is not None:
-                try:
-                    oldest.wait(_SLICE_SECONDS)
-                except KoloTimeoutError:
-                    pass
-                except Exception:  # noqa: BLE001 - failed: the next poll hands it over
-                    pass
+            if oldest is None:
+                continue
+            slices = slices + 1 if oldest is waited_on else 0
+            waited_on = oldest
+            try:
+                oldest.wait(min(_SLICE_SECONDS * 2 ** min(slices, 5), _LONGEST_SLICE_SECONDS))
+            except KoloTimeoutError:
+                pass
+            except Exception:  # noqa: BLE001 - failed: the next poll hands it over
+                pass
 
 
 def _poll(entry):

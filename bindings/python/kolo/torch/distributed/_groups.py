@@ -62,9 +62,10 @@ class GroupInfo:
         self.pairs = {}
 
 
-def start_world(rank, size):
+def start_world(store, rank, size):
     """Starts kolo for the default group (see Note [Where the store-based world plugs
-    in]); raises RuntimeError when kolo's world is not the one torch describes."""
+    in]: `store`, torch's c10d Store, is unused until then); raises RuntimeError
+    when kolo's world is not the one torch describes."""
     if not _core.is_initialized():
         try:
             _core.init()

@@ -437,11 +437,10 @@ def create(store, rank, size, timeout):
     members only; _groups.install() prepared the group on every rank)."""
     info = take_next()
     if info.global_ranks is None:  # the default group: the world
-        start_world(rank, size)
+        start_world(store, rank, size)
         info.global_ranks = list(range(size))
         add_pairs(info)
     elif info.process_set.rank() != rank:
         raise RuntimeError("kolo backend: c10d gave group rank %d, kolo's set has %d" % (
             rank, info.process_set.rank()))
-    del store  # see _groups, Note [Where the store-based world plugs in]
     return ProcessGroupKolo(rank, size, info, timeout)
