@@ -14,7 +14,7 @@ tensor) raises HorovodInternalError, a RuntimeError, on every rank; a bad argume
 raises ValueError.
 """
 
-from .. import _core
+from .. import _core, build_info
 from .._core import (Adasum, Average, Max, Min, Product, Sum, cross_rank, cross_size,
                      is_initialized, local_rank, local_size, rank, shutdown, size)
 from .._process_sets import add_process_set, remove_process_set
@@ -69,7 +69,6 @@ def nccl_built():
     """NCCL_VERSION_CODE of the NCCL headers kolo was built with, or 0."""
     if not _core.transport_built("nccl")[0]:
         return 0
-    from .. import build_info
     return _nccl_version_code(build_info()["build"].get("nccl_headers", ""))
 
 
