@@ -197,6 +197,8 @@ class Engine : public Liveness {
   Status on_prefix(Peer& p);
   Status on_frame(Peer& p);
   Status match_eager(Peer& p, uint32_t channel, int tag);
+  Status on_eager(Peer& p);
+  void on_rts(Peer& p, const RtsMsg& m);
   void accept_rts(Peer& p, uint64_t message, uint64_t bytes, RequestId id);
   Status start_data(Peer& p, uint64_t message, RequestId receive);
   void complete(RequestId id, Status status);

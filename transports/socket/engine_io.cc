@@ -292,36 +292,13 @@ Status Engine::on_frame(Peer& p) {
       break;
     }
     case FrameType::kEager:
-      if (f.request != 0) {
-        auto it = requests_.find(f.request);
-        if (it != requests_.end()) it->second.moved = f.body_bytes;
-        complete(f.request, Status::OK());
-      } else if (!f.discard && failed_.ok() && !channel_closed(f.channel)) {
-        EagerPrefix e;
-        KOLO_RETURN_IF_ERROR_AS_IS(decode_eager_prefix(f.prefix, fixed, &e));
-        Unexpected u;
-        u.data = std::move(f.buf);
-        unexpected_[MatchKey{e.channel, p.link.rank, e.tag}].push_back(std::move(u));
-      }
+      if (f.request != 0 || (!f.discard && failed_.ok() && !channel_closed(f.channel)))
+        KOLO_RETURN_IF_ERROR_AS_IS(on_eager(p));
       break;
     case FrameType::kRts: {
       RtsMsg m;
       KOLO_RETURN_IF_ERROR_AS_IS(decode_rts(f.prefix, fixed, &m));
-      if (!failed_.ok() || channel_closed(m.channel)) break;
-      auto posted = posted_.find(MatchKey{m.channel, p.link.rank, m.tag});
-      while (posted != posted_.end() && !posted->second.empty()) {
-        const RequestId id = posted->second.front();
-        posted->second.pop_front();
-        auto it = requests_.find(id);
-        if (it == requests_.end()) continue;
-        accept_rts(p, m.message, m.bytes, id);
-        return Status::OK();
-      }
-      Unexpected u;
-      u.rts = true;
-      u.message = m.message;
-      u.bytes = m.bytes;
-      unexpected_[MatchKey{m.channel, p.link.rank, m.tag}].push_back(std::move(u));
+      if (failed_.ok() && !channel_closed(m.channel)) on_rts(p, m);
       break;
     }
     case FrameType::kCts: {
@@ -340,6 +317,41 @@ Status Engine::on_frame(Peer& p) {
   f.buf.clear();
   f.buf.shrink_to_fit();
   return Status::OK();
+}
+
+// An eager message is in: its receive completes, or it waits as unexpected.
+Status Engine::on_eager(Peer& p) {
+  InFrame& f = p.in;
+  if (f.request != 0) {
+    auto it = requests_.find(f.request);
+    if (it != requests_.end()) it->second.moved = f.body_bytes;
+    complete(f.request, Status::OK());
+    return Status::OK();
+  }
+  EagerPrefix e;
+  KOLO_RETURN_IF_ERROR_AS_IS(decode_eager_prefix(f.prefix, prefix_bytes(FrameType::kEager), &e));
+  Unexpected u;
+  u.data = std::move(f.buf);
+  unexpected_[MatchKey{e.channel, p.link.rank, e.tag}].push_back(std::move(u));
+  return Status::OK();
+}
+
+// A large message is announced: the first posted receive that matches asks for
+// it; without one, the announcement waits as unexpected.
+void Engine::on_rts(Peer& p, const RtsMsg& m) {
+  auto posted = posted_.find(MatchKey{m.channel, p.link.rank, m.tag});
+  while (posted != posted_.end() && !posted->second.empty()) {
+    const RequestId id = posted->second.front();
+    posted->second.pop_front();
+    if (requests_.count(id) == 0) continue;  // abandoned after a failure
+    accept_rts(p, m.message, m.bytes, id);
+    return;
+  }
+  Unexpected u;
+  u.rts = true;
+  u.message = m.message;
+  u.bytes = m.bytes;
+  unexpected_[MatchKey{m.channel, p.link.rank, m.tag}].push_back(std::move(u));
 }
 
 // A posted receive `id` meets a large message announced by `p`: ask for its

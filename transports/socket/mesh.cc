@@ -116,14 +116,50 @@ static Status read_hello(Pending& p, bool* done, Frame* frame) {
   return Status::OK();
 }
 
+// One accepted connection has spoken: *done when it is settled (a link made,
+// or dropped: `dropped` says why, for the timeout's message); an error fails
+// this rank (a peer of this job that does not fit it).
+static Status take_hello(const MeshIdentity& me, Pending& p, Clock::time_point deadline,
+                         std::map<int, PeerLink>* links, std::string* dropped, bool* done) {
+  Frame frame;
+  Status s = read_hello(p, done, &frame);
+  Hello hello;
+  if (s.ok() && *done) s = decode_hello(frame.payload, &hello);
+  if (s.ok() && *done && (hello.role != Role::kPeer || !same_token(hello.token, me.token)))
+    s = invalid_argument("wrong job token");
+  if (!s.ok()) {  // Note [The job token]: dropped without a word
+    KOLO_LOG(kWarning) << "dropped a connection from " << p.from << ": " << s.message();
+    *dropped = " (dropped a connection from " + p.from + ": " + s.message() + ")";
+    *done = true;
+    return Status::OK();
+  }
+  if (!*done) return Status::OK();
+  std::string differs = mismatch(me, frame.header, hello, -1);
+  if (differs.empty() && links->count(frame.header.sender))
+    differs = "rank " + std::to_string(frame.header.sender) + " connected twice";
+  if (!differs.empty()) {
+    write_all(p.fd.get(), reject_frame(me, differs), Clock::now() + std::chrono::seconds(1),
+              p.from).ignore();
+    return invalid_argument(differs);
+  }
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      write_all(p.fd.get(), hello_frame(me), deadline, "rank " + std::to_string(frame.header.sender)));
+  PeerLink& link = (*links)[frame.header.sender];
+  link.rank = frame.header.sender;
+  link.address = p.from;
+  link.host = hello.host;
+  link.pid = hello.pid;
+  link.fd = std::move(p.fd);
+  return Status::OK();
+}
+
 // Accepts until every rank above this one has connected.
 static Status accept_peers(const MeshIdentity& me, const Fd& listener, Clock::time_point deadline,
                            std::map<int, PeerLink>* links) {
   std::vector<Pending> pending;
   std::string dropped;  // for the timeout's message
   // Those below this rank are in `links` already.
-  const int expected = me.size - 1;
-  while (static_cast<int>(links->size()) < expected) {
+  while (static_cast<int>(links->size()) < me.size - 1) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       std::string missing;
@@ -138,38 +174,9 @@ static Status accept_peers(const MeshIdentity& me, const Fd& listener, Clock::ti
     poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(left.count() + 1, 500)));
     for (size_t i = pending.size(); i-- > 0;) {
       if (!(fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Pending& p = pending[i];
       bool done = false;
-      Frame frame;
-      Status s = read_hello(p, &done, &frame);
-      Hello hello;
-      if (s.ok() && done) s = decode_hello(frame.payload, &hello);
-      if (s.ok() && done && (hello.role != Role::kPeer || !same_token(hello.token, me.token)))
-        s = invalid_argument("wrong job token");
-      if (!s.ok()) {  // Note [The job token]: dropped without a word
-        KOLO_LOG(kWarning) << "dropped a connection from " << p.from << ": " << s.message();
-        dropped = " (dropped a connection from " + p.from + ": " + s.message() + ")";
-        pending.erase(pending.begin() + static_cast<long>(i));
-        continue;
-      }
-      if (!done) continue;
-      std::string differs = mismatch(me, frame.header, hello, -1);
-      if (differs.empty() && links->count(frame.header.sender))
-        differs = "rank " + std::to_string(frame.header.sender) + " connected twice";
-      if (!differs.empty()) {
-        write_all(p.fd.get(), reject_frame(me, differs), Clock::now() + std::chrono::seconds(1),
-                  p.from).ignore();
-        return invalid_argument(differs);
-      }
-      KOLO_RETURN_IF_ERROR_AS_IS(
-          write_all(p.fd.get(), hello_frame(me), deadline, "rank " + std::to_string(frame.header.sender)));
-      PeerLink& link = (*links)[frame.header.sender];
-      link.rank = frame.header.sender;
-      link.address = p.from;
-      link.host = hello.host;
-      link.pid = hello.pid;
-      link.fd = std::move(p.fd);
-      pending.erase(pending.begin() + static_cast<long>(i));
+      KOLO_RETURN_IF_ERROR_AS_IS(take_hello(me, pending[i], deadline, links, &dropped, &done));
+      if (done) pending.erase(pending.begin() + static_cast<long>(i));
     }
     if (fds[0].revents & POLLIN) {
       Endpoint from;

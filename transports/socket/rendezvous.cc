@@ -63,6 +63,55 @@ Status decode_record(const std::string& text, RankRecord* out) {
   return Status::OK();
 }
 
+// Reads the records of the ranks in *missing that have arrived (into `all`),
+// checking each; *missing keeps the others.
+static Status read_arrived(Store& base, const std::string& scope, int rank, int size,
+                           std::vector<int>* missing, std::vector<RankRecord>* all) {
+  std::vector<int> still;
+  for (int r : *missing) {
+    std::string text;
+    bool found = false;
+    KOLO_RETURN_IF_ERROR_AS_IS(base.try_get(record_key(scope, r), &text, &found));
+    if (!found) {
+      still.push_back(r);
+      continue;
+    }
+    RankRecord& rec = (*all)[r];
+    if (Status s = decode_record(text, &rec); !s.ok())
+      return Status(s.code(), "rank " + std::to_string(r) + ": " + s.message());
+    if (!rec.error.empty())
+      return Status(Code::kTransport, "rank " + std::to_string(r) + " failed kolo_init: " + rec.error);
+    if (rec.size != size)
+      return invalid_argument("rank " + std::to_string(r) + " (pid " + std::to_string(rec.pid) +
+                              " on " + rec.host + ") has world size " + std::to_string(rec.size) +
+                              ", rank " + std::to_string(rank) + " has " + std::to_string(size) +
+                              " (WORLD_SIZE differs between the ranks)");
+  }
+  *missing = std::move(still);
+  return Status::OK();
+}
+
+// Where the missing ranks last were: a newer generation fails this (stale) rank;
+// an older one goes into *elsewhere for the timeout's message.
+static Status look_elsewhere(Store& base, const std::vector<int>& missing, int rank,
+                             uint64_t generation, std::string* elsewhere) {
+  elsewhere->clear();
+  for (int r : missing) {
+    std::string text;
+    bool found = false;
+    uint64_t theirs = 0;
+    KOLO_RETURN_IF_ERROR_AS_IS(base.try_get(generation_key(r), &text, &found));
+    if (!found || !parse_number(text, &theirs) || theirs == generation) continue;
+    if (theirs > generation)
+      return Status(Code::kTransport,
+                    "rank " + std::to_string(r) + " is at generation " + std::to_string(theirs) +
+                        ", rank " + std::to_string(rank) + " at " + std::to_string(generation) +
+                        ": the job has re-formed without this rank (it is stale)");
+    *elsewhere += "; rank " + std::to_string(r) + " last joined generation " + std::to_string(theirs);
+  }
+  return Status::OK();
+}
+
 Status exchange_records(Store& base, const std::string& scope, int rank, int size,
                         uint64_t generation, const RankRecord& mine,
                         std::chrono::steady_clock::time_point deadline,
@@ -78,43 +127,10 @@ Status exchange_records(Store& base, const std::string& scope, int rank, int siz
   const auto start = Clock::now();
   auto slice = std::chrono::milliseconds(50);
   while (true) {
-    std::vector<int> still;
-    for (int r : missing) {
-      std::string text;
-      bool found = false;
-      KOLO_RETURN_IF_ERROR_AS_IS(base.try_get(record_key(scope, r), &text, &found));
-      if (!found) {
-        still.push_back(r);
-        continue;
-      }
-      RankRecord& rec = (*all)[r];
-      if (Status s = decode_record(text, &rec); !s.ok())
-        return Status(s.code(), "rank " + std::to_string(r) + ": " + s.message());
-      if (!rec.error.empty()) return Status(Code::kTransport, "rank " + std::to_string(r) +
-                                                                  " failed kolo_init: " + rec.error);
-      if (rec.size != size)
-        return invalid_argument("rank " + std::to_string(r) + " (pid " + std::to_string(rec.pid) +
-                                " on " + rec.host + ") has world size " + std::to_string(rec.size) +
-                                ", rank " + std::to_string(rank) + " has " + std::to_string(size) +
-                                " (WORLD_SIZE differs between the ranks)");
-    }
-    missing = std::move(still);
+    KOLO_RETURN_IF_ERROR_AS_IS(read_arrived(base, scope, rank, size, &missing, all));
     if (missing.empty()) return Status::OK();
-    // Where are the missing ones? A newer generation means this rank is stale.
     std::string elsewhere;
-    for (int r : missing) {
-      std::string text;
-      bool found = false;
-      uint64_t theirs = 0;
-      KOLO_RETURN_IF_ERROR_AS_IS(base.try_get(generation_key(r), &text, &found));
-      if (!found || !parse_number(text, &theirs) || theirs == generation) continue;
-      if (theirs > generation)
-        return Status(Code::kTransport,
-                      "rank " + std::to_string(r) + " is at generation " + std::to_string(theirs) +
-                          ", rank " + std::to_string(rank) + " at " + std::to_string(generation) +
-                          ": the job has re-formed without this rank (it is stale)");
-      elsewhere += "; rank " + std::to_string(r) + " last joined generation " + std::to_string(theirs);
-    }
+    KOLO_RETURN_IF_ERROR_AS_IS(look_elsewhere(base, missing, rank, generation, &elsewhere));
     const auto now = Clock::now();
     if (now >= deadline) {
       std::string ranks;
@@ -128,8 +144,7 @@ Status exchange_records(Store& base, const std::string& scope, int rank, int siz
     }
     std::vector<std::string> keys;
     for (int r : missing) keys.push_back(record_key(scope, r));
-    const auto wait = std::min<Clock::duration>(slice, deadline - now);
-    Status s = base.wait(keys, wait);
+    Status s = base.wait(keys, std::min<Clock::duration>(slice, deadline - now));
     if (!s.ok() && s.code() != Code::kTimeout) return s;
     slice = std::min(slice * 2, std::chrono::milliseconds(1000));
   }
