@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "algorithms/adasum.h"
-#include "algorithms/ring_allreduce.h"
+#include "algorithms/p2p_collectives.h"
 #include "common/check.h"
 #include "transports/nccl/nccl_factory.h"
 
@@ -21,7 +21,7 @@ Status SocketFactory::native(std::unique_ptr<transport::Transport>* out) {
 }
 
 Status SocketFactory::ring(std::unique_ptr<transport::Transport>* out) {
-  *out = algorithms::make_ring_transport(p2p_);
+  *out = algorithms::make_ring_with_collectives(p2p_);
   return Status::OK();
 }
 

@@ -1,5 +1,6 @@
 // SocketFactory: the engines the socket world can build, for the registry to
-// compose (transport/factory.h). kolo's ring and Adasum run over the world's
+// compose (transport/factory.h). kolo's ring (with the other collectives over the
+// same verbs: algorithms/p2p_collectives.h) and Adasum run over the world's
 // point-to-point verbs; the device transport bootstraps over its control plane.
 // There are no native collectives (that is MPI's), and the shared-memory and
 // hierarchical engines wait for the node layer (transports/shm) to be wired in.
