@@ -221,6 +221,22 @@ typedef struct kolo_options_t {
  *   kolo_init again on every rank. */
 KOLO_API kolo_status_t kolo_init(void);
 
+/* As kolo_init, in the socket world (no MPI, no mpiexec): the ranks meet through
+ * kolo's rendezvous store at `address`:`port` — rank 0 serves it there unless
+ * something already listens (a launcher's kolo store) — or, with `address`
+ * "file:<directory>" (port ignored), through a file store in that directory (one
+ * host; one directory per job). `rank` is this rank (0 <= rank < size); every
+ * rank passes the same `size`, `job_token` and `generation`. `job_token` is the
+ * job's secret (up to 256 bytes): a connection that does not present it is
+ * dropped; NULL or "" means no token. `generation` (>= 0) numbers this forming
+ * of the world: ranks of different generations never join each other.
+ * kolo_init picks this world by itself when torchrun's variables are set (README,
+ * "Starting without mpiexec"). Collective like kolo_init; KOLO_INIT_TIMEOUT_SECONDS
+ * bounds the wait for the store and the other ranks, and a failure names what was
+ * missing (the store's address, the ranks that did not arrive). */
+KOLO_API kolo_status_t kolo_init_store(const char* address, int port, int rank, int size,
+                                       const char* job_token, int64_t generation);
+
 /* As kolo_init, on a communicator the caller created and owns, passed as its
  * Fortran handle (MPI_Comm_c2f(comm)), which must fit an MPI_Fint (32 bits).
  * kolo duplicates it; MPI must already be initialised; the caller finalises MPI
