@@ -41,13 +41,13 @@ Status TcpStore::open(Clock::time_point deadline) {
   if (s.ok()) s = decode_hello(frame.payload, &back);
   if (s.ok() && (back.role != Role::kStore || !same_token(back.token, token_)))
     s = transport_error(what + " answered with another job token: it serves another job");
-  if (!s.ok()) {
-    if (s.message().find("closed the connection") != std::string::npos)
-      return Status(Code::kTransport,
-                    what + " closed the connection at the handshake: it refused this rank's "
-                           "job token (KOLO_JOB_TOKEN differs), or it is not a kolo store");
-    return s;
-  }
+  if (!s.ok() && s.code() != Code::kTimeout)
+    return Status(Code::kTransport,
+                  what + " did not answer kolo's handshake (" + s.message() +
+                      "): it refused this rank's job token (KOLO_JOB_TOKEN differs), or it is "
+                      "not kolo's store (torchrun's own store holds MASTER_PORT; kolo's is at "
+                      "MASTER_PORT + 1 or KOLO_STORE_PORT)");
+  KOLO_RETURN_IF_ERROR_AS_IS(s);
   KOLO_RETURN_IF_ERROR(local_endpoint(fd.get(), &local_));
   fd_ = std::move(fd);
   return Status::OK();
