@@ -55,6 +55,7 @@ Status Engine::start(const EngineOptions& options, std::vector<PeerLink> links,
   ev.data.u64 = kWakeKey;
   epoll_ctl(e->epoll_, EPOLL_CTL_ADD, e->wake_.get(), &ev);
   const auto now = Clock::now();
+  e->watched_ = now;
   for (PeerLink& link : links) {
     const int r = link.rank;
     if (r < 0 || r >= options.size || r == options.rank || e->peers_[r])
@@ -115,20 +116,32 @@ void Engine::progress_loop() {
 
 // Heartbeats out, silence in: see Note [Liveness from the sockets].
 void Engine::beat_and_watch(Clock::time_point now) {
+  // This rank itself did not run for a while (stopped, or starved of the CPU):
+  // it could not hear its peers then, so that time is not their silence.
+  const bool was_away = now - watched_ > beat_interval();
+  watched_ = now;
   std::string why;
   for (auto& slot : peers_) {
     if (!slot || slot->closed) continue;
     Peer& p = *slot;
+    if (was_away) p.heard = std::max(p.heard, now - beat_interval());
     if (!stopping_ && p.out.empty() && now - p.sent >= beat_interval()) {
       OutItem beat;
       encode_header(FrameHeader{FrameType::kHeartbeat, options_.rank, 0, options_.generation}, &beat.head);
       enqueue(p, std::move(beat));
     }
-    if (!failed_.ok() || p.bye || now - std::max(p.heard, p.traced) <= options_.peer_timeout) continue;
-    if (p.link.same_host && held_by_debugger(p.link.pid)) {
-      p.traced = now;  // a full timeout to beat again once released
+    if (!failed_.ok() || p.bye) continue;
+    const auto silent = now - std::max(p.heard, p.traced);
+    // Held by a debugger: silence counts from the last time it was seen held, so
+    // it is looked at as soon as it is quieter than two beats, and once released
+    // it has a full timeout to beat again.
+    if (silent > 2 * beat_interval() && p.link.same_host && held_by_debugger(p.link.pid)) {
+      p.traced = now;
       continue;
     }
+    if (silent <= options_.peer_timeout) continue;
+    read_some(p);  // what waits in the socket was heard
+    if (p.closed || now - p.heard <= options_.peer_timeout) continue;
     why += std::string(why.empty() ? "" : "; ") + "rank " + std::to_string(p.link.rank) + " (" +
            p.link.address + ", pid " + std::to_string(p.link.pid) + " on " + p.link.host +
            ") has not been heard from for " + seconds_text(now - p.heard) +

@@ -216,6 +216,7 @@ class Engine : public Liveness {
   Fd wake_;  // an eventfd: stop
   bool stopping_ = false;  // closing in order: no more heartbeats
   bool quit_ = false;      // the progress thread returns
+  std::chrono::steady_clock::time_point watched_;  // beat_and_watch's last run
   Status failed_;
   std::thread thread_;
 
@@ -239,7 +240,9 @@ class Engine : public Liveness {
 // sends a heartbeat to each peer it has sent nothing else to for a fifth of the
 // timeout, from the progress thread, so a busy or blocked coordinator never
 // looks silent); a peer on this host held by a debugger (a tracing stop, 't'
-// in /proc/<pid>/stat) is not silent, as in the MPI world's PeerMonitor;
+// in /proc/<pid>/stat) is not silent, as in the MPI world's PeerMonitor, and a
+// rank that was itself stopped or starved does not count the time it could not
+// listen as its peers' silence;
 // (c) it breaks the protocol; or (d) a peer reports a verdict. The first
 // verdict is this rank's for good, and it is sent on to every peer (kVerdict),
 // so ranks that can still hear this one fail too, with the same names, rather
