@@ -8,7 +8,8 @@ MPI world of one rank; KOLO_TEST_BARRIER_DIR, a fresh directory, lets the tests
 meet without MPI: tests/multirank/world_barrier.h). kolo's store is at MASTER_ADDR:MASTER_PORT+1 (served by
 rank 0); MASTER_PORT itself is left free, as torchrun's own store would hold it.
 
-usage: socket_launch.py -n N [--timeout S] [--grace S] [-x VAR=VALUE]... -- PROGRAM [ARGS...]
+usage: socket_launch.py -n N [--timeout S] [--grace S] [-x VAR=VALUE]... [--rank-env R:VAR=VALUE]...
+                        -- PROGRAM [ARGS...]
 
 Exit status: 0 when every rank exits 0; else the first failing rank's status (a
 rank killed by signal n: 128 + n). As mpiexec does, once a rank fails the others
@@ -56,6 +57,8 @@ def main():
                         help="after a rank fails, the others' time to finish")
     parser.add_argument("-x", action="append", default=[], metavar="VAR=VALUE",
                         help="an extra variable for every rank")
+    parser.add_argument("--rank-env", action="append", default=[], metavar="R:VAR=VALUE",
+                        help="an extra variable for rank R alone")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -69,8 +72,13 @@ def main():
     for pair in args.x:
         name, _, value = pair.partition("=")
         base[name] = value
+    per_rank = {}
+    for item in args.rank_env:
+        rank, _, pair = item.partition(":")
+        name, _, value = pair.partition("=")
+        per_rank.setdefault(int(rank), {})[name] = value
     try:
-        return run(args, command, base)
+        return run(args, command, base, per_rank)
     finally:
         shutil.rmtree(barriers, ignore_errors=True)
 
@@ -80,10 +88,10 @@ def die_with_the_launcher():
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def run(args, command, base):
+def run(args, command, base, per_rank):
     ranks = []
     for r in range(args.n):
-        env = dict(base, RANK=str(r), LOCAL_RANK=str(r))
+        env = dict(base, RANK=str(r), LOCAL_RANK=str(r), **per_rank.get(r, {}))
         ranks.append(subprocess.Popen(command, env=env, start_new_session=True,
                                       preexec_fn=die_with_the_launcher))
     start = time.monotonic()
