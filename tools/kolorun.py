@@ -335,6 +335,20 @@ KNOB_FLAGS = [
     ("--autotune-max-samples", "KOLO_AUTOTUNE_MAX_SAMPLES", "N",
      number_check(2, "an integer from 2 to 1000", True, 1000),
      "autotune freezes after at most N scored samples"),
+    ("--world", "KOLO_WORLD", "WORLD", non_empty("one of auto, mpi, socket"),
+     "which world kolo_init starts: auto, mpi or socket"),
+    ("--socket-ifname", "KOLO_SOCKET_IFNAME", "IF", non_empty("a network interface name"),
+     "socket world: listen on this interface's address"),
+    ("--store-port", "KOLO_STORE_PORT", "PORT", number_check(0, "a port from 0 to 65535", True, 65535),
+     "socket world: the rendezvous store's port (0: MASTER_PORT + 1)"),
+    ("--store-dir", "KOLO_STORE_DIR", "DIR", non_empty("a directory"),
+     "socket world on one host: meet through a file store in DIR"),
+    ("--job-token", "KOLO_JOB_TOKEN", "TOKEN", non_empty("up to 256 bytes"),
+     "socket world: the job's secret (a connection without it is dropped)"),
+    ("--generation", "KOLO_GENERATION", "N", number_check(-1, "an integer >= -1", True),
+     "socket world: this forming of the world (-1: TORCHELASTIC_RESTART_COUNT or 0)"),
+    ("--init-timeout-seconds", "KOLO_INIT_TIMEOUT_SECONDS", "S",
+     number_check(0.001, "a number > 0"), "socket world: how long kolo_init waits for every rank"),
 ]
 # Flags with a fixed value: (flag, variable, value, help).
 KNOB_SWITCHES = [
@@ -346,7 +360,7 @@ KNOB_SWITCHES = [
     ("--timeline-mark-cycles", "KOLO_TIMELINE_MARK_CYCLES", "1",
      "mark each negotiation cycle in the timeline"),
     ("--autotune", "KOLO_AUTOTUNE", "1",
-     "tune fusion, sizes and transport order on the running job (README: Autotune)"),
+     "tune fusion, sizes and transport order on the running job (docs/timeline-and-autotune.md)"),
     ("--no-autotune", "KOLO_AUTOTUNE", "0", "no autotune"),
 ]
 TEST_ONLY_KNOBS = ("KOLO_TEST_NODE_SIZE",)
