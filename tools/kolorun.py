@@ -52,6 +52,7 @@ def _find_kololaunch():
              os.path.normpath(os.path.join(here, "..", "share", "kolo")))
 
 
+sys.dont_write_bytecode = True  # no __pycache__ beside an installed script
 sys.path.insert(0, _find_kololaunch())
 from kololaunch import elastic_driver, processes, static_job  # noqa: E402
 from kololaunch.common import UsageError, positive_int  # noqa: E402,F401
@@ -291,7 +292,7 @@ def take_seconds(opts, text, flag, env):
 
 
 def take_cooldown(opts, text, flag, env):
-    low, high = (positive_int(t) for t in text.split())
+    low, high = (int(t) if re.fullmatch(r"[0-9]+", t) else None for t in text.split())
     if low is None or high is None:
         raise UsageError(f"{flag} {text!r}: expected MIN MAX, two whole numbers of seconds")
     check_cooldown_range(low, high)

@@ -165,6 +165,7 @@ class HostManager:
 
     def blacklist(self, host):
         self.state(host).blacklist(self._clock())
+        self.order = [h for h in self.order if h != host]
 
     def is_blacklisted(self, host):
         return self.state(host).blacklisted

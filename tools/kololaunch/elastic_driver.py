@@ -155,10 +155,10 @@ class Driver:
             return self.ending is not None and not self.workers
 
     def _step(self):
-        self._take_discovery()
-        self._reap()
         if self.signals.ending and not self.ending:
             self._end(128 + self.signals.last, None, stop=False)
+        self._take_discovery()
+        self._reap()
         if self.registry and self.registry.complete() and not self.decided and not self.ending:
             self._decide()
         if self.waiting_since is not None and not self.ending:
@@ -212,8 +212,8 @@ class Driver:
                 continue
             del self.workers[key]
             self.done.append(w)
-            counted = (self.registry is not None and key in self.registry.expected
-                       and not self.hosts.is_blacklisted(w.slot.host) and not self.ending)
+            counted = (self.registry is not None and not self.decided and not self.ending
+                       and not self.hosts.is_blacklisted(w.slot.host))
             state = SUCCESS if w.status == 0 else FAILURE
             if counted and self.registry.record(key, state, self.clock()):
                 w.final_status = w.status
@@ -368,7 +368,10 @@ def check_options(opts, fixed_hosts, env):
                          "scheduler's allocation)")
     if opts.discovery_script is not None and fixed_hosts:
         raise UsageError("give --host-discovery-script or fixed hosts (-H, --hostfile), not both")
-    opts.np = opts.np or opts.min_np or (sum(n for _, n in fixed_hosts) if fixed_hosts else None)
+    every_slot = sum(n for _, n in fixed_hosts)
+    if every_slot and opts.max_np:
+        every_slot = min(every_slot, opts.max_np)
+    opts.np = opts.np or every_slot or opts.min_np
     if opts.np is None:
         raise UsageError("--elastic with a discovery script needs -np (or --min-np)")
     opts.min_np = opts.min_np or opts.np

@@ -99,6 +99,9 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def handle_error(self, request, client_address):
+        pass  # a worker killed mid-request; the driver sees its exit
+
 
 class Service:
     """Serves `driver` (ready, assignment_for, updates_since, status) at address:0."""
