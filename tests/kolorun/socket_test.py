@@ -214,10 +214,22 @@ class SocketRuns(unittest.TestCase):
         self.assertNotEqual(json.loads(again.stdout)["KOLO_JOB_TOKEN"], token)
 
     def test_a_failing_rank_stops_the_others(self):
+        # The others get SIGTERM (and say so), well before the SIGKILL after the grace.
+        script = ("import os, signal, sys, time\n"
+                  "def term(*_):\n"
+                  "    print('rank', os.environ['RANK'], 'got SIGTERM', flush=True)\n"
+                  "    sys.exit(0)\n"
+                  "signal.signal(signal.SIGTERM, term)\n"
+                  "if os.environ['RANK'] == '1':\n"
+                  "    time.sleep(1)\n"
+                  "    sys.exit(3)\n"
+                  "time.sleep(60)\n")
         start = time.monotonic()
-        result = self.run_job(["-np", "3", "sh", "-c", '[ "$RANK" = 1 ] && exit 3; sleep 60'])
+        result = self.run_job(["-np", "3", PYTHON, "-c", script])
         self.assertEqual(result.returncode, 3)
-        self.assertLess(time.monotonic() - start, 20)
+        self.assertLess(time.monotonic() - start, processes.GRACE_SECONDS)
+        self.assertEqual(sorted(result.stdout.splitlines()),
+                         ["rank 0 got SIGTERM", "rank 2 got SIGTERM"])
         self.assertEqual(result.stderr, "kolorun: rank 1 on localhost exited with status 3; "
                                         "stopping the other ranks\n")
 
