@@ -126,10 +126,18 @@ class Registry(unittest.TestCase):
         self.assertFalse(r.record("b:0", registry.READY))
         self.assertTrue(r.record("a:0", registry.READY, 5.0))
         self.assertFalse(r.record("a:0", registry.SUCCESS))
-        self.assertTrue(r.record("a:0", registry.FAILURE))  # died while re-forming
-        self.assertEqual((r.first_record, r.missing(), r.complete()), (5.0, ["a:1"], False))
+        self.assertTrue(r.record("a:0", registry.FAILURE, 6.0))  # died while re-forming
+        self.assertEqual((r.first_record, r.first_trouble, r.missing(), r.complete()),
+                         (5.0, 5.0, ["a:1"], False))
         self.assertTrue(r.record("a:1", registry.READY))
         self.assertTrue(r.complete())
+
+    def test_a_finished_worker_is_no_trouble(self):
+        r = registry.Registry(0, ["a:0", "a:1"])
+        self.assertTrue(r.record("a:0", registry.SUCCESS, 5.0))
+        self.assertEqual((r.first_record, r.first_trouble), (5.0, None))
+        self.assertTrue(r.record("a:1", registry.FAILURE, 7.0))
+        self.assertEqual(r.first_trouble, 7.0)
 
     def test_horovods_rules_in_order(self):
         R, S, F = registry.READY, registry.SUCCESS, registry.FAILURE
@@ -310,6 +318,20 @@ class ElasticJobs(unittest.TestCase):
         self.assertIn("kolorun: 127.0.0.2:0 did not re-form within 3 s (--elastic-timeout): "
                       "stopping it, counted as failed", err)
         self.assertEqual([r for r in rows if r[0] == 1], [(1, 1, 1, 0, "127.0.0.1:0", 1)])
+
+    def test_a_slow_last_rank_is_waited_for(self):
+        # Rank 0 ends 4 s after rank 1, past the --elastic-timeout of 2 s.
+        status, err, rows = self.job(["-H", "127.0.0.1:1,127.0.0.2:1", "--elastic-timeout",
+                                      "2"], 1, ["0:0:1:0:sleep4"])
+        self.assertEqual((status, len(rows)), (0, 2), err)
+
+    def test_a_discovery_script_that_fails_at_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run([KOLORUN, "--elastic", "-np", "1", "--host-discovery-script",
+                                   "exit 3", "true"], capture_output=True, text=True,
+                                  timeout=60, env=PATH, cwd=tmp)
+        self.assertEqual((done.returncode, done.stderr),
+                         (1, "kolorun: discovery script 'exit 3' exited with status 3\n"))
 
     def test_every_rank_failing_fails_the_job(self):
         status, err, rows = self.job(["-H", "127.0.0.1:1,127.0.0.2:1"], 3,

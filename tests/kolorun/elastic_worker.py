@@ -14,9 +14,10 @@ a real job.
 usage: elastic_worker.py LOG EPOCHS STEPS [ACTION...]
   LOG      a file each rank appends a JSON line to at each epoch's end:
            {"slot", "generation", "rank", "size", "epoch", "resets", "env"}
-  ACTION   GEN:RANK:EPOCH:STEP:WHAT - at that point, the rank does WHAT:
+  ACTION   GEN:RANK:EPOCH:STEP:WHAT - at that point (EPOCH = EPOCHS, STEP 0:
+           after training), the rank does WHAT:
            exitN (exit with status N), kill (SIGKILL itself), stop (SIGSTOP
-           itself), raise (a RuntimeError: not elastic's to catch),
+           itself), sleepS (sleep S seconds), raise (a RuntimeError: not elastic's to catch),
            hosts=FILE=TEXT (writes TEXT, ',' for newlines, to FILE: a
            discovery script's source), await-update (until the driver has
            a host update for this generation)
@@ -120,6 +121,9 @@ def act(what, job):
         os.kill(os.getpid(), signal.SIGKILL)
     if what == "stop":
         os.kill(os.getpid(), signal.SIGSTOP)
+    if what.startswith("sleep"):
+        time.sleep(float(what[5:]))
+        return
     if what == "raise":
         raise RuntimeError("pretend: a bug in the training script")
     if what == "await-update":
@@ -164,6 +168,8 @@ def main():
             state.commit()
 
     train(state)
+    for what in actions.pop((job.generation, world.rank(), epochs, 0), []):
+        act(what, job)  # after training: EPOCH = EPOCHS
 
 
 if __name__ == "__main__":

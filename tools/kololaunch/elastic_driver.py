@@ -27,8 +27,8 @@ HostsUpdatedInterrupt at the same step.
 
 Timeouts (--elastic-timeout, default 600 s or HOROVOD_ELASTIC_TIMEOUT): the wait
 for enough slots, and the wait for every worker of a generation to record a state
-once one has (a worker that never does, e.g. stopped with SIGSTOP, is killed and
-counted as failed).
+once one has re-formed or failed (a worker that never does, e.g. stopped with
+SIGSTOP, is killed and counted as failed; workers that finish are waited for).
 """
 
 import os
@@ -72,6 +72,7 @@ class Driver:
             if opts.prepend_rank else None
         self._found = None       # discovery's latest answer, or a DiscoveryError
         self._found_new = False
+        self._last_warning = None
         self._stop = threading.Event()
         self.service = None
 
@@ -181,8 +182,8 @@ class Driver:
         found, self._found_new = self._found, False
         if isinstance(found, DiscoveryError):
             if self.generation < 0 and not self.hosts.host_slots:
-                self._end(1, "kolorun: %s" % found)
-            elif str(found) != getattr(self, "_last_warning", None):
+                self._end(1, str(found))
+            elif str(found) != self._last_warning:
                 self.say("warning: %s; keeping the hosts found before" % found)
             self._last_warning = str(found)
             return
@@ -216,7 +217,6 @@ class Driver:
                        and not self.hosts.is_blacklisted(w.slot.host))
             state = SUCCESS if w.status == 0 else FAILURE
             if counted and self.registry.record(key, state, self.clock()):
-                w.final_status = w.status
                 if state == FAILURE:
                     self.say("%s (rank %d of generation %d) exited with status %d" % (
                         key, self.assignment[key].rank, self.generation, w.status))
@@ -293,6 +293,11 @@ class Driver:
         for slot in assigned:
             if slot.key not in self.workers:
                 self._start_worker(slot)
+            if self.service.address.startswith("127.") and \
+                    not processes.is_local_host(slot.host):
+                self.say("warning: %s is another host, but the elastic service listens on %s: "
+                         "its workers cannot re-form (give --launcher-address)" % (
+                             slot.host, self.service.address))
 
     def _start_service(self, assigned):
         remote = [s.host for s in assigned if not processes.is_local_host(s.host)]
@@ -331,8 +336,8 @@ class Driver:
                           ",".join("%s:%d" % hs for hs in have) or "no host"))
             return
         reg = self.registry
-        if reg and reg.first_record is not None and not reg.complete() \
-                and now - reg.first_record > timeout:
+        if reg and reg.first_trouble is not None and not reg.complete() \
+                and now - reg.first_trouble > timeout:
             for key in reg.missing():
                 self.say("%s did not re-form within %g s (--elastic-timeout): stopping it, "
                          "counted as failed" % (key, timeout))

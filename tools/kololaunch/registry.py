@@ -29,7 +29,8 @@ class Registry:
         self.generation = generation
         self.expected = list(keys)
         self.states = {}
-        self.first_record = None  # when the first state was recorded (driver's clock)
+        self.first_record = None   # when the first state was recorded (driver's clock)
+        self.first_trouble = None  # when the first READY or FAILURE was
 
     def record(self, key, state, now=None):
         """True if recorded; a key not of this generation, or recorded already (but
@@ -41,6 +42,8 @@ class Registry:
         self.states[key] = state
         if self.first_record is None:
             self.first_record = now
+        if self.first_trouble is None and state != SUCCESS:
+            self.first_trouble = now
         return True
 
     def complete(self):
