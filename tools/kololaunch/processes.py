@@ -159,6 +159,8 @@ class Worker:
 
     def signal(self, name):
         """Sends signal `name` ("INT", "TERM", "USR1") to the worker's process group."""
+        if self._proc is None:
+            return
         try:
             self._proc.stdin.write(name.encode() + b"\n")
             self._proc.stdin.flush()
