@@ -2,8 +2,14 @@
 issue 31 point 2): what commit, restore and sync do to ObjectState and TorchState
 (sync is a real broadcast from rank 0), check_host_updates raising on every rank
 at once, run()'s loop over a Job of the test's own, ElasticSampler's split of an
-epoch and its re-split after a change of size. Re-forming itself needs kolorun
---elastic (tests/kolorun/elastic_test.py)."""
+epoch and its re-split after a change of size, and Horovod's elastic example
+(bindings/python/examples/pytorch_synthetic_benchmark_elastic.py) as it runs
+without a driver. Re-forming itself needs kolorun --elastic
+(tests/kolorun/elastic_test.py)."""
+
+import os
+import runpy
+import sys
 
 import numpy as np
 import pytest
@@ -315,3 +321,19 @@ def test_torch_state_syncs_a_sampler(world):
     state = hvd.elastic.TorchState(model, optimizer, sampler=s)
     state.sync()
     assert s.state_dict() == {"epoch": 0, "processed_num": n}
+
+
+# ---- Horovod's elastic example -------------------------------------------------------
+
+def test_horovods_elastic_example(world, monkeypatch):
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bindings",
+                        "python", "examples", "pytorch_synthetic_benchmark_elastic.py")
+    monkeypatch.setattr(sys, "argv", [path, "--num-iters", "2", "--num-warmup-batches", "1",
+                                      "--num-batches-per-iter", "2", "--batch-size", "4"])
+    ns = runpy.run_path(path, run_name="__main__")
+    state = ns["state"]
+    assert (state.iter, len(state.img_secs), state.warm, state.batch) == (1, 2, True, 0)
+    params = torch.cat([p.detach().reshape(-1) for p in ns["model"].parameters()]).numpy()
+    every = kolo.allgather(params[None, :], name="elastic.example")
+    for other in every:
+        np.testing.assert_array_equal(other, every[0])
