@@ -32,8 +32,10 @@ from kololaunch import names, processes, slots, static_job  # noqa: E402 (koloru
 PATH = {"PATH": "/usr/bin:/bin"}
 PYTHON = "/usr/bin/python3"
 # Prints, as one JSON line, the variables a worker got (and whether PMI_RANK leaked).
-REPORT = ("import json, os; print(json.dumps({k: v for k, v in os.environ.items() if k in "
-          "%r}), flush=True)" % sorted(
+# One write per line: the ranks share kolorun's stdout (print() under PYTHONUNBUFFERED
+# writes the text and its newline apart).
+REPORT = ("import json, os, sys; sys.stdout.write(json.dumps({k: v for k, v in "
+          "os.environ.items() if k in %r}) + '\\n')" % sorted(
               [v for k, v in vars(names).items() if k.isupper() and isinstance(v, str)
                and v.isupper() and "_" in v] + ["RANK", "FOO", "KOLO_CYCLE_TIME_MS",
                                                  "PMI_RANK", "FAKE_HOST"]))
@@ -217,7 +219,7 @@ class SocketRuns(unittest.TestCase):
         # The others get SIGTERM (and say so), well before the SIGKILL after the grace.
         script = ("import os, signal, sys, time\n"
                   "def term(*_):\n"
-                  "    print('rank', os.environ['RANK'], 'got SIGTERM', flush=True)\n"
+                  "    sys.stdout.write('rank %s got SIGTERM\\n' % os.environ['RANK'])\n"
                   "    sys.exit(0)\n"
                   "signal.signal(signal.SIGTERM, term)\n"
                   "if os.environ['RANK'] == '1':\n"
@@ -246,7 +248,8 @@ class SocketRuns(unittest.TestCase):
     def test_signals_are_forwarded(self):
         script = ("import signal, sys, time\n"
                   "signal.signal(signal.SIGTERM, lambda *a: sys.exit(40))\n"
-                  "print('up', flush=True)\n"
+                  "sys.stdout.write('up\\n')\n"
+                  "sys.stdout.flush()\n"
                   "time.sleep(60)\n")
         proc = subprocess.Popen([KOLORUN, "--world", "socket", "-np", "2", PYTHON, "-c", script],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
