@@ -277,17 +277,24 @@ class SocketRuns(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             enter = os.path.join(tmp, "enter")
             with open(enter, "w") as f:  # as ssh: HOST, then one command for a shell
-                f.write('#!/bin/sh\nhost=$1\nshift\nFAKE_HOST=$host exec sh -c "$*"\n')
+                f.write('#!/bin/sh\nhost=$1\nshift\necho "$*" >> %s/argv\n'
+                        'FAKE_HOST=$host exec sh -c "$*"\n' % tmp)
             os.chmod(enter, stat.S_IRWXU)
-            result = self.run_job(["-H", "h1:1,h2:1", "--master-port", "4000",
-                                   "--launcher-exec", enter, PYTHON, "-c", REPORT])
+            result = self.run_job(["-H", "h1:1,h2:1", "--master-port", "4000", "-x",
+                                   "FOO=a 'b' $c\\", "--launcher-exec", enter, PYTHON, "-c",
+                                   REPORT])
+            with open(os.path.join(tmp, "argv")) as f:
+                commands = f.read()
         self.assertEqual((result.returncode, result.stderr), (0, ""))
+        token = json.loads(result.stdout.splitlines()[0])["KOLO_JOB_TOKEN"]
+        self.assertNotIn(token, commands)  # the environment went through the pipe
+        self.assertNotIn("MASTER_PORT=", commands)
         got = sorted((json.loads(line) for line in result.stdout.splitlines()),
                      key=lambda e: e["RANK"])
         self.assertEqual([(e["FAKE_HOST"], e["HOROVOD_HOSTNAME"], e["RANK"], e["MASTER_ADDR"],
-                           e["MASTER_PORT"], e["KOLO_STORE_PORT"]) for e in got],
-                         [("h1", "h1", "0", "h1", "4000", "4001"),
-                          ("h2", "h2", "1", "h1", "4000", "4001")])
+                           e["MASTER_PORT"], e["KOLO_STORE_PORT"], e["FOO"]) for e in got],
+                         [("h1", "h1", "0", "h1", "4000", "4001", "a 'b' $c\\"),
+                          ("h2", "h2", "1", "h1", "4000", "4001", "a 'b' $c\\")])
 
 
 def wait_for_files(paths, timeout=30):

@@ -4,6 +4,7 @@ signal, stops it, and labels its output.
 Every worker runs under the same small sh wrapper (WRAPPER), on this host through
 `sh -c` and on another through ssh or --launcher-exec, so a worker is controlled
 the same way wherever it runs: by the pipe kolorun holds to the wrapper's stdin.
+On another host its environment comes through that pipe too (REMOTE_WRAPPER).
 
 Note [A worker is held by a pipe]
 A line with a signal name ("INT") on the pipe sends that signal to the worker's
@@ -37,6 +38,13 @@ WRAPPER = """exec 3<&0
 ) >/dev/null 2>&1 &
 exec 3<&-
 exec "$@" </dev/null""" % GRACE_SECONDS
+
+# On another host the environment comes first on the same pipe, a NAME=VALUE line
+# each, ended by an empty line (`read` takes a pipe a byte at a time, so the signal
+# lines after it stay for the watcher): not on the command line, where the job
+# token would show in `ps` on both hosts.
+REMOTE_WRAPPER = ('while IFS= read -r line && [ -n "$line" ]; do export "$line"; done\n'
+                  + WRAPPER)
 
 # Variables that describe the launching shell, not a worker's: not passed to
 # another host (horovodrun and Hydra skip the same kind).
@@ -77,21 +85,26 @@ def worker_env(base, extra):
     return env
 
 
-def remote_command(argv, env, cwd):
-    """The one string a remote shell runs (ssh joins its words): the wrapper in cwd,
-    with env as assignments."""
-    assignments = ["%s=%s" % (k, v) for k, v in env.items()
-                   if k not in NOT_FORWARDED and k.isidentifier() and not k.startswith("BASH_FUNC")]
-    inner = ["sh", "-c", WRAPPER, "kolorun-worker", "env"] + assignments + list(argv)
+def forwarded(env):
+    """The NAME=VALUE lines that carry `env` to another host: the launching shell's own
+    variables, names that are not identifiers and values with a newline stay here."""
+    return ["%s=%s" % (k, v) for k, v in env.items()
+            if k not in NOT_FORWARDED and k.isidentifier() and "\n" not in v]
+
+
+def remote_command(argv, cwd):
+    """The one string a remote shell runs (ssh joins its words): the wrapper in cwd."""
+    inner = ["sh", "-c", REMOTE_WRAPPER, "kolorun-worker"] + list(argv)
     return "cd %s && exec %s" % (shlex.quote(cwd), shlex.join(inner))
 
 
 def launch_argv(host, argv, env, cwd, launcher_exec=None):
-    """(argv to run here, env for it): the wrapper here, or ssh/--launcher-exec to host."""
+    """(argv to run here, env for it, lines to send first): the wrapper here, or
+    ssh/--launcher-exec to `host` with the environment sent through the pipe."""
     if host is None:
-        return ["sh", "-c", WRAPPER, "kolorun-worker"] + list(argv), env
+        return ["sh", "-c", WRAPPER, "kolorun-worker"] + list(argv), env, []
     via = [launcher_exec] if launcher_exec else ["ssh", "-x", "-o", "BatchMode=yes"]
-    return via + [host, remote_command(argv, env, cwd)], None
+    return via + [host, remote_command(argv, cwd)], None, forwarded(env) + [""]
 
 
 class OutputLabels:
@@ -127,7 +140,7 @@ class Worker:
     def __init__(self, name, host, argv, env, cwd, launcher_exec=None, labels=None, label=None):
         self.name = name              # how messages name it: "rank 3 on h2", "h2[1]"
         self.host = host
-        self.argv, self.env = launch_argv(host, argv, env, cwd, launcher_exec)
+        self.argv, self.env, self._first = launch_argv(host, argv, env, cwd, launcher_exec)
         self.cwd = cwd
         self._labels, self._label = labels, label
         self._proc = None
@@ -140,6 +153,12 @@ class Worker:
         self._proc = subprocess.Popen(self.argv, env=self.env, cwd=self.cwd,
                                       stdin=subprocess.PIPE, stdout=pipe, stderr=pipe,
                                       start_new_session=True)
+        if self._first:
+            try:
+                self._proc.stdin.write("".join(line + "\n" for line in self._first).encode())
+                self._proc.stdin.flush()
+            except OSError:
+                pass  # it ended already: its exit status says why
         if self._labels:
             self._pumps = [self._labels.pump(self._proc.stdout, 1, self._label),
                            self._labels.pump(self._proc.stderr, 2, self._label)]
