@@ -337,3 +337,12 @@ def test_horovods_elastic_example(world, monkeypatch):
     every = kolo.allgather(params[None, :], name="elastic.example")
     for other in every:
         np.testing.assert_array_equal(other, every[0])
+
+
+def test_a_sampler_is_split_again_on_reset(world, monkeypatch):
+    model, optimizer = model_and_optimizer(1)
+    s = hvd.elastic.ElasticSampler(list(range(12)), shuffle=False)
+    state = hvd.elastic.TorchState(model, optimizer, sampler=s)
+    monkeypatch.setattr(sampler_module, "_core", Core(0, 4))  # the world re-formed at 4
+    state.on_reset()
+    assert (s.num_replicas, len(s), list(s)) == (4, 3, [0, 4, 8])

@@ -45,6 +45,14 @@ class TorchState(ObjectState):
             handler.sync()
         super().sync()
 
+    def reset(self):
+        """After re-forming: samplers split what is left of the epoch over the new
+        ranks at once, also when the sync is skipped (hosts only removed), where
+        Horovod's kept the old split until the next sync."""
+        for handler in self._handlers.values():
+            if isinstance(handler, SamplerStateHandler):
+                handler.value.reset()
+
     def __setattr__(self, name, value):
         if hasattr(self, name) and name in self._handlers:
             self._handlers[name].set_value(value)
