@@ -16,7 +16,7 @@ libkolo is found through ``KOLO_LIBRARY``, the build tree, or an install prefix
 
 import json
 
-from . import _lib
+from . import _lib, elastic
 from ._core import (Adasum, Average, Handle, Max, Min, Product, Sum, barrier, cross_rank,
                     cross_size, init, is_initialized, join, local_rank, local_size, rank,
                     shutdown, size, start_timeline, stop_timeline, transport_built, version)

@@ -21,6 +21,7 @@ from .._process_sets import add_process_set, remove_process_set
 from ..exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInternalError,
                           HostsUpdatedInterrupt, KoloError, MismatchError, NotInitializedError,
                           RankFailedError, ShutdownError, StalledError, UnsupportedError)
+from . import elastic
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                         broadcast_parameters)
