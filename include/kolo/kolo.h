@@ -237,6 +237,19 @@ KOLO_API kolo_status_t kolo_init(void);
 KOLO_API kolo_status_t kolo_init_store(const char* address, int port, int rank, int size,
                                        const char* job_token, int64_t generation);
 
+/* kolo's rendezvous store, served by a launcher for the whole job (kolorun
+ * --elastic does): ranks find it through KOLO_STORE_ADDR and KOLO_STORE_PORT, so
+ * the store outlives any rank, and ranks of a stale generation learn at once that
+ * the others moved on. kolo_store_serve binds `address`:`port` (port 0: a free
+ * one; kolo_store_server_port says which) and serves on a thread of its own until
+ * kolo_store_server_stop; `job_token` as in kolo_init_store. Needs no kolo_init;
+ * any thread. A bind that fails names the address and the reason. */
+typedef struct kolo_store_server kolo_store_server_t;
+KOLO_API kolo_status_t kolo_store_serve(const char* address, int port, const char* job_token,
+                                        kolo_store_server_t** server);
+KOLO_API int kolo_store_server_port(const kolo_store_server_t* server);
+KOLO_API void kolo_store_server_stop(kolo_store_server_t* server);
+
 /* As kolo_init, on a communicator the caller created and owns, passed as its
  * Fortran handle (MPI_Comm_c2f(comm)), which must fit an MPI_Fint (32 bits).
  * kolo duplicates it; MPI must already be initialised; the caller finalises MPI

@@ -321,8 +321,18 @@ const Knob kKnobs[] = {
        return true;
      },
      [](const Config& c) { return c.socket_ifname; }},
+    {{"KOLO_STORE_ADDR", KnobType::kString, "", "empty, or a host name or address",
+      "socket world: the host of kolo's rendezvous store (a launcher that serves it for the whole "
+      "job, e.g. kolorun --elastic); empty: MASTER_ADDR",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       c->store_addr = v;
+       return true;
+     },
+     [](const Config& c) { return c.store_addr; }},
     {{"KOLO_STORE_PORT", KnobType::kInt, "0", "an integer from 0 to 65535",
-      "socket world: the port of kolo's rendezvous store at MASTER_ADDR (rank 0 serves it unless "
+      "socket world: the port of kolo's rendezvous store at KOLO_STORE_ADDR or MASTER_ADDR (rank 0 "
+      "serves it unless "
       "something listens there); 0: MASTER_PORT + 1 (torchrun's own store holds MASTER_PORT)",
       Agreement::kMayDiffer},
      [](const std::string& v, Config* c) { return parse_int_at_least(v, 0, 65535, &c->store_port); },

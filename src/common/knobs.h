@@ -54,6 +54,7 @@ struct Config {
   // (transports/socket/launch_env.h says how kolo_init reads them).
   std::string world = "auto";                 // KOLO_WORLD: auto, mpi or socket
   std::string socket_ifname;                  // KOLO_SOCKET_IFNAME; empty: the store's route
+  std::string store_addr;                     // KOLO_STORE_ADDR; empty: MASTER_ADDR
   int64_t store_port = 0;                     // KOLO_STORE_PORT; 0: MASTER_PORT + 1
   std::string store_dir;                      // KOLO_STORE_DIR; empty: a TCP store
   std::string job_token;                      // KOLO_JOB_TOKEN (secret: never printed)

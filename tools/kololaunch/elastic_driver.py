@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 
-from . import names, processes, registry, slots, static_job
+from . import names, processes, registry, slots, static_job, store
 from .common import UsageError
 from .discovery import DISCOVERY_SECONDS, DiscoveryError, DiscoveryScript, FixedHosts, HostManager
 from .registry import FAILURE, READY, SUCCESS, Registry
@@ -75,6 +75,7 @@ class Driver:
         self._last_warning = None
         self._stop = threading.Event()
         self.service = None
+        self.store = None  # kolo's store, when this process can serve it
 
     # ---- the service's requests (service.py), on its threads ----------------------
 
@@ -145,6 +146,8 @@ class Driver:
             self._stop.set()
             if self.service:
                 self.service.stop()
+            if self.store:
+                self.store.stop()
         for w in self.done:
             w.wait_output()
         if self.ending[1]:
@@ -281,6 +284,9 @@ class Driver:
             self._start_service(assigned)
         shared = dict(self.opts.genv)
         shared.update(slots.world_env(self.token, addr, port, store_port, g))
+        if self.store:  # Note [The driver serves the store] (store.py)
+            shared.update({names.KOLO_STORE_ADDR: self.store.address,
+                           names.KOLO_STORE_PORT: str(self.store.port)})
         shared.update({names.HOROVOD_ELASTIC: "1", names.KOLO_ELASTIC_ADDR: self.service.address,
                        names.KOLO_ELASTIC_PORT: str(self.service.port)})
         self.generation, self.shared, self.decided = g, shared, False
@@ -306,6 +312,11 @@ class Driver:
         self.service = Service(self, address, self.token)
         self.service.start()
         self.note("elastic service at %s:%d" % (address, self.service.port))
+        self.store, why = store.serve(address, self.token)
+        if self.store:
+            self.note("kolo's store at %s:%d" % (address, self.store.port))
+        else:
+            self.note("kolo's store is served by each generation's rank 0: %s" % why)
 
     def _start_worker(self, slot):
         key = slot.key

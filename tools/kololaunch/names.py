@@ -35,6 +35,7 @@ KOLO_WORLD = "KOLO_WORLD"
 SOCKET_WORLD = "socket"
 KOLO_JOB_TOKEN = "KOLO_JOB_TOKEN"
 KOLO_STORE_PORT = "KOLO_STORE_PORT"
+KOLO_STORE_ADDR = "KOLO_STORE_ADDR"    # the elastic driver's store (store.py)
 KOLO_GENERATION = "KOLO_GENERATION"
 
 # horovodrun's (gloo_run's create_slot_env_vars).

@@ -44,7 +44,7 @@ void apply_knobs(const Config& config, SocketWorldOptions* o) {
 EnvLookup meeting_env(const EnvLookup& env) {
   return [env](const char* name) -> std::optional<std::string> {
     static const char* kMeeting[] = {
-        "KOLO_WORLD",      "KOLO_SOCKET_IFNAME",        "KOLO_STORE_PORT",
+        "KOLO_WORLD",      "KOLO_SOCKET_IFNAME",        "KOLO_STORE_PORT", "KOLO_STORE_ADDR",
         "KOLO_STORE_DIR",  "KOLO_JOB_TOKEN",            "KOLO_GENERATION",
         "KOLO_INIT_TIMEOUT_SECONDS", "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_TEST_NODE_SIZE",
         "KOLO_LOG_LEVEL"};
@@ -92,7 +92,7 @@ Status options_from_env(const Config& config, const EnvLookup& env, SocketWorldO
                             "KOLO_STORE_PORT");
   o.rank = static_cast<int>(rank);
   o.size = static_cast<int>(size);
-  o.store_host = *host;
+  o.store_host = config.store_addr.empty() ? *host : config.store_addr;
   o.store_port = static_cast<uint16_t>(config.store_port != 0 ? config.store_port : port + 1);
   if (is_set(env, "LOCAL_RANK") || is_set(env, "LOCAL_WORLD_SIZE")) {
     int64_t local_size = 0, local_rank = 0;

@@ -56,12 +56,22 @@ struct Pending {
 
 }  // namespace
 
+// Note [A refused peer is gone]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A rank publishes its address only after it listens there, and keeps listening
+// until its mesh is whole, which needs this rank. So a published address that
+// refuses connections belongs to a process that has exited: after a second of
+// refusals (a margin for the kernel, not for the peer) the dial fails with
+// KOLO_ERR_RANK_FAILED. Waiting out KOLO_INIT_TIMEOUT_SECONDS instead held an
+// elastic newcomer 300 s in kolo_init after the generation's rank 0 was killed.
+constexpr auto kRefusedMeansGone = std::chrono::seconds(1);
+
 // Connects to rank j and handshakes.
 static Status connect_peer(const MeshIdentity& me, int j, const Endpoint& to,
                            Clock::time_point deadline, PeerLink* link) {
   const std::string what = "rank " + std::to_string(j);
   Fd fd;
-  KOLO_RETURN_IF_ERROR_AS_IS(connect_to(to, deadline, what, &fd));
+  KOLO_RETURN_IF_ERROR_AS_IS(connect_to(to, deadline, what, &fd, kRefusedMeansGone));
   const std::string where = what + " at " + to.to_string();
   KOLO_RETURN_IF_ERROR_AS_IS(write_all(fd.get(), hello_frame(me), deadline, where));
   Frame frame;

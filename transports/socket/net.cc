@@ -192,13 +192,20 @@ static Status connect_once(const Endpoint& to, Clock::time_point deadline, const
   return Status::OK();
 }
 
-Status connect_to(const Endpoint& to, Clock::time_point deadline, const std::string& what, Fd* out) {
+Status connect_to(const Endpoint& to, Clock::time_point deadline, const std::string& what, Fd* out,
+                  std::optional<Clock::duration> refused_limit) {
   auto nap = std::chrono::milliseconds(10);
   const auto start = Clock::now();
   int err = 0;
   while (true) {
     KOLO_RETURN_IF_ERROR_AS_IS(connect_once(to, deadline, what, out, &err));
     if (err == 0) return Status::OK();
+    if (err == ECONNREFUSED && refused_limit && Clock::now() - start >= *refused_limit) {
+      return Status(Code::kRankFailed,
+                    what + " at " + to.to_string() + " refused every connection for " +
+                        seconds_text(Clock::now() - start) +
+                        ": it listened there, and its process has exited since");
+    }
     // Refused (nothing listens yet) or unreachable for now: try again until the deadline.
     const bool retry = err == ECONNREFUSED || err == ENETUNREACH || err == EHOSTUNREACH ||
                        err == ETIMEDOUT || err == ECONNRESET || err == EAGAIN;

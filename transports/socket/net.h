@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -74,8 +75,12 @@ Status listen_on(const Endpoint& where, Fd* out, Endpoint* bound, int backlog = 
 
 // Connects to `to` within `deadline`, retrying while the connection is refused
 // (the other side may not listen yet); an error names `to` and `what` ("the
-// store", "rank 3"). The socket comes back blocking, with TCP_NODELAY.
-Status connect_to(const Endpoint& to, Clock::time_point deadline, const std::string& what, Fd* out);
+// store", "rank 3"). The socket comes back blocking, with TCP_NODELAY. With
+// `refused_limit`, refusals for that long fail with KOLO_ERR_RANK_FAILED: for an
+// address a process published only once it listened there (Note [A refused
+// peer is gone], mesh.cc).
+Status connect_to(const Endpoint& to, Clock::time_point deadline, const std::string& what, Fd* out,
+                  std::optional<Clock::duration> refused_limit = std::nullopt);
 
 // The local address of a connected socket (the interface that reaches its peer).
 Status local_endpoint(int fd, Endpoint* out);

@@ -210,6 +210,25 @@ TEST(Mesh, AnotherSizeOrGenerationFailsBothSidesAtOnce) {
   }
 }
 
+// Note [A refused peer is gone] (mesh.cc): rank 0 published its address and
+// exited; rank 1 learns it within about a second, not at its deadline.
+TEST(Mesh, APublishedPeerThatRefusesIsGoneWithinASecond) {
+  Endpoint where;
+  ASSERT_TRUE(resolve("127.0.0.1", 0, &where).ok());
+  Fd la, lb;
+  Endpoint ea, eb;
+  ASSERT_TRUE(listen_on(where, &la, &ea).ok());
+  ASSERT_TRUE(listen_on(where, &lb, &eb).ok());
+  la.reset();  // rank 0's process is gone
+  std::vector<PeerLink> links;
+  const auto start = Clock::now();
+  Status s = form_mesh({1, 2, 0, "t", "h"}, lb, {ea, eb}, start + milliseconds(20000), &links);
+  EXPECT_EQ(s.code(), Code::kRankFailed) << s.to_string();
+  EXPECT_NE(s.message().find("rank 0 at " + ea.to_string()), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("has exited"), std::string::npos) << s.message();
+  EXPECT_LT(Clock::now() - start, milliseconds(5000));
+}
+
 TEST(Mesh, GarbageOnTheListenerIsDroppedAndTheMeshStillForms) {
   Endpoint where;
   ASSERT_TRUE(resolve("127.0.0.1", 0, &where).ok());
