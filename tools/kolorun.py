@@ -182,7 +182,8 @@ KNOB_SWITCHES = [
 TEST_ONLY_KNOBS = ("KOLO_TEST_NODE_SIZE",)
 # The socket world's knobs that kolorun sets itself for every worker (names.py):
 # the world, the job's secret, the store's port and the generation.
-LAUNCHER_KNOBS = ("KOLO_WORLD", "KOLO_JOB_TOKEN", "KOLO_STORE_PORT", "KOLO_GENERATION")
+LAUNCHER_KNOBS = ("KOLO_WORLD", "KOLO_JOB_TOKEN", "KOLO_STORE_ADDR", "KOLO_STORE_PORT",
+                  "KOLO_GENERATION")
 # Every knob of the socket world, flag or set by kolorun: kolo-info lists them once
 # libkolo has the socket world (kolorun_test.py allows their absence before).
 SOCKET_WORLD_KNOBS = LAUNCHER_KNOBS + ("KOLO_SOCKET_IFNAME", "KOLO_INIT_TIMEOUT_SECONDS",

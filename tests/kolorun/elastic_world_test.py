@@ -201,6 +201,9 @@ class RealWorld(unittest.TestCase):
         self.assertEqual(result.status, 0, result.err)
         self.assertGreaterEqual(len(kills), 3, "the job ended before the soak killed much:\n" + result.err)
         self.assertEqual(result.err.count("exited with status 137"), len(kills), result.err)
+        # A worker joining a generation that a kill broke follows to the next one.
+        self.assertEqual(set(re.findall(r"exited with status (\d+)", result.err)), {"137"},
+                         result.err)
         final = max(r[1] for r in result.rows if r[0] == epochs - 1)
         last = [r for r in result.rows if r[0] == epochs - 1 and r[1] == final]
         self.assertEqual(len(result.digests), len(last), result.err)

@@ -16,9 +16,9 @@ libkolo is found through ``KOLO_LIBRARY``, the build tree, or an install prefix
 
 import json
 
-from . import _lib, elastic
+from . import _core, _lib, elastic
 from ._core import (Adasum, Average, Handle, Max, Min, Product, Sum, barrier, cross_rank,
-                    cross_size, init, is_initialized, join, local_rank, local_size, rank,
+                    cross_size, is_initialized, join, local_rank, local_size, rank,
                     shutdown, size, start_timeline, stop_timeline, transport_built, version)
 from ._numpy_ops import (allgather, allgather_async, allreduce, allreduce_async, alltoall,
                          alltoall_async, broadcast, broadcast_async, grouped_allgather,
@@ -26,6 +26,7 @@ from ._numpy_ops import (allgather, allgather_async, allreduce, allreduce_async,
                          grouped_reducescatter, grouped_reducescatter_async, poll,
                          reducescatter, reducescatter_async, synchronize)
 from ._process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
+from .elastic._run import first_init
 from .exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInternalError,
                          HostsUpdatedInterrupt, KoloError, KoloTimeoutError, KoloTypeError,
                          KoloValueError, LibraryNotFoundError, MismatchError,
@@ -33,6 +34,13 @@ from .exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInte
                          TransportError, UnsupportedError)
 
 __version__ = "0.1.0"
+
+
+def init(comm=None, process_sets=None):
+    """kolo's _core.init (its documentation says what it does); in an elastic job,
+    a generation that breaks while this worker joins it is followed to the next
+    one (kolo.elastic's first_init)."""
+    first_init(lambda: _core.init(comm, process_sets))
 
 
 def library_path():

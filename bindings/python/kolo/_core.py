@@ -21,7 +21,7 @@ import itertools
 import os
 import threading
 
-from . import _lib
+from . import _lib, _topology
 from ._process_sets import add_process_set, set_id
 from ._status import _EXCEPTIONS, check, error, status_name  # noqa: F401 (re-exported)
 from ._topology import (cross_rank, cross_size, is_initialized, local_rank,  # noqa: F401
@@ -77,6 +77,7 @@ def init(comm=None, process_sets=None):
     if status == _lib.ERR_ALREADY_INITIALIZED:  # runs in this process (never a stopped kolo)
         return
     check(status, "kolo.init")
+    _topology.started = True
     if not _atexit_registered:
         atexit.register(shutdown)
         _atexit_registered = True
@@ -87,6 +88,7 @@ def init(comm=None, process_sets=None):
 
 def shutdown():
     """Stops kolo; pending operations complete with ShutdownError on every rank."""
+    _topology.started = False
     check(lib().kolo_shutdown(), "kolo.shutdown")
     _reap_orphans()
 

@@ -5,7 +5,12 @@ library was built with. Queries only, no collectives; below ``_process_sets`` an
 import ctypes
 
 from . import _lib
-from .exceptions import NotInitializedError
+from .exceptions import NotInitializedError, ShutdownError
+
+# Whether this process's kolo.init() succeeded and its kolo.shutdown() has not run
+# since (_core sets it): kolo then stopped under this process (a peer failed,
+# another rank shut down), which is not "never initialised".
+started = False
 
 
 def is_initialized():
@@ -13,8 +18,14 @@ def is_initialized():
 
 
 def require_initialized(what):
-    """Raises NotInitializedError (a ValueError, as in Horovod) unless kolo runs."""
+    """Raises NotInitializedError (a ValueError, as in Horovod) unless kolo runs;
+    ShutdownError (a HorovodInternalError: elastic training re-forms on it) when
+    kolo was started here and has stopped since without this process's shutdown()."""
     if not _lib.load().kolo_is_initialized():
+        if started:
+            raise ShutdownError(
+                "%s: kolo stopped (a peer failed, or another rank shut down); call "
+                "shutdown(), then init() again on every rank" % what)
         raise NotInitializedError(
             "%s: kolo has not been initialized; call init() first" % what)
 

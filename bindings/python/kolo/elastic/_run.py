@@ -22,7 +22,7 @@ nothing can re-form, so both exceptions propagate unchanged.
 import functools
 
 from . import _job
-from ..exceptions import HorovodInternalError, HostsUpdatedInterrupt
+from ..exceptions import HorovodInternalError, HostsUpdatedInterrupt, RankFailedError
 
 
 def run_fn(func, job_fn=_job.current):
@@ -57,6 +57,20 @@ def reform(job):
             return
         except HorovodInternalError:
             continue
+
+
+def first_init(init, job_fn=_job.current):
+    """init() for a worker's first kolo.init(). In an elastic job, a generation
+    whose world breaks while it forms (a peer killed at that moment) fails
+    init() with RankFailedError on every rank of it; the survivors already
+    re-form (reform() above), and a worker that was joining does the same
+    instead of exiting, which would blacklist its host."""
+    try:
+        return init()
+    except RankFailedError:
+        if not job_fn().elastic:
+            raise
+    reform(job_fn())
 
 
 def run(func):

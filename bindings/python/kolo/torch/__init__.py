@@ -18,6 +18,7 @@ from .. import _core, build_info
 from .._core import (Adasum, Average, Max, Min, Product, Sum, cross_rank, cross_size,
                      is_initialized, local_rank, local_size, rank, shutdown, size)
 from .._process_sets import add_process_set, remove_process_set
+from ..elastic._run import first_init
 from ..exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInternalError,
                           HostsUpdatedInterrupt, KoloError, MismatchError, NotInitializedError,
                           RankFailedError, ShutdownError, StalledError, UnsupportedError)
@@ -41,8 +42,10 @@ from .sparse import sparse_allreduce_async
 
 def init(comm=None, process_sets=None):
     """Starts kolo (collective). `comm`: an mpi4py communicator or Fortran handle;
-    `process_sets`: ProcessSet objects (or lists of ranks) to register, on every rank."""
-    _core.init(comm, process_sets)
+    `process_sets`: ProcessSet objects (or lists of ranks) to register, on every rank.
+    In an elastic job, a generation that breaks while this worker joins it is
+    followed to the next one (kolo.elastic's first_init)."""
+    first_init(lambda: _core.init(comm, process_sets))
 
 
 # ---- capability queries (Horovod's names and return types) -----------------------
