@@ -156,6 +156,9 @@ void BM_Mpi(benchmark::State& state, Collective op) {
       case Collective::kReducescatter:
         MPI_Reduce_scatter(v.input, v.output, counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
+      default:
+        state.SkipWithError("not a transport collective");
+        return;
     }
   }
   state.SetBytesProcessed(state.iterations() * state.range(0));
