@@ -116,20 +116,20 @@ void BM_Broadcast(benchmark::State& state, bool tree) {
 }
 
 // The view of `bytes` of float32 (bytes as the header says).
-transport::CollectiveView view_for(transport::CollectiveOp op, int64_t bytes) {
+transport::CollectiveView view_for(Collective op, int64_t bytes) {
   Setup& s = setup();
   const int64_t per = std::max<int64_t>(1, bytes / 4 / s.size);
   transport::CollectiveView v;
   v.input = s.in.data();
   v.output = s.out.data();
   v.dtype = DataType::kFloat32;
-  if (op == transport::CollectiveOp::kBroadcast) v.count = bytes / 4, v.input = s.out.data();
-  if (op == transport::CollectiveOp::kAlltoall) v.send_counts.assign(s.size, per);
-  if (op != transport::CollectiveOp::kBroadcast) v.recv_counts.assign(s.size, per);
+  if (op == Collective::kBroadcast) v.count = bytes / 4, v.input = s.out.data();
+  if (op == Collective::kAlltoall) v.send_counts.assign(s.size, per);
+  if (op != Collective::kBroadcast) v.recv_counts.assign(s.size, per);
   return v;
 }
 
-void BM_P2P(benchmark::State& state, transport::CollectiveOp op) {
+void BM_P2P(benchmark::State& state, Collective op) {
   const transport::CollectiveView v = view_for(op, state.range(0));
   for (auto _ : state) {
     Status st = setup().coll->run(op, v);
@@ -138,24 +138,27 @@ void BM_P2P(benchmark::State& state, transport::CollectiveOp op) {
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 
-void BM_Mpi(benchmark::State& state, transport::CollectiveOp op) {
+void BM_Mpi(benchmark::State& state, Collective op) {
   const transport::CollectiveView v = view_for(op, state.range(0));
   const int per = static_cast<int>(v.recv_counts.empty() ? 0 : v.recv_counts[0]);
   std::vector<int> counts(setup().size, per);
   for (auto _ : state) {
     switch (op) {
-      case transport::CollectiveOp::kAllgather:
+      case Collective::kAllgather:
         MPI_Allgather(v.input, per, MPI_FLOAT, v.output, per, MPI_FLOAT, MPI_COMM_WORLD);
         break;
-      case transport::CollectiveOp::kBroadcast:
+      case Collective::kBroadcast:
         MPI_Bcast(v.output, static_cast<int>(v.count), MPI_FLOAT, 0, MPI_COMM_WORLD);
         break;
-      case transport::CollectiveOp::kAlltoall:
+      case Collective::kAlltoall:
         MPI_Alltoall(v.input, per, MPI_FLOAT, v.output, per, MPI_FLOAT, MPI_COMM_WORLD);
         break;
-      case transport::CollectiveOp::kReducescatter:
+      case Collective::kReducescatter:
         MPI_Reduce_scatter(v.input, v.output, counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
+      default:
+        state.SkipWithError("not a transport collective");
+        return;
     }
   }
   state.SetBytesProcessed(state.iterations() * state.range(0));
@@ -192,11 +195,11 @@ void register_all() {
     add("BM_Broadcast/tree", BM_Broadcast, true, bytes);
     add("BM_Broadcast/chain", BM_Broadcast, false, bytes);
   }
-  const std::pair<const char*, transport::CollectiveOp> ops[] = {
-      {"allgather", transport::CollectiveOp::kAllgather},
-      {"broadcast", transport::CollectiveOp::kBroadcast},
-      {"alltoall", transport::CollectiveOp::kAlltoall},
-      {"reducescatter", transport::CollectiveOp::kReducescatter}};
+  const std::pair<const char*, Collective> ops[] = {
+      {"allgather", Collective::kAllgather},
+      {"broadcast", Collective::kBroadcast},
+      {"alltoall", Collective::kAlltoall},
+      {"reducescatter", Collective::kReducescatter}};
   for (const auto& [name, op] : ops) {
     for (int64_t bytes : sizes) {
       add(std::string("BM_P2P/") + name, BM_P2P, op, bytes);

@@ -43,7 +43,6 @@
 namespace kolo::shm {
 namespace {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 constexpr int64_t kMaxBytes = int64_t{256} << 20;
@@ -61,7 +60,7 @@ Setup& setup() {
 }
 
 // The view of `bytes` of float32 (the perf tool's shapes, per rank).
-CollectiveView view_for(CollectiveOp op, int64_t bytes) {
+CollectiveView view_for(Collective op, int64_t bytes) {
   Setup& s = setup();
   const int64_t per = std::max<int64_t>(1, bytes / 4 / s.size);
   CollectiveView v;
@@ -69,11 +68,11 @@ CollectiveView view_for(CollectiveOp op, int64_t bytes) {
   v.output = s.out.data();
   v.dtype = DataType::kFloat32;
   switch (op) {
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       v.count = bytes / 4;
       v.input = s.out.data();  // in place, as the executor hands host broadcasts over
       break;
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       v.send_counts.assign(static_cast<size_t>(s.size), per);
       v.recv_counts = v.send_counts;
       break;
@@ -84,7 +83,7 @@ CollectiveView view_for(CollectiveOp op, int64_t bytes) {
   return v;
 }
 
-void BM_Shm(benchmark::State& state, CollectiveOp op) {
+void BM_Shm(benchmark::State& state, Collective op) {
   const CollectiveView v = view_for(op, state.range(0));
   for (auto _ : state) {
     Status st = setup().engine->run(op, v);
@@ -93,35 +92,38 @@ void BM_Shm(benchmark::State& state, CollectiveOp op) {
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 
-void BM_Mpi(benchmark::State& state, CollectiveOp op) {
+void BM_Mpi(benchmark::State& state, Collective op) {
   const CollectiveView v = view_for(op, state.range(0));
   const int per = static_cast<int>(v.recv_counts.empty() ? 0 : v.recv_counts[0]);
   std::vector<int> counts(static_cast<size_t>(setup().size), per);
   for (auto _ : state) {
     switch (op) {
-      case CollectiveOp::kAllgather:
+      case Collective::kAllgather:
         MPI_Allgather(v.input, per, MPI_FLOAT, v.output, per, MPI_FLOAT, MPI_COMM_WORLD);
         break;
-      case CollectiveOp::kBroadcast:
+      case Collective::kBroadcast:
         MPI_Bcast(v.output, static_cast<int>(v.count), MPI_FLOAT, 0, MPI_COMM_WORLD);
         break;
-      case CollectiveOp::kAlltoall:
+      case Collective::kAlltoall:
         MPI_Alltoall(v.input, per, MPI_FLOAT, v.output, per, MPI_FLOAT, MPI_COMM_WORLD);
         break;
-      case CollectiveOp::kReducescatter:
+      case Collective::kReducescatter:
         MPI_Reduce_scatter(v.input, v.output, counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
+      default:
+        state.SkipWithError("not a transport collective");
+        return;
     }
   }
   state.SetBytesProcessed(state.iterations() * state.range(0));
 }
 
 void register_all() {
-  const std::pair<const char*, CollectiveOp> ops[] = {
-      {"allgather", CollectiveOp::kAllgather},
-      {"broadcast", CollectiveOp::kBroadcast},
-      {"alltoall", CollectiveOp::kAlltoall},
-      {"reducescatter", CollectiveOp::kReducescatter}};
+  const std::pair<const char*, Collective> ops[] = {
+      {"allgather", Collective::kAllgather},
+      {"broadcast", Collective::kBroadcast},
+      {"alltoall", Collective::kAlltoall},
+      {"reducescatter", Collective::kReducescatter}};
   for (const auto& [name, op] : ops) {
     for (int64_t bytes : {int64_t{4} << 10, int64_t{16} << 10, int64_t{64} << 10,
                           int64_t{256} << 10, int64_t{512} << 10, int64_t{1} << 20, int64_t{4} << 20,

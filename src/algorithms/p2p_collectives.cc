@@ -12,7 +12,6 @@
 namespace kolo::algorithms {
 namespace {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 std::string counts_string(const std::vector<int64_t>& counts) {
@@ -115,38 +114,39 @@ Status P2PCollectives::reducescatter(const void* input, void* output,
   return ring_pass(true, in, static_cast<char*>(output), counts, displs_, dtype, op);
 }
 
-Status P2PCollectives::check(CollectiveOp op, const CollectiveView& view, int size) {
+Status P2PCollectives::check(Collective op, const CollectiveView& view, int size) {
   const std::string what = std::string("p2p ") + collective_name(op);
   if (view.device.kind != DeviceKind::kCpu)
     return unsupported(what + ": CPU memory only, not " + device_name(view.device));
   if (!is_valid(view.dtype)) return unsupported(what + ": invalid dtype " + dtype_name(view.dtype));
   switch (op) {
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       if (view.root < 0 || view.root >= size || view.count < 0)
         return invalid_argument(what + ": root " + std::to_string(view.root) + " count " +
                                 std::to_string(view.count) + " in a world of " + std::to_string(size));
       return Status::OK();
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       KOLO_RETURN_IF_ERROR_AS_IS(check_per_rank(what.c_str(), "send_counts", view.send_counts, size));
       return check_per_rank(what.c_str(), "recv_counts", view.recv_counts, size);
-    case CollectiveOp::kReducescatter:
+    case Collective::kReducescatter:
       if (!is_elementwise(view.reduction.op))
         return unsupported(what + ": sum, min, max or product, not " + op_name(view.reduction.op) +
                            " (decide_reduction turns average into sum)");
       return check_per_rank(what.c_str(), "recv_counts", view.recv_counts, size);
-    case CollectiveOp::kAllgather:
+    case Collective::kAllgather:
       return check_per_rank(what.c_str(), "recv_counts", view.recv_counts, size);
+    default:
+      return internal_error(what + ": not a transport collective");
   }
-  return internal_error(what + ": unknown collective");
 }
 
-Status P2PCollectives::run(CollectiveOp op, const CollectiveView& view) {
+Status P2PCollectives::run(Collective op, const CollectiveView& view) {
   KOLO_RETURN_IF_ERROR_AS_IS(check(op, view, p2p_.size()));
   switch (op) {
-    case CollectiveOp::kAllgather:
+    case Collective::kAllgather:
       prefix_sums(view.recv_counts, &view_rdispls_);
       return allgatherv(view.input, view.output, view.recv_counts, view_rdispls_, view.dtype);
-    case CollectiveOp::kBroadcast: {
+    case Collective::kBroadcast: {
       const size_t bytes = static_cast<size_t>(view.count) * dtype_size(view.dtype);
       KOLO_RETURN_IF_ERROR_AS_IS(check_buffer("p2p broadcast", "output", view.output, view.count));
       if (p2p_.rank() == view.root && view.input != view.output && bytes > 0) {
@@ -155,15 +155,16 @@ Status P2PCollectives::run(CollectiveOp op, const CollectiveView& view) {
       }
       return broadcast(view.output, view.count, view.dtype, view.root);
     }
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       prefix_sums(view.send_counts, &view_displs_);
       prefix_sums(view.recv_counts, &view_rdispls_);
       return alltoallv(view.input, view.send_counts, view_displs_, view.output, view.recv_counts,
                        view_rdispls_, view.dtype);
-    case CollectiveOp::kReducescatter:
+    case Collective::kReducescatter:
       return reducescatter(view.input, view.output, view.recv_counts, view.dtype, view.reduction.op);
+    default:
+      return internal_error(std::string("p2p ") + collective_name(op) + ": not a transport collective");
   }
-  return internal_error("p2p: unknown collective");
 }
 
 }  // namespace kolo::algorithms

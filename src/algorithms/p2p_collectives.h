@@ -77,8 +77,8 @@ class P2PCollectives {
   // a valid dtype, counts one per rank and >= 0, a root in range, an
   // element-wise op), the same on every rank for the same view. run() applies
   // the reducescatter's op only: the transport wraps it in scaled_reducescatter.
-  static Status check(transport::CollectiveOp op, const transport::CollectiveView& view, int size);
-  Status run(transport::CollectiveOp op, const transport::CollectiveView& view);
+  static Status check(Collective op, const transport::CollectiveView& view, int size);
+  Status run(Collective op, const transport::CollectiveView& view);
 
   // From the next call on; every rank sets the same before the same call.
   void set_segment_bytes(size_t bytes) { options_.segment_bytes = bytes; }

@@ -10,7 +10,6 @@
 namespace kolo::algorithms {
 namespace {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 // Synchronous: every call completes before it returns. Coordinator thread only.
@@ -49,17 +48,17 @@ class RingTransport : public transport::Transport {
     });
   }
 
-  Status supports_collective(CollectiveOp op, const CollectiveView& view) const override {
+  Status supports_collective(Collective op, const CollectiveView& view) const override {
     return P2PCollectives::check(op, view, p2p_.size());
   }
 
-  std::unique_ptr<transport::Work> collective(CollectiveOp op, const CollectiveView& view) override {
+  std::unique_ptr<transport::Work> collective(Collective op, const CollectiveView& view) override {
     Status ok = P2PCollectives::check(op, view, p2p_.size());
     if (!ok.ok()) return std::make_unique<transport::CompletedWork>(ok);
     auto start = [&](const CollectiveView& v) {
       return std::make_unique<transport::CompletedWork>(collectives_.run(op, v));
     };
-    if (op != CollectiveOp::kReducescatter) return start(view);
+    if (op != Collective::kReducescatter) return start(view);
     // The algorithm applies the op; the shared helper the factors (reduction.h).
     return transport::scaled_reducescatter(view, p2p_.rank(), &prescaled_, start);
   }

@@ -48,6 +48,10 @@ std::string binary_operands(const char* expr, const A& a, const B& b) {
           ::kolo::detail::binary_operands(#a " " #op " " #b, kolo_a_, kolo_b_)); \
   } while (0)
 
+// A branch kolo never takes (a switch's default over values that earlier checks
+// turned away): prints `what` with file:line and aborts.
+#define KOLO_UNREACHABLE(what) ::kolo::detail::check_failed(__FILE__, __LINE__, (what))
+
 #define KOLO_CHECK_EQ(a, b) KOLO_CHECK_OP_(a, b, ==)
 #define KOLO_CHECK_NE(a, b) KOLO_CHECK_OP_(a, b, !=)
 #define KOLO_CHECK_LT(a, b) KOLO_CHECK_OP_(a, b, <)

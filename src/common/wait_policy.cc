@@ -34,7 +34,7 @@ constexpr Row kTable[kNumWaits] = {
     {WaitFor::kPeer,
      {32, microseconds(500), microseconds(50), microseconds(1)},
      {32, microseconds(500), microseconds(50), microseconds(1)}},
-    // A peer's counter in node shared memory (transports/mpi, Note [Waiting for a
+    // A peer's counter in node shared memory (transports/shm, Note [Waiting for a
     // counter in the kernel]): kPeer's spin and yields, then a futex on the
     // counter, in slices of 2 ms between liveness checks. Yields on crowded nodes
     // too: there a futex round trip cost ten times a yield.

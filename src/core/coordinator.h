@@ -154,11 +154,10 @@ class Coordinator {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A cached small operation costs about a microsecond, most of it kolo's own
 // bookkeeping on the host, and each heap allocation on its path (tens of
-// nanoseconds with its free) was a visible share of it: an 8 B allreduce made
-// 11.1 of them per operation, a 4 KiB allgather 17.2 (2 ranks, counted with a
-// throw-away malloc interposer; 3.1 and 7.1 now). The tables an operation
-// passes through keep what a finished operation leaves behind and reuse it for
-// the next one (the nodes of their maps and sets through core/spare_nodes.h):
+// nanoseconds with its free) is a visible share of it. So the tables an
+// operation passes through keep what a finished operation leaves behind and
+// reuse it for the next one (the nodes of their maps and sets through
+// core/spare_nodes.h):
 // - TensorQueue's set of names in flight keeps finished names' nodes;
 // - the negotiator's waiting table keeps the nodes of ended waits, and
 //   overwrites the last cycle's ready responses in place (a name, the shapes
@@ -168,10 +167,7 @@ class Coordinator {
 // - make_entry moves the caller's name into the request instead of copying it.
 // What is left is the name the C API builds from the caller's string, the
 // handle and the C API's wrapper for it, and per-collective vectors (the
-// transport's view, the allgather's splits on the handle). kolo-allreduce-perf
-// -r mpi, 2 ranks bound, the old and new libkolo alternating, 8 rounds, rows
-// split by the VM's phase: 8 B allreduce 1.05 -> 0.99 us (fast phase), 1.62 ->
-// 1.59 (slow); 4 KiB allgather 1.26 -> 1.16, 2.37 -> 2.21. The liveness check in the shared-memory waits, which
-// reads the clock, is consulted only once the wait stops spinning (mpi_wait.cc).
+// transport's view, the allgather's splits on the handle). The allocation
+// counts and timings: docs/perf/small-ops.md.
 
 }  // namespace kolo::core

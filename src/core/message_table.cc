@@ -26,7 +26,7 @@ std::vector<Response> MessageTable::add(int rank, Request request, Clock::time_p
                  "tensor '" + request.name + "': " + collective_name(c) +
                      " cannot run while ranks have joined (only allreduce can: joined "
                      "ranks contribute zeros); call it after every rank's join returns",
-                 {}};
+                 {}, {}, -1};
     return {err};
   }
   auto [it, inserted] = pending_.try_emplace(request.name);
@@ -61,7 +61,7 @@ std::vector<Response> MessageTable::join(int rank, Request request, Clock::time_
       out.push_back(Response{it->first, (*any)->params, Code::kInvalidArgument,
                              "tensor '" + it->first + "': " + collective_name(c) + " failed: rank " +
                                  std::to_string(rank) + " joined before submitting it",
-                             {}});
+                             {}, {}, -1});
       it = pending_.erase(it);
     } else if (complete(it->second, c)) {
       auto done = it++;

@@ -204,8 +204,7 @@ class Negotiator {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // On one node a cycle of the fast path is a shared-memory round trip (the AND),
 // and a small operation it makes ready is a second one (the shm engine's own
-// rendezvous): at 8 B, 0.4 and 0.6 us of a 1.9 us allreduce
-// (kolo-allreduce-perf --breakdown, negotiate and transport). When this rank
+// rendezvous), each a large share of a small allreduce's time. When this rank
 // has nothing but cached requests to say, it knows what the cycle will make
 // ready if every rank says the same: its own ready bits, in bit order. So it
 // offers that list to the packer (the executor) before the AND. If the list is
@@ -226,8 +225,8 @@ class Negotiator {
 // bytes are never read. Peers' slots stay readable until this rank's next AND
 // (NodeAnd's two slots). The default of 4 KiB is the shm engine's one-round
 // size: past it the engine splits the reduction among the ranks, and carried
-// allreduces of 16 KiB measured slower (2.15 -> 2.51 us, 3 runs), broadcasts
-// faster (1.91 -> 1.32); docs/perf has the rows.
+// allreduces of 16 KiB measured slower (docs/perf/small-ops.md, "Data rides
+// with the AND").
 
 // Note [Announcements]
 // Some decisions are rank 0's alone but must take effect on every rank at the

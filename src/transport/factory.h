@@ -1,8 +1,10 @@
-// TransportFactory: the engines a world's backend can build, for the registry to
+// TransportFactory: what only a world's backend can build, for the registry to
 // choose and compose (registry.h, build_transports). The backend answers what it
 // can build; the registry alone decides which transports a world offers and how
-// they are composed (hierarchical = an intra-node engine + a cross-node engine,
-// for host and device buckets alike).
+// they are composed: it makes the ring and the Adasum engine over the world's
+// point-to-point verbs and the device transport over its control plane itself,
+// and composes hierarchical from an intra-node engine and a cross-node engine
+// (for host and device buckets alike).
 //
 // Contract: called once, at init, by the thread that creates the world, in the
 // same order on every rank — several methods are collective over the world. Each
@@ -16,7 +18,6 @@
 
 #include "common/dtype.h"
 #include "common/status.h"
-#include "transport/device.h"
 #include "transport/transport.h"
 
 namespace kolo::transport {
@@ -38,13 +39,6 @@ class TransportFactory {
 
   // The backend's native allreduce and collectives ("mpi").
   virtual Status native(std::unique_ptr<Transport>* out) = 0;
-  // kolo's ring over the world's point-to-point verbs ("ring").
-  virtual Status ring(std::unique_ptr<Transport>* out) = 0;
-  // kolo's Adasum engine over the world's point-to-point verbs ("adasum", the
-  // engine of op=adasum buckets). A world without those verbs has none.
-  virtual Status adasum(std::unique_ptr<Transport>* out) {
-    return unsupported("this world has no point-to-point verbs for the Adasum engine");
-  }
   // The intra-node shared-memory engine over the whole world ("shm"): only where
   // every rank is on one node; slices of up to `slot_bytes`. Collective.
   virtual Status shared_memory(size_t slot_bytes, std::unique_ptr<Transport>* out) = 0;
@@ -55,11 +49,6 @@ class TransportFactory {
   // The intra-node shared-memory engine with `cross` after each shard's reduction
   // ("hierarchical"). Collective.
   virtual Status hierarchical(std::shared_ptr<CrossEngine> cross, std::unique_ptr<Transport>* out) = 0;
-  // The device transport ("nccl") with a device fusion buffer of `fusion_bytes`,
-  // hierarchical when `cross` is set; *support is its DeviceSupport face (owned by
-  // *out). Unsupported, with the reason, in a build without it.
-  virtual Status device(size_t fusion_bytes, std::shared_ptr<CrossEngine> cross,
-                        std::unique_ptr<Transport>* out, DeviceSupport** support) = 0;
 };
 
 }  // namespace kolo::transport

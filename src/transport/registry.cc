@@ -4,14 +4,21 @@
 #include <cstring>
 #include <utility>
 
+#include "algorithms/adasum.h"
+#include "algorithms/ring_allreduce.h"
 #include "common/check.h"
 #include "common/logging.h"
-#include "kolo_build_config.h"
+#include "transports/nccl/nccl_factory.h"
 
 namespace kolo::transport {
 namespace {
 
-constexpr bool kHaveNccl = KOLO_HAVE_NCCL != 0;
+// The device transport's entry: the nccl library says whether this build has it.
+TransportInfo device_info() {
+  TransportInfo info{"nccl", false, ""};
+  info.built = nccl::device_transport_built(&info.reason);
+  return info;
+}
 
 }  // namespace
 
@@ -23,7 +30,7 @@ const std::vector<TransportInfo>& known_transports() {
        "the node layer's shared memory: allreduce and the other collectives, one node only"},
       {"hierarchical", true,
        "shared memory inside nodes, ring across nodes; several nodes of equal size"},
-      {"nccl", kHaveNccl, KOLO_NCCL_REASON},
+      device_info(),
   };
   return kKnown;
 }
@@ -50,20 +57,20 @@ Status validate_preference(const std::string& preference) {
 
 // Note [Which transports a world offers]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Every world offers its native collectives and the ring, and, where it has
-// point-to-point verbs, the Adasum engine (Note [Adasum has an engine of its
-// own]). One node: the
-// shared-memory engine ("shm"). Several nodes of equal size: "hierarchical", the
-// node's shared-memory engine with a cross-node engine after each shard. The
-// device transport, where built, is hierarchical — the same cross-node engine
-// kind, over pinned host copies — when KOLO_HIERARCHICAL_ALLREDUCE asks and the
-// nodes are of equal size (Note [Hierarchical on GPUs] in nccl_transport.h).
-// Every condition is the same on every rank (topology, and an allreduced
-// equal-nodes answer), so every rank makes the same collective calls.
+// Every world offers its native collectives where it has them, and, where it has
+// point-to-point verbs, the ring and the Adasum engine (Note [Adasum has an engine
+// of its own]). One node: the shared-memory engine ("shm"). Several nodes of
+// equal size: "hierarchical", the node's shared-memory engine with a cross-node
+// engine after each shard. The device transport, where built, is hierarchical —
+// the same cross-node engine kind, over pinned host copies — when
+// KOLO_HIERARCHICAL_ALLREDUCE asks and the nodes are of equal size (Note
+// [Hierarchical on GPUs] in nccl_transport.h). Every condition is the same on
+// every rank (topology, and an allreduced equal-nodes answer), so every rank makes
+// the same collective calls.
 Status build_transports(TransportFactory& factory, const Topology& topology,
-                        const BuildOptions& options, World* world) {
+                        const BuildOptions& options, World* world, const DeviceMaker& device) {
   std::unique_ptr<Transport> t;
-  // `built` is what the factory answered for `t`: Unsupported leaves it out.
+  // `built` is what was answered for `t`: Unsupported leaves it out.
   auto offer = [&](Status built, const char* name) {
     if (built.code() == Code::kUnsupported) {
       KOLO_LOG(kDebug) << "transport " << name << " not offered: " << built.message();
@@ -74,8 +81,12 @@ Status build_transports(TransportFactory& factory, const Topology& topology,
     return Status::OK();
   };
   KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.native(&t), "mpi"));
-  KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.ring(&t), "ring"));
-  KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.adasum(&t), "adasum"));
+  if (world->p2p != nullptr) {
+    t = algorithms::make_ring_transport(*world->p2p);
+    KOLO_RETURN_IF_ERROR_AS_IS(offer(Status::OK(), "ring"));
+    t = algorithms::make_adasum_transport(*world->p2p);
+    KOLO_RETURN_IF_ERROR_AS_IS(offer(Status::OK(), "adasum"));
+  }
   if (topology.local_size == topology.size)
     KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.shared_memory(options.shm_slot_bytes, &t), "shm"));
   bool equal_nodes = false;
@@ -88,14 +99,21 @@ Status build_transports(TransportFactory& factory, const Topology& topology,
     KOLO_RETURN_IF_ERROR_AS_IS(offer(std::move(made), "hierarchical"));
   }
   std::shared_ptr<CrossEngine> device_cross;
-  if (kHaveNccl && options.hierarchical_allreduce && equal_nodes) {
+  std::string about;
+  if (nccl::device_transport_built(&about) && options.hierarchical_allreduce && equal_nodes) {
     Status made = factory.cross(&device_cross);
     if (made.code() != Code::kUnsupported) KOLO_RETURN_IF_ERROR_AS_IS(made);
   }
   DeviceSupport* support = nullptr;
-  Status device = factory.device(options.fusion_bytes, device_cross, &t, &support);
-  if (device.ok()) world->device_support = support;
-  return offer(std::move(device), "nccl");
+  Status made;
+  if (device) {
+    made = device(options.fusion_bytes, device_cross, &t, &support);
+  } else {
+    KOLO_CHECK(world->control != nullptr);
+    made = nccl::make_nccl_transport(*world->control, options.fusion_bytes, device_cross, &t, &support);
+  }
+  if (made.ok()) world->device_support = support;
+  return offer(std::move(made), "nccl");
 }
 
 }  // namespace kolo::transport

@@ -4,11 +4,15 @@
 // (selection.h).
 #pragma once
 
+#include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "transport/control_plane.h"
+#include "transport/device.h"
 #include "transport/factory.h"
 #include "transport/selector.h"
 #include "transport/transport.h"
@@ -44,11 +48,21 @@ struct BuildOptions {
   size_t shm_slot_bytes = 512 << 10;    // the shm window's slot: the largest slice it can take
 };
 
-// Builds the transports `topology`'s world offers from `factory`, appends them to
-// world->transports in the world's order (mpi, ring, then shm on one node or
-// hierarchical on several nodes of equal size, then nccl) and sets world->device_support.
+// Makes the device transport with a device fusion buffer of `fusion_bytes`,
+// hierarchical when `cross` is set; *support is its DeviceSupport face (owned by
+// *out). Unsupported, with the reason, where there is none.
+using DeviceMaker = std::function<Status(size_t fusion_bytes, std::shared_ptr<CrossEngine> cross,
+                                         std::unique_ptr<Transport>* out, DeviceSupport** support)>;
+
+// Builds the transports `topology`'s world offers, appends them to
+// world->transports in the world's order (the factory's native one, then the
+// ring and Adasum over world->p2p where it is set, then shm on one node or
+// hierarchical on several nodes of equal size, then the device transport) and
+// sets world->device_support. The device transport is `device`'s, or, when that
+// is empty, the nccl library's over world->control (which must then be set).
 // See Note [Which transports a world offers]. Collective over the world.
 Status build_transports(TransportFactory& factory, const Topology& topology,
-                        const BuildOptions& options, World* world);
+                        const BuildOptions& options, World* world,
+                        const DeviceMaker& device = nullptr);
 
 }  // namespace kolo::transport

@@ -111,11 +111,10 @@ class CompletedWork : public Work {
   Status status_;
 };
 
-// The collectives other than allreduce, as a transport sees them (one enum for
-// every layer: common/collective.h). Counts are in elements of `dtype`; blocks
-// are laid out contiguously in rank order (the displacement of rank r's block
-// is the sum of the counts before it).
-using CollectiveOp = Collective;
+// The collectives other than allreduce, as a transport sees them (kolo::Collective,
+// one enum for every layer: common/collective.h). Counts are in elements of
+// `dtype`; blocks are laid out contiguously in rank order (the displacement of
+// rank r's block is the sum of the counts before it).
 
 struct CollectiveView {
   const void* input = nullptr;
@@ -179,10 +178,10 @@ class Transport {
 
   // The other collectives. A transport that does not implement one answers
   // Unsupported (with the reason) from supports_collective, the same on every rank.
-  virtual Status supports_collective(CollectiveOp op, const CollectiveView& view) const {
+  virtual Status supports_collective(Collective op, const CollectiveView& view) const {
     return unsupported(std::string(name()) + " does not implement " + collective_name(op));
   }
-  virtual std::unique_ptr<Work> collective(CollectiveOp op, const CollectiveView& view) {
+  virtual std::unique_ptr<Work> collective(Collective op, const CollectiveView& view) {
     return std::make_unique<CompletedWork>(
         unsupported(std::string(name()) + " does not implement " + collective_name(op)));
   }

@@ -79,11 +79,11 @@ class Autotuner {
 };
 
 // Note [Samples end at rest]
-// A first version ended samples at any cycle after sample_seconds. On
-// kolo-allreduce-perf -m resnet50 (2 ranks, ~200 ms steps, 0.5 s samples) a
-// sample then held 1, 2 or 3 steps' bytes but always about 0.5 s, and the scores
-// of one setting scattered by 3x: the window cut steps apart. Ending at rest
-// makes each sample whole steps plus the gaps between them, so the score is
-// bytes per step x steps per second, which is what a setting changes.
+// A sample ends at the first cycle at rest after sample_seconds, never in the
+// middle of a step: a window cut by the clock holds a varying number of steps'
+// bytes, and the scores of one setting scatter. Ending at rest makes each
+// sample whole steps plus the gaps between them, so the score is bytes per step
+// x steps per second, which is what a setting changes. The run behind the rule:
+// docs/perf/autotune.md.
 
 }  // namespace kolo::tune

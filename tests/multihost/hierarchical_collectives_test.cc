@@ -90,7 +90,7 @@ TEST(HierarchicalCollectives, ReducescatterAppliesTheFactors) {
   v.recv_counts = shards(total, size());
   v.reduction.prescale = 2.0;
   v.reduction.postscale = 0.25;
-  EXPECT_TRUE(run(under_test(), CollectiveOp::kReducescatter, v).ok());
+  EXPECT_TRUE(run(under_test(), Collective::kReducescatter, v).ok());
   int64_t first = 0, wrong = 0;
   for (int r = 0; r < rank(); ++r) first += v.recv_counts[r];
   for (size_t k = 0; k < out.size(); ++k)
@@ -114,12 +114,12 @@ TEST(HierarchicalCollectives, AutoChoiceAsTheNoteSays) {
     v.send_counts.assign(size(), count / size());
     v.alltoall_total = count / size() * size() * size();
     const bool large = count >= (int64_t{1} << 18) && topo.local_size > 1;
-    for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kBroadcast,
-                            CollectiveOp::kAlltoall, CollectiveOp::kReducescatter}) {
+    for (Collective op : {Collective::kAllgather, Collective::kBroadcast,
+                            Collective::kAlltoall, Collective::kReducescatter}) {
       SCOPED_TRACE(std::string(collective_name(op)) + " of " + std::to_string(count));
-      if (op == CollectiveOp::kAllgather) v.recv_counts.assign(size(), count / size());
-      if (op == CollectiveOp::kAlltoall) v.recv_counts.assign(size(), count / size());
-      if (op == CollectiveOp::kReducescatter) v.recv_counts = shards(count, size());
+      if (op == Collective::kAllgather) v.recv_counts.assign(size(), count / size());
+      if (op == Collective::kAlltoall) v.recv_counts.assign(size(), count / size());
+      if (op == Collective::kReducescatter) v.recv_counts = shards(count, size());
       transport::Transport* chosen = nullptr;
       ASSERT_TRUE(automatic.select_collective(op, v, &chosen).ok());
       EXPECT_EQ(std::string(chosen->name()), equal_nodes() && large ? "hierarchical" : "mpi");
@@ -133,7 +133,7 @@ TEST(HierarchicalCollectives, AutoChoiceAsTheNoteSays) {
   v.send_counts.assign(size(), (1 << 19) / size());
   v.recv_counts = v.send_counts;
   transport::Transport* chosen = nullptr;
-  ASSERT_TRUE(automatic.select_collective(CollectiveOp::kAlltoall, v, &chosen).ok());
+  ASSERT_TRUE(automatic.select_collective(Collective::kAlltoall, v, &chosen).ok());
   EXPECT_EQ(std::string(chosen->name()), "mpi");
 }
 
@@ -154,11 +154,11 @@ TEST(HierarchicalCollectives, DisagreementGivesEveryRankTheSameMismatch) {
   CollectiveView v = view_of<int32_t>(buffer.data(), buffer.data());
   v.count = 8;
   v.root = last ? 1 : 0;  // roots differ
-  Status s = t.collective(CollectiveOp::kBroadcast, v)->wait();
+  Status s = t.collective(Collective::kBroadcast, v)->wait();
   expect_same_mismatch_everywhere(s);
   EXPECT_NE(s.message().find("root"), std::string::npos) << s.message();
   v.root = 0;  // collectives differ
-  s = t.collective(last ? CollectiveOp::kBroadcast : CollectiveOp::kAllgather,
+  s = t.collective(last ? Collective::kBroadcast : Collective::kAllgather,
                    [&] { CollectiveView g = v; g.recv_counts.assign(size(), 1); return g; }())
           ->wait();
   expect_same_mismatch_everywhere(s);
@@ -167,7 +167,7 @@ TEST(HierarchicalCollectives, DisagreementGivesEveryRankTheSameMismatch) {
   a.send_counts.assign(size(), 2);
   a.recv_counts.assign(size(), 2);
   if (rank() == 0) a.send_counts[size() - 1] = 3;  // the last rank expects 2
-  s = t.collective(CollectiveOp::kAlltoall, a)->wait();
+  s = t.collective(Collective::kAlltoall, a)->wait();
   expect_same_mismatch_everywhere(s);
   EXPECT_NE(s.message().find("send counts"), std::string::npos) << s.message();
   // The transport is still in step.

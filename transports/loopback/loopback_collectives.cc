@@ -14,7 +14,6 @@
 namespace kolo::loopback {
 namespace {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 // The fixed part of a published call; send_counts then recv_counts follow it.
@@ -76,7 +75,7 @@ Call decode(const Bytes& blob) {
   return c;
 }
 
-Status mismatch(CollectiveOp op, const std::string& what) {
+Status mismatch(Collective op, const std::string& what) {
   return Status(Code::kMismatch, std::string("loopback ") + collective_name(op) + ": " + what);
 }
 
@@ -87,7 +86,7 @@ std::string counts_string(const std::vector<int64_t>& counts) {
 }
 
 // One count per rank, none negative.
-Status check_counts(CollectiveOp op, const char* field, int rank,
+Status check_counts(Collective op, const char* field, int rank,
                     const std::vector<int64_t>& counts, int size) {
   bool ok = counts.size() == static_cast<size_t>(size);
   for (int64_t c : counts) ok = ok && c >= 0;
@@ -98,7 +97,7 @@ Status check_counts(CollectiveOp op, const char* field, int rank,
 }
 
 // Counts that must be the same on every rank (allgather, reducescatter).
-Status check_same_recv_counts(CollectiveOp op, const std::vector<Call>& calls) {
+Status check_same_recv_counts(Collective op, const std::vector<Call>& calls) {
   const int size = static_cast<int>(calls.size());
   for (int r = 0; r < size; ++r) {
     KOLO_RETURN_IF_ERROR_AS_IS(check_counts(op, "recv_counts", r, calls[r].recv, size));
@@ -111,7 +110,7 @@ Status check_same_recv_counts(CollectiveOp op, const std::vector<Call>& calls) {
 }
 
 // Every rank computes the same verdict: it looks only at the published calls.
-Status check_agreement(CollectiveOp op, const std::vector<Call>& calls) {
+Status check_agreement(Collective op, const std::vector<Call>& calls) {
   const int size = static_cast<int>(calls.size());
   for (int r = 1; r < size; ++r) {
     if (calls[r].dtype != calls[0].dtype) {
@@ -120,8 +119,8 @@ Status check_agreement(CollectiveOp op, const std::vector<Call>& calls) {
     }
   }
   switch (op) {
-    case CollectiveOp::kAllgather: return check_same_recv_counts(op, calls);
-    case CollectiveOp::kReducescatter:
+    case Collective::kAllgather: return check_same_recv_counts(op, calls);
+    case Collective::kReducescatter:
       for (int r = 1; r < size; ++r) {
         if (calls[r].op != calls[0].op) {
           return mismatch(op, "op " + op_name(calls[0].op) + " on rank 0, " +
@@ -129,7 +128,7 @@ Status check_agreement(CollectiveOp op, const std::vector<Call>& calls) {
         }
       }
       return check_same_recv_counts(op, calls);
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       for (int r = 0; r < size; ++r) {
         const Call& c = calls[r];
         if (c.root != calls[0].root || c.count != calls[0].count) {
@@ -145,7 +144,7 @@ Status check_agreement(CollectiveOp op, const std::vector<Call>& calls) {
                                 std::to_string(size));
       }
       return Status::OK();
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       for (int r = 0; r < size; ++r) {
         KOLO_RETURN_IF_ERROR_AS_IS(check_counts(op, "send_counts", r, calls[r].send, size));
         KOLO_RETURN_IF_ERROR_AS_IS(check_counts(op, "recv_counts", r, calls[r].recv, size));
@@ -161,8 +160,10 @@ Status check_agreement(CollectiveOp op, const std::vector<Call>& calls) {
         }
       }
       return Status::OK();
+    default:
+      return internal_error(std::string("loopback ") + collective_name(op) +
+                            ": not a transport collective");
   }
-  return internal_error("loopback: unknown collective");
 }
 
 int64_t sum_before(const std::vector<int64_t>& counts, int end) {
@@ -172,45 +173,49 @@ int64_t sum_before(const std::vector<int64_t>& counts, int end) {
 }
 
 // How many elements of rank r's input the collective reads (by anyone).
-int64_t input_read(CollectiveOp op, const std::vector<Call>& calls, int r) {
+int64_t input_read(Collective op, const std::vector<Call>& calls, int r) {
   const int size = static_cast<int>(calls.size());
   switch (op) {
-    case CollectiveOp::kAllgather: return calls[r].recv[r];
-    case CollectiveOp::kBroadcast: return r == calls[r].root ? calls[r].count : 0;
-    case CollectiveOp::kAlltoall: return sum_before(calls[r].send, size);
-    case CollectiveOp::kReducescatter: return sum_before(calls[r].recv, size);
+    case Collective::kAllgather: return calls[r].recv[r];
+    case Collective::kBroadcast: return r == calls[r].root ? calls[r].count : 0;
+    case Collective::kAlltoall: return sum_before(calls[r].send, size);
+    case Collective::kReducescatter: return sum_before(calls[r].recv, size);
+    default:
+      KOLO_UNREACHABLE("loopback: not a transport collective (check_agreement() turns it away)");
   }
   return 0;
 }
 
 // How many elements this rank's output receives.
-int64_t output_count(CollectiveOp op, const Call& mine, int rank) {
+int64_t output_count(Collective op, const Call& mine, int rank) {
   switch (op) {
-    case CollectiveOp::kAllgather:
-    case CollectiveOp::kAlltoall: return sum_before(mine.recv, static_cast<int>(mine.recv.size()));
-    case CollectiveOp::kBroadcast: return mine.count;
-    case CollectiveOp::kReducescatter: return mine.recv[rank];
+    case Collective::kAllgather:
+    case Collective::kAlltoall: return sum_before(mine.recv, static_cast<int>(mine.recv.size()));
+    case Collective::kBroadcast: return mine.count;
+    case Collective::kReducescatter: return mine.recv[rank];
+    default:
+      KOLO_UNREACHABLE("loopback: not a transport collective (check_agreement() turns it away)");
   }
   return 0;
 }
 
 // Writes this rank's result to `out`, reading the peers' inputs.
-void compute(CollectiveOp op, const std::vector<Call>& calls, int rank, char* out) {
+void compute(Collective op, const std::vector<Call>& calls, int rank, char* out) {
   const int size = static_cast<int>(calls.size());
   const Call& mine = calls[rank];
   const size_t elem = dtype_size(mine.dtype);
   auto bytes = [elem](int64_t elements) { return static_cast<size_t>(elements) * elem; };
   switch (op) {
-    case CollectiveOp::kAllgather:
+    case Collective::kAllgather:
       for (int r = 0; r < size; ++r) {
         if (mine.recv[r] > 0)
           std::memcpy(out + bytes(sum_before(mine.recv, r)), calls[r].input, bytes(mine.recv[r]));
       }
       return;
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       if (mine.count > 0) std::memcpy(out, calls[mine.root].input, bytes(mine.count));
       return;
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       for (int s = 0; s < size; ++s) {
         if (mine.recv[s] > 0)
           std::memcpy(out + bytes(sum_before(mine.recv, s)),
@@ -218,7 +223,7 @@ void compute(CollectiveOp op, const std::vector<Call>& calls, int rank, char* ou
                       bytes(mine.recv[s]));
       }
       return;
-    case CollectiveOp::kReducescatter: {
+    case Collective::kReducescatter: {
       const int64_t n = mine.recv[rank];
       if (n == 0) return;
       const size_t offset = bytes(sum_before(mine.recv, rank));
@@ -228,6 +233,8 @@ void compute(CollectiveOp op, const std::vector<Call>& calls, int rank, char* ou
       }
       return;
     }
+    default:
+      KOLO_UNREACHABLE("loopback: not a transport collective (check_agreement() turns it away)");
   }
 }
 
@@ -237,13 +244,13 @@ bool overlaps(const char* a, size_t a_bytes, const char* b, size_t b_bytes) {
 
 }  // namespace
 
-Status check_collective(CollectiveOp op, const CollectiveView& view) {
+Status check_collective(Collective op, const CollectiveView& view) {
   if (view.device.kind != DeviceKind::kCpu) {
     return unsupported("loopback: CPU memory only, the " + std::string(collective_name(op)) +
                        " is on " + device_name(view.device));
   }
   if (!is_valid(view.dtype)) return unsupported("loopback: invalid dtype " + dtype_name(view.dtype));
-  if (op == CollectiveOp::kReducescatter &&
+  if (op == Collective::kReducescatter &&
       !is_elementwise(view.reduction.op)) {
     return unsupported("loopback: reducescatter with sum, min, max or product, not " +
                        op_name(view.reduction.op) + " (decide_reduction turns average into sum)");
@@ -251,7 +258,7 @@ Status check_collective(CollectiveOp op, const CollectiveView& view) {
   return Status::OK();
 }
 
-Status run_collective(Rendezvous& rendezvous, int rank, int size, CollectiveOp op,
+Status run_collective(Rendezvous& rendezvous, int rank, int size, Collective op,
                       const CollectiveView& view, std::vector<char>* scratch) {
   KOLO_RETURN_IF_ERROR(check_collective(op, view));
   std::vector<Bytes> blobs;
@@ -267,7 +274,7 @@ Status run_collective(Rendezvous& rendezvous, int rank, int size, CollectiveOp o
   char* out = static_cast<char*>(view.output);
   const size_t out_bytes = static_cast<size_t>(output_count(op, mine, rank)) * elem;
   // A broadcast root whose output is its input has nothing to write.
-  const bool nothing_to_write = op == CollectiveOp::kBroadcast && out == calls[mine.root].input;
+  const bool nothing_to_write = op == Collective::kBroadcast && out == calls[mine.root].input;
   bool in_place = false;
   for (int r = 0; r < size; ++r) {
     const size_t read = static_cast<size_t>(input_read(op, calls, r)) * elem;

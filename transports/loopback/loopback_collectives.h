@@ -26,12 +26,12 @@ namespace kolo::loopback {
 
 // supports_collective: CPU memory; a valid dtype; reducescatter with SUM, MIN, MAX
 // or PRODUCT (the coordinator turns AVERAGE into SUM).
-Status check_collective(transport::CollectiveOp op, const transport::CollectiveView& view);
+Status check_collective(Collective op, const transport::CollectiveView& view);
 
 // Runs the collective for `rank` of `size`. Calls that disagree across ranks (counts,
 // dtype, root, op) fail on every rank with KOLO_ERR_MISMATCH. `scratch` is the
 // rank's grow-only buffer for in-place results.
-Status run_collective(Rendezvous& rendezvous, int rank, int size, transport::CollectiveOp op,
+Status run_collective(Rendezvous& rendezvous, int rank, int size, Collective op,
                       const transport::CollectiveView& view, std::vector<char>* scratch);
 
 }  // namespace kolo::loopback

@@ -211,18 +211,18 @@ class LoopbackTransport : public transport::Transport {
     });
   }
 
-  Status supports_collective(transport::CollectiveOp op,
+  Status supports_collective(Collective op,
                              const transport::CollectiveView& view) const override {
     return check_collective(op, view);
   }
 
-  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+  std::unique_ptr<transport::Work> collective(Collective op,
                                               const transport::CollectiveView& view) override {
     auto start = [&](const transport::CollectiveView& v) {
       return std::make_unique<transport::CompletedWork>(
           run_collective(hub_->transport, rank_, hub_->size, op, v, &scratch_));
     };
-    if (op != transport::CollectiveOp::kReducescatter) return start(view);
+    if (op != Collective::kReducescatter) return start(view);
     return transport::scaled_reducescatter(view, rank_, &prescaled_, start);
   }
 
@@ -305,27 +305,23 @@ Topology make_topology(int rank, int size, int node_size) {
   return t;
 }
 
-// What a loopback world can build: its reference allreduce ("loopback"), and the
-// ring and the Adasum engine over its point-to-point verbs. No cross-node or
-// device engine, and no shm: the node layer (transports/shm) can be made over a
+// What only a loopback world can build: its reference allreduce ("loopback"); the
+// registry adds the ring and the Adasum engine over its point-to-point verbs. No
+// cross-node or device engine (make_world's DeviceMaker says so), and no shm: the node layer (transports/shm) can be made over a
 // loopback world's control plane (tests/unit/shm does, ranks as threads), but
 // create_worlds() builds its worlds one after the other on one thread, where a
 // collective Node::create cannot run; the registry then offers neither shm,
 // hierarchical nor nccl.
+Status none(const char* what) {
+  return unsupported(std::string("the loopback world has no ") + what + " engine");
+}
+
 class LoopbackFactory : public transport::TransportFactory {
  public:
-  LoopbackFactory(std::shared_ptr<Hub> hub, int rank, transport::PointToPoint& p2p, bool equal_nodes)
-      : hub_(std::move(hub)), rank_(rank), p2p_(p2p), equal_nodes_(equal_nodes) {}
+  LoopbackFactory(std::shared_ptr<Hub> hub, int rank, bool equal_nodes)
+      : hub_(std::move(hub)), rank_(rank), equal_nodes_(equal_nodes) {}
   Status native(std::unique_ptr<Transport>* out) override {
     *out = std::make_unique<LoopbackTransport>(hub_, rank_);
-    return Status::OK();
-  }
-  Status ring(std::unique_ptr<Transport>* out) override {
-    *out = algorithms::make_ring_transport(p2p_);
-    return Status::OK();
-  }
-  Status adasum(std::unique_ptr<Transport>* out) override {
-    *out = algorithms::make_adasum_transport(p2p_);
     return Status::OK();
   }
   Status shared_memory(size_t, std::unique_ptr<Transport>*) override { return none("shared memory"); }
@@ -337,19 +333,10 @@ class LoopbackFactory : public transport::TransportFactory {
   Status hierarchical(std::shared_ptr<transport::CrossEngine>, std::unique_ptr<Transport>*) override {
     return none("hierarchical");
   }
-  Status device(size_t, std::shared_ptr<transport::CrossEngine>, std::unique_ptr<Transport>*,
-                transport::DeviceSupport** support) override {
-    *support = nullptr;
-    return none("device");
-  }
 
  private:
-  static Status none(const char* what) {
-    return unsupported(std::string("the loopback world has no ") + what + " engine");
-  }
   std::shared_ptr<Hub> hub_;
   int rank_;
-  transport::PointToPoint& p2p_;
   bool equal_nodes_;
 };
 
@@ -363,8 +350,15 @@ transport::World make_world(std::shared_ptr<Hub> hub, const Topology& topology, 
   transport::World w;
   w.control = std::make_unique<LoopbackControlPlane>(hub, topology);
   w.p2p = std::make_unique<LoopbackPointToPoint>(hub, topology.rank);
-  LoopbackFactory factory(hub, topology.rank, *w.p2p, equal_nodes);
-  Status s = transport::build_transports(factory, topology, transport::BuildOptions{}, &w);
+  LoopbackFactory factory(hub, topology.rank, equal_nodes);
+  // No device transport: its bootstrap is collective, and these worlds are built
+  // one after the other on one thread.
+  auto no_device = [](size_t, std::shared_ptr<transport::CrossEngine>,
+                      std::unique_ptr<Transport>*, transport::DeviceSupport** support) {
+    *support = nullptr;
+    return none("device");
+  };
+  Status s = transport::build_transports(factory, topology, transport::BuildOptions{}, &w, no_device);
   KOLO_CHECK(s.ok());  // the loopback factory fails nothing but Unsupported
   return w;
 }

@@ -81,7 +81,6 @@
 namespace kolo::mpi {
 namespace {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 // agree()'s record: compared fields, then the balance, then the alltoall row.
@@ -163,7 +162,7 @@ Status HierarchicalCollectives::create(const SharedComms& comms,
   return Status::OK();
 }
 
-Status HierarchicalCollectives::supports(CollectiveOp op, const CollectiveView& view) const {
+Status HierarchicalCollectives::supports(Collective op, const CollectiveView& view) const {
   const std::string what = std::string("hierarchical ") + collective_name(op);
   if (view.device.kind != DeviceKind::kCpu)
     return unsupported(what + ": CPU memory only, not " + device_name(view.device));
@@ -175,17 +174,17 @@ Status HierarchicalCollectives::supports(CollectiveOp op, const CollectiveView& 
   std::vector<int> ints;
   const std::string too_large = what + ": more than INT_MAX bytes in one MPI call";
   switch (op) {
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       if (view.root < 0 || view.root >= size || view.count < 0)
         return invalid_argument(what + ": root " + std::to_string(view.root) + " count " +
                                 std::to_string(view.count) + " in a world of " +
                                 std::to_string(size));
       return Status::OK();
-    case CollectiveOp::kAllgather:
+    case Collective::kAllgather:
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "recv_counts", view.recv_counts, size));
       return to_int_bytes({sum(view.recv_counts, 0, size)}, elem, &ints) ? Status::OK()
                                                                            : unsupported(too_large);
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "send_counts", view.send_counts, size));
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "recv_counts", view.recv_counts, size));
       // This rank's row and column only (see the header).
@@ -193,47 +192,50 @@ Status HierarchicalCollectives::supports(CollectiveOp op, const CollectiveView& 
                           &ints)
                  ? Status::OK()
                  : unsupported(too_large);
-    case CollectiveOp::kReducescatter:
+    case Collective::kReducescatter:
       if (!is_elementwise(view.reduction.op))
         return unsupported(what + ": sum, min, max or product, not " + op_name(view.reduction.op));
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "recv_counts", view.recv_counts, size));
       return sum(view.recv_counts, 0, size) <= INT_MAX ? Status::OK() : unsupported(too_large);
+    default:
+      return internal_error(what + ": not a transport collective");
   }
-  return internal_error(what + ": unknown collective");
 }
 
-Status HierarchicalCollectives::run(CollectiveOp op, const CollectiveView& view) {
+Status HierarchicalCollectives::run(Collective op, const CollectiveView& view) {
   KOLO_RETURN_IF_ERROR_AS_IS(supports(op, view));
   KOLO_RETURN_IF_ERROR_AS_IS(agree(op, view));
   switch (op) {
-    case CollectiveOp::kAllgather: return allgather(view);
-    case CollectiveOp::kBroadcast: return broadcast(view);
-    case CollectiveOp::kAlltoall: return alltoall(view);
-    case CollectiveOp::kReducescatter: {
+    case Collective::kAllgather: return allgather(view);
+    case Collective::kBroadcast: return broadcast(view);
+    case Collective::kAlltoall: return alltoall(view);
+    case Collective::kReducescatter: {
       const int rank = world_rank(node_index_, local_rank_);
       // The factors around the node and cross steps, as every host transport's.
       return transport::scaled_reducescatter(view, rank, &prescaled_, [&](const CollectiveView& v) {
                return std::make_unique<transport::CompletedWork>(reducescatter(v));
              })->wait();
     }
+    default:
+      return internal_error(std::string("hierarchical ") + collective_name(op) +
+                            ": not a transport collective");
   }
-  return internal_error("hierarchical: unknown collective");
 }
 
 // This rank's record (see Note [One verdict for every rank]).
-void HierarchicalCollectives::write_record(CollectiveOp op, const CollectiveView& view) {
+void HierarchicalCollectives::write_record(Collective op, const CollectiveView& view) {
   const int size = nodes_ * local_size_;
   const int me = world_rank(node_index_, local_rank_);
   record_.assign(kRow + static_cast<size_t>(size), 0);
   record_[kOp] = static_cast<int64_t>(op);
   record_[kDtype] = static_cast<int64_t>(view.dtype);
-  const bool bcast = op == CollectiveOp::kBroadcast, rs = op == CollectiveOp::kReducescatter;
+  const bool bcast = op == Collective::kBroadcast, rs = op == Collective::kReducescatter;
   record_[kRoot] = bcast ? view.root : 0;
   record_[kCount] = bcast ? view.count : 0;
   record_[kReduceOp] = rs ? static_cast<int64_t>(view.reduction.op) : 0;
-  const bool blocks = op == CollectiveOp::kAllgather || rs;
+  const bool blocks = op == Collective::kAllgather || rs;
   record_[kCountsHash] = blocks ? hash_counts(view.recv_counts) : 0;
-  if (op != CollectiveOp::kAlltoall) return;
+  if (op != Collective::kAlltoall) return;
   uint64_t balance = 0;
   for (int r = 0; r < size; ++r) {
     balance += mix(uint64_t(me) * size + r) * uint64_t(view.send_counts[r]);
@@ -244,7 +246,7 @@ void HierarchicalCollectives::write_record(CollectiveOp op, const CollectiveView
 }
 
 // The node's summary from its ranks' records: the same on every rank of the node.
-void HierarchicalCollectives::summarize_node(CollectiveOp op, DataType dtype, bool node_ok) {
+void HierarchicalCollectives::summarize_node(Collective op, DataType dtype, bool node_ok) {
   const size_t stride = record_.size();
   summary_.assign(kSummary, 0);
   summary_[kOkAt] = node_ok ? 1 : 0;
@@ -262,11 +264,11 @@ void HierarchicalCollectives::summarize_node(CollectiveOp op, DataType dtype, bo
     balance += static_cast<uint64_t>(rec[kBalance]);
   }
   summary_[kBalanceAt] = static_cast<int64_t>(balance);
-  if (node_ok && op == CollectiveOp::kAlltoall) summary_[kForwardedAt] = most_forwarded(dtype_size(dtype));
+  if (node_ok && op == Collective::kAlltoall) summary_[kForwardedAt] = most_forwarded(dtype_size(dtype));
 }
 
 // See Note [One verdict for every rank].
-Status HierarchicalCollectives::agree(CollectiveOp op, const CollectiveView& view) {
+Status HierarchicalCollectives::agree(Collective op, const CollectiveView& view) {
   write_record(op, view);
   records_.resize(record_.size() * local_size_);
   CollectiveView gather;
@@ -274,7 +276,7 @@ Status HierarchicalCollectives::agree(CollectiveOp op, const CollectiveView& vie
   gather.output = records_.data();
   gather.dtype = DataType::kInt64;
   gather.recv_counts.assign(local_size_, static_cast<int64_t>(record_.size()));
-  const Status node = node_->run(CollectiveOp::kAllgather, gather);
+  const Status node = node_->run(Collective::kAllgather, gather);
   summarize_node(op, view.dtype, node.ok());
   summaries_.resize(static_cast<size_t>(kSummary) * nodes_);
   MPI_Request request;
@@ -306,8 +308,8 @@ Status HierarchicalCollectives::verdict() const {
     if (lo == hi) continue;
     std::string values = std::to_string(lo) + " and " + std::to_string(hi);
     if (f == kOp)
-      values = std::string(collective_name(static_cast<CollectiveOp>(lo))) + " and " +
-               collective_name(static_cast<CollectiveOp>(hi));
+      values = std::string(collective_name(static_cast<Collective>(lo))) + " and " +
+               collective_name(static_cast<Collective>(hi));
     if (f == kDtype)
       values = std::string(dtype_name(static_cast<DataType>(lo))) + " and " +
                dtype_name(static_cast<DataType>(hi));
@@ -353,7 +355,7 @@ Status HierarchicalCollectives::allgather(const CollectiveView& view) {
     v.input = at(world_rank(m, local_rank_));
     v.output = at(world_rank(m, 0));
     node_counts(counts, m, &v.recv_counts);
-    return node_->run(CollectiveOp::kAllgather, v);
+    return node_->run(Collective::kAllgather, v);
   };
   recv_bytes_.resize(nodes_);
   recv_displs_.resize(nodes_);
@@ -389,21 +391,21 @@ Status HierarchicalCollectives::broadcast(const CollectiveView& view) {
     v.output = out;
     v.count = view.count;
     v.root = root_local;
-    KOLO_RETURN_IF_ERROR_AS_IS(node_->run(CollectiveOp::kBroadcast, v));
+    KOLO_RETURN_IF_ERROR_AS_IS(node_->run(Collective::kBroadcast, v));
   }
   CollectiveView x;
   x.dtype = view.dtype;
   x.input = x.output = out + static_cast<size_t>(start(local_rank_)) * elem;
   x.count = start(local_rank_ + 1) - start(local_rank_);
   x.root = root_node;
-  KOLO_RETURN_IF_ERROR_AS_IS(cross_->collective(CollectiveOp::kBroadcast, x)->wait());
+  KOLO_RETURN_IF_ERROR_AS_IS(cross_->collective(Collective::kBroadcast, x)->wait());
   if (node_index_ == root_node || l == 1) return Status::OK();
   CollectiveView v;  // the shards, in place
   v.dtype = view.dtype;
   v.input = x.output;
   v.output = out;
   for (int s = 0; s < l; ++s) v.recv_counts.push_back(start(s + 1) - start(s));
-  return node_->run(CollectiveOp::kAllgather, v);
+  return node_->run(Collective::kAllgather, v);
 }
 
 // `view` without factors (run() applies them around it).
@@ -428,12 +430,12 @@ Status HierarchicalCollectives::reducescatter(const CollectiveView& view) {
       v.input = static_cast<const char*>(view.input) + displs_[world_rank(m, 0)] * elem;
       v.output = stage_.data() + offset * elem;
       node_counts(counts, m, &v.recv_counts);
-      KOLO_RETURN_IF_ERROR_AS_IS(node_->run(CollectiveOp::kReducescatter, v));
+      KOLO_RETURN_IF_ERROR_AS_IS(node_->run(Collective::kReducescatter, v));
       offset += x.recv_counts[m];
     }
     x.input = stage_.data();
   }
-  return cross_->collective(CollectiveOp::kReducescatter, x)->wait();
+  return cross_->collective(Collective::kReducescatter, x)->wait();
 }
 
 // Bytes (n, j') would forward across nodes in an alltoall, the most over the
@@ -495,7 +497,7 @@ Status HierarchicalCollectives::alltoall(const CollectiveView& view) {
     }
     CollectiveView v;
     node_view(m, stage_.data() + offset * elem, &v);
-    KOLO_RETURN_IF_ERROR_AS_IS(node_->run(CollectiveOp::kAlltoall, v));
+    KOLO_RETURN_IF_ERROR_AS_IS(node_->run(Collective::kAlltoall, v));
     const int64_t part = sum(v.recv_counts, 0, l);
     send_bytes_[m] = static_cast<int>(part * elem);
     send_displs_[m] = static_cast<int>(offset * elem);
@@ -507,7 +509,7 @@ Status HierarchicalCollectives::alltoall(const CollectiveView& view) {
                                 comms_->data, &request));
   CollectiveView own;  // while the cross step is in flight: straight into the output
   node_view(n, out + rdispls_[world_rank(n, 0)] * elem, &own);
-  Status s = node_->run(CollectiveOp::kAlltoall, own);
+  Status s = node_->run(Collective::kAlltoall, own);
   KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms_->liveness.get()));
   return s;
 }

@@ -42,16 +42,16 @@ class HierarchicalCollectives {
   static Status create(const SharedComms& comms, std::unique_ptr<shm::ShmCollectives> node,
                        std::unique_ptr<HierarchicalCollectives>* out);
 
-  Status supports(transport::CollectiveOp op, const transport::CollectiveView& view) const;
+  Status supports(Collective op, const transport::CollectiveView& view) const;
   // Runs the collective to completion (synchronous).
-  Status run(transport::CollectiveOp op, const transport::CollectiveView& view);
+  Status run(Collective op, const transport::CollectiveView& view);
 
  private:
   HierarchicalCollectives() = default;
 
-  Status agree(transport::CollectiveOp op, const transport::CollectiveView& view);
-  void write_record(transport::CollectiveOp op, const transport::CollectiveView& view);
-  void summarize_node(transport::CollectiveOp op, DataType dtype, bool node_ok);
+  Status agree(Collective op, const transport::CollectiveView& view);
+  void write_record(Collective op, const transport::CollectiveView& view);
+  void summarize_node(Collective op, DataType dtype, bool node_ok);
   Status verdict() const;
   Status allgather(const transport::CollectiveView& view);
   Status broadcast(const transport::CollectiveView& view);

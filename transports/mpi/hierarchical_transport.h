@@ -72,11 +72,11 @@ class HierarchicalTransport : public transport::Transport {
   void tune(const transport::Tuning& tuning) override { cross_->tune(tuning); }
 
   // The other collectives: HierarchicalCollectives (hierarchical_collectives.h).
-  Status supports_collective(transport::CollectiveOp op,
+  Status supports_collective(Collective op,
                              const transport::CollectiveView& view) const override {
     return collectives_->supports(op, view);
   }
-  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+  std::unique_ptr<transport::Work> collective(Collective op,
                                               const transport::CollectiveView& view) override {
     return std::make_unique<transport::CompletedWork>(collectives_->run(op, view));
   }

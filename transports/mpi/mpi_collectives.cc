@@ -44,7 +44,6 @@
 namespace kolo::mpi {
 namespace {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 // One side of a v-collective in MPI's terms: its datatype (the base type, or a
@@ -245,7 +244,7 @@ Status start_reducescatter(CollectiveWork* work, const CollectiveView& v, MPI_Da
 
 }  // namespace
 
-Status MpiTransport::supports_collective(CollectiveOp op, const CollectiveView& view) const {
+Status MpiTransport::supports_collective(Collective op, const CollectiveView& view) const {
   const std::string what = std::string("mpi ") + collective_name(op);
   if (view.device.kind != DeviceKind::kCpu) {
     return unsupported(what + ": CPU memory only, not " + device_name(view.device));
@@ -258,25 +257,25 @@ Status MpiTransport::supports_collective(CollectiveOp op, const CollectiveView& 
       " elements with no common block size (Note [Counts above INT_MAX])";
   Side side;
   switch (op) {
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       if (view.root < 0 || view.root >= size || view.count < 0) {
         return invalid_argument(what + ": root " + std::to_string(view.root) + " count " +
                                 std::to_string(view.count) + " in a world of " +
                                 std::to_string(size));
       }
       return Status::OK();
-    case CollectiveOp::kAllgather:
+    case Collective::kAllgather:
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts("allgather recv_counts", view.recv_counts, size));
       return make_side(view.recv_counts, max_count_per_call_, &side) ? Status::OK()
                                                                      : unsupported(too_large);
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts("alltoall send_counts", view.send_counts, size));
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts("alltoall recv_counts", view.recv_counts, size));
       return make_side(view.send_counts, max_count_per_call_, &side) &&
                      make_side(view.recv_counts, max_count_per_call_, &side)
                  ? Status::OK()
                  : unsupported(too_large);
-    case CollectiveOp::kReducescatter:
+    case Collective::kReducescatter:
       if (!is_elementwise(view.reduction.op)) {
         return unsupported(what + ": sum, min, max or product, not " +
                            op_name(view.reduction.op) + " (decide_reduction turns average into sum)");
@@ -290,11 +289,12 @@ Status MpiTransport::supports_collective(CollectiveOp op, const CollectiveView& 
                            " (Note [Counts above INT_MAX])");
       }
       return Status::OK();
+    default:
+      return internal_error(what + ": not a transport collective");
   }
-  return internal_error(what + ": unknown collective");
 }
 
-std::unique_ptr<transport::Work> MpiTransport::collective(CollectiveOp op,
+std::unique_ptr<transport::Work> MpiTransport::collective(Collective op,
                                                           const CollectiveView& view) {
   Status supported = supports_collective(op, view);
   if (!supported.ok()) return std::make_unique<transport::CompletedWork>(supported);
@@ -304,35 +304,39 @@ std::unique_ptr<transport::Work> MpiTransport::collective(CollectiveOp op,
     return std::make_unique<transport::CompletedWork>(
         mpi_error(rc, "MPI_Comm_rank", __FILE__, __LINE__));
   }
-  if (op != CollectiveOp::kReducescatter) return start(op, view, rank);
+  if (op != Collective::kReducescatter) return start(op, view, rank);
   // MPI applies no factor: the shared helper does (transport/reduction.h).
   return transport::scaled_reducescatter(
       view, rank, &scratch_, [&](const CollectiveView& v) { return start(op, v, rank); });
 }
 
-std::unique_ptr<transport::Work> MpiTransport::start(CollectiveOp op, const CollectiveView& view,
+std::unique_ptr<transport::Work> MpiTransport::start(Collective op, const CollectiveView& view,
                                                      int rank) {
   MPI_Datatype type;
   MPI_Op mpi_op;
   // The op matters only for reducescatter; the others take the type alone.
-  mpi_type_and_op(view.dtype, op == CollectiveOp::kReducescatter ? view.reduction.op : ReduceOp::kSum,
+  mpi_type_and_op(view.dtype, op == Collective::kReducescatter ? view.reduction.op : ReduceOp::kSum,
                   &type, &mpi_op);
   auto work = std::make_unique<CollectiveWork>(comms_->liveness.get());
   Status started;
   switch (op) {
-    case CollectiveOp::kAllgather:
+    case Collective::kAllgather:
       started = start_allgather(work.get(), view, type, max_count_per_call_, rank, comm_);
       break;
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       start_broadcast(work.get(), view, type, max_count_per_call_, rank, comm_);
       break;
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       started = start_alltoall(work.get(), view, type, max_count_per_call_, comm_);
       break;
-    case CollectiveOp::kReducescatter:
+    case Collective::kReducescatter:
       if (total(view.recv_counts) > 0) {
         started = start_reducescatter(work.get(), view, type, mpi_op, rank, comm_);
       }
+      break;
+    default:
+      started = internal_error(std::string("mpi ") + collective_name(op) +
+                               ": not a transport collective");
       break;
   }
   if (!started.ok()) work->fail(started);

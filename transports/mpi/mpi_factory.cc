@@ -2,13 +2,10 @@
 
 #include <mpi.h>
 
-#include "algorithms/adasum.h"
-#include "algorithms/ring_allreduce.h"
 #include "transports/mpi/hierarchical_transport.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_wait.h"
-#include "transports/nccl/nccl_factory.h"
 #include "transports/shm/transport.h"
 
 namespace kolo::mpi {
@@ -17,16 +14,6 @@ Status MpiFactory::native(std::unique_ptr<transport::Transport>* out) {
   std::unique_ptr<MpiTransport> t;
   KOLO_RETURN_IF_ERROR(MpiTransport::create(comms_, &t));
   *out = std::move(t);
-  return Status::OK();
-}
-
-Status MpiFactory::ring(std::unique_ptr<transport::Transport>* out) {
-  *out = algorithms::make_ring_transport(p2p_);
-  return Status::OK();
-}
-
-Status MpiFactory::adasum(std::unique_ptr<transport::Transport>* out) {
-  *out = algorithms::make_adasum_transport(p2p_);
   return Status::OK();
 }
 
@@ -80,13 +67,6 @@ Status MpiFactory::hierarchical(std::shared_ptr<transport::CrossEngine> cross,
                                                      std::move(cross), &t));
   *out = std::move(t);
   return Status::OK();
-}
-
-Status MpiFactory::device(size_t fusion_bytes, std::shared_ptr<transport::CrossEngine> cross,
-                          std::unique_ptr<transport::Transport>* out,
-                          transport::DeviceSupport** support) {
-  // NCCL's communicators are set up over the MPI control plane.
-  return nccl::make_nccl_transport(control_, fusion_bytes, std::move(cross), out, support);
 }
 
 }  // namespace kolo::mpi

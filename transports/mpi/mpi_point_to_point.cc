@@ -124,14 +124,14 @@ Status MpiPointToPoint::wait(transport::RequestId id) {
     return internal_error("wait on unknown point-to-point request " + std::to_string(id));
   }
   Request& request = it->second;
-  Backoff backoff;
+  Waiter waiter;
   Liveness* alive = comms_->liveness.get();
   while (!progress(&request)) {
     if (alive) {
       if (Status s = alive->check(); !s.ok()) request.status = s;
       if (!request.status.ok()) break;
     }
-    backoff.pause();
+    waiter.pause();
   }
   // After an error the remaining pieces may never complete (the peer sent
   // something else): let MPI have them. The world is broken at this point.

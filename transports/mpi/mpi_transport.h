@@ -57,9 +57,9 @@ class MpiTransport : public transport::Transport {
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
 
   // Defined in mpi_collectives.cc.
-  Status supports_collective(transport::CollectiveOp op,
+  Status supports_collective(Collective op,
                              const transport::CollectiveView& view) const override;
-  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+  std::unique_ptr<transport::Work> collective(Collective op,
                                               const transport::CollectiveView& view) override;
 
  private:
@@ -73,7 +73,7 @@ class MpiTransport : public transport::Transport {
   std::unique_ptr<transport::Work> start_allreduce(const void* in, void* out, int64_t count,
                                                    DataType dtype, ReduceOp op);
   // A collective's MPI calls (mpi_collectives.cc); factors are the caller's.
-  std::unique_ptr<transport::Work> start(transport::CollectiveOp op,
+  std::unique_ptr<transport::Work> start(Collective op,
                                          const transport::CollectiveView& view, int rank);
 
   SharedComms comms_;

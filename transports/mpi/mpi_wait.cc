@@ -6,13 +6,13 @@
 namespace kolo::mpi {
 
 Status wait(MPI_Request* request, Liveness* alive, MPI_Status* status) {
-  Backoff backoff;
+  Waiter waiter;
   for (;;) {
     int done = 0;
     KOLO_MPI_CHECK(MPI_Test(request, &done, status));
     if (done) return Status::OK();
     if (alive) KOLO_RETURN_IF_ERROR_AS_IS(alive->check());
-    backoff.pause();
+    waiter.pause();
   }
 }
 
@@ -31,12 +31,12 @@ Status arrive(MPI_Comm comm, Liveness* alive) {
 
 Status wait_for(MPI_Request* request, std::chrono::steady_clock::duration timeout,
                 bool* done) {
-  Backoff backoff(wait_profile(WaitFor::kPeer), std::chrono::steady_clock::now() + timeout);
+  Waiter waiter(wait_profile(WaitFor::kPeer), std::chrono::steady_clock::now() + timeout);
   do {
     int flag = 0;
     KOLO_MPI_CHECK(MPI_Test(request, &flag, MPI_STATUS_IGNORE));
     *done = flag != 0;
-  } while (!*done && backoff.pause());
+  } while (!*done && waiter.pause());
   return Status::OK();
 }
 

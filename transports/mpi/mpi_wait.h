@@ -5,13 +5,13 @@
 // core its peer needs to make progress: a blocking 4-rank MPI_Allreduce of 8 bytes
 // measured 5.7 ms here, the same allreduce as MPI_Iallreduce + MPI_Test with a
 // yield after ~16 unsuccessful tests 13 µs. So kolo never calls MPI_Wait or a
-// blocking collective; it tests, and backs off between tests (common/backoff.h,
-// Backoff::kPeer: spin, then yield for 500 µs, then sleep up to 50 µs).
+// blocking collective; it tests, and pauses between tests (a Waiter with the
+// WaitFor::kPeer profile: spin, then yield for 500 µs, then sleep up to 50 µs).
 //
 // Every wait is bounded by liveness (Note [Waits consult liveness] in
 // transport/liveness.h): between tests it asks a Liveness whether every peer is
-// still there, and ends with that error when one is not. The back-off
-// (common/backoff.h) and the liveness check are separate: a wait is "test,
+// still there, and ends with that error when one is not. The pause
+// (common/wait_policy.h) and the liveness check are separate: a wait is "test,
 // consult liveness, pause".
 //
 // The functions here are not thread-safe on the same request; kolo calls them
@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/backoff.h"
+#include "common/wait_policy.h"
 #include "common/status.h"
 #include "transport/liveness.h"
 

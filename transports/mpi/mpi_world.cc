@@ -234,7 +234,7 @@ Status assemble(SharedComms comms, std::unique_ptr<MpiControlPlane> control,
   built->control = std::move(control);
   built->p2p = std::make_unique<MpiPointToPoint>(comms);
   // Which transports this world offers is the registry's decision.
-  MpiFactory factory(comms, std::move(node), *built->control, *built->p2p);
+  MpiFactory factory(comms, std::move(node), *built->control);
   return transport::build_transports(factory, topology, options.build, built);
 }
 

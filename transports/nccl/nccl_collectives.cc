@@ -10,22 +10,21 @@
 
 namespace kolo::nccl {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 using transport::Work;
 
-Status NcclTransport::supports_collective(CollectiveOp op, const CollectiveView& view) const {
+Status NcclTransport::supports_collective(Collective op, const CollectiveView& view) const {
   if (view.device.kind != DeviceKind::kCuda) return unsupported("nccl moves CUDA memory only");
   ncclDataType_t dtype;
   KOLO_RETURN_IF_ERROR_AS_IS(to_nccl_dtype(view.dtype, &dtype));
-  if (op == CollectiveOp::kReducescatter) {
+  if (op == Collective::kReducescatter) {
     NcclOp unused;
     return to_nccl(view.dtype, view.reduction.op, &unused);
   }
   return Status::OK();
 }
 
-std::unique_ptr<Work> NcclTransport::collective(CollectiveOp op, const CollectiveView& view) {
+std::unique_ptr<Work> NcclTransport::collective(Collective op, const CollectiveView& view) {
   DeviceState* state = nullptr;
   Status s = state_for(view.device, &state);
   if (s.ok()) s = wait_ready(view.ready, state->stream);
@@ -36,21 +35,21 @@ std::unique_ptr<Work> NcclTransport::collective(CollectiveOp op, const Collectiv
   return finish(state, Status::OK(), elements * dtype_size(view.dtype));
 }
 
-Status NcclTransport::enqueue_collective(DeviceState& state, CollectiveOp op,
+Status NcclTransport::enqueue_collective(DeviceState& state, Collective op,
                                          const CollectiveView& view) {
   ncclDataType_t dtype;
   KOLO_RETURN_IF_ERROR(to_nccl_dtype(view.dtype, &dtype));
   const size_t elem = dtype_size(view.dtype);
   const int size = topology_.size, rank = topology_.rank;
   switch (op) {
-    case CollectiveOp::kBroadcast: {
+    case Collective::kBroadcast: {
       // The root sends from its input (in place when input == output).
       const void* send = rank == view.root ? view.input : view.output;
       KOLO_NCCL_RETURN_IF_ERROR(ncclBroadcast(send, view.output, static_cast<size_t>(view.count), dtype,
                                               view.root, state.comm, state.stream));
       return Status::OK();
     }
-    case CollectiveOp::kAllgather: {
+    case Collective::kAllgather: {
       const bool even = std::all_of(view.recv_counts.begin(), view.recv_counts.end(),
                                     [&](int64_t c) { return c == view.recv_counts[0]; });
       if (even) {
@@ -73,7 +72,7 @@ Status NcclTransport::enqueue_collective(DeviceState& state, CollectiveOp op,
       Status end = nccl_status(ncclGroupEnd(), "ncclGroupEnd");
       return s.ok() ? end : s;
     }
-    case CollectiveOp::kAlltoall: {
+    case Collective::kAlltoall: {
       KOLO_NCCL_RETURN_IF_ERROR(ncclGroupStart());
       size_t sent = 0, received = 0;
       Status s;
@@ -92,9 +91,10 @@ Status NcclTransport::enqueue_collective(DeviceState& state, CollectiveOp op,
       Status end = nccl_status(ncclGroupEnd(), "ncclGroupEnd");
       return s.ok() ? end : s;
     }
-    case CollectiveOp::kReducescatter: return enqueue_reducescatter(state, view);
+    case Collective::kReducescatter: return enqueue_reducescatter(state, view);
+    default:
+      return internal_error(std::string("nccl ") + collective_name(op) + ": not a transport collective");
   }
-  return internal_error("unknown collective");
 }
 
 // Prescaled input goes through the fusion buffer (or a stream-ordered temporary

@@ -1,5 +1,6 @@
 #include "transports/nccl/nccl_factory.h"
 
+#include "kolo_build_config.h"
 #include "transports/nccl/nccl_transport.h"
 
 namespace kolo::nccl {
@@ -12,6 +13,11 @@ Status make_nccl_transport(transport::ControlPlane& control, size_t fusion_bytes
   *support = t.get();
   *out = std::move(t);
   return Status::OK();
+}
+
+bool device_transport_built(std::string* about) {
+  *about = KOLO_NCCL_REASON;
+  return true;
 }
 
 }  // namespace kolo::nccl

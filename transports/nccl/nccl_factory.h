@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "common/status.h"
 #include "transport/control_plane.h"
@@ -22,5 +23,9 @@ Status make_nccl_transport(transport::ControlPlane& control, size_t fusion_bytes
                            std::shared_ptr<transport::CrossEngine> cross,
                            std::unique_ptr<transport::Transport>* out,
                            transport::DeviceSupport** support);
+
+// Whether this build has the device transport; *about says what it was built
+// with, or why it was not (the registry's known_transports() and kolo-info).
+bool device_transport_built(std::string* about);
 
 }  // namespace kolo::nccl

@@ -17,7 +17,6 @@ namespace {
 
 using transport::BucketTensor;
 using transport::Bucket;
-using transport::CollectiveOp;
 using transport::CollectiveView;
 using transport::Work;
 

@@ -117,9 +117,9 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
   }
   Status supports(const transport::Bucket& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
-  Status supports_collective(transport::CollectiveOp op,
+  Status supports_collective(Collective op,
                              const transport::CollectiveView& view) const override;
-  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+  std::unique_ptr<transport::Work> collective(Collective op,
                                               const transport::CollectiveView& view) override;
   void set_completion_waker(std::function<void()> wake) override { wake_ = std::move(wake); }
 
@@ -145,7 +145,7 @@ class NcclTransport : public transport::Transport, public transport::DeviceSuppo
                          ReduceOp op);
   Status hierarchical_in_place(DeviceState& state, char* data, int64_t count, DataType dtype,
                                ReduceOp op);
-  Status enqueue_collective(DeviceState& state, transport::CollectiveOp op,
+  Status enqueue_collective(DeviceState& state, Collective op,
                             const transport::CollectiveView& view);
   Status enqueue_reducescatter(DeviceState& state, const transport::CollectiveView& view);
   // Records the done event (and, for work that may outlast the coordinator's

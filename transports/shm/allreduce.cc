@@ -69,7 +69,7 @@ enum Counter { kPosted = 0, kReduced = 1, kDone = 2 };
 constexpr size_t kCacheLine = 64;
 constexpr size_t kControlBytes = 4096;  // the counters, one per cache line; slots page-aligned
 constexpr int kSlots = 2;
-// Acquire loads between pauses before the polite Backoff (yield, then sleep).
+// Acquire loads between pauses before the counter wait (wait_for_counter).
 // Short: a peer that shares this core cannot arrive while we spin, and with 4
 // ranks on 2 cores every extra load is latency (docs/perf, "Design measurements").
 constexpr int kSpinLoads = 64;
@@ -108,27 +108,19 @@ constexpr int kSpinLoads = 64;
 // reduced pieces go to its slot with streaming stores and to its output with
 // plain ones. Both ways give bitwise the same result.
 // Buckets below kStreamMinBytes, and stages that need the whole shard (the
-// hierarchical allreduce's), use plain stores. The measurements behind each
-// threshold: docs/perf, "Design measurements". kStreamMinBytes was 256 KiB,
-// from the engine's own bench; through kolo, far apart, buckets under it paid
-// the line-by-line transfers the collectives engine had already stopped at 2
-// KiB: kolo-allreduce-perf -b 8K -e 512K -f 4 -w 500 -n 200 -r mpi, a throw-away
-// switch, 3 / 2 far runs, 256 KiB / 8 KiB: 8 KiB 7.82 / 5.81 us, 32 KiB 24.2 /
-// 9.75, 128 KiB 71.7 / 24.5 (speedup over MPI 1.02 / 3.07); near the verdict
-// keeps plain stores either way (8-512 KiB within the noise, 3 / 2 runs).
+// hierarchical allreduce's), use plain stores. kStreamMinBytes is small (8 KiB)
+// because far apart small buckets pay the line-by-line transfers most, as the
+// collectives engine found too (Note [Streaming slots across distant cores] in
+// collectives_choices.cc); near, the verdict keeps plain stores at every size.
+// The runs behind each threshold: docs/perf/shm-calibration.md.
 //
 // Note [Streaming large outputs, near and far]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A bucket of kStreamOutputMinBytes and up writes the caller's outputs with
 // streaming stores, whatever the cores' distance: a plain store reads each
 // output line before writing it, and such outputs do not stay in cache for long
-// anyway. Once measured far only; near, through kolo (kolo-allreduce-perf -b 2M
-// -e 128M -f 4 -n 15 -r mpi, 2 ranks, a throw-away switch in one build, 8
-// interleaved pairs, every calibration of all 16 sweeps near), kolo's time plain
-// / streamed and the speedup over MPI_Allreduce: 2 MiB (below the threshold)
-// 274 / 230 us, 1.96 / 2.01; 8 MiB 1603 / 1372 us, 1.81 / 2.11; 32 MiB 6569 /
-// 5060 us, 2.12 (0.70-2.26) / 2.79 (2.58-2.93); 128 MiB 23.2 / 19.1 ms, 2.30
-// (0.70-2.42) / 3.16 (2.98-3.41).
+// anyway. Streaming measured faster near too, at every size from 2 MiB to 128 MiB
+// (docs/perf/shm-calibration.md, "Large outputs").
 
 }  // namespace
 

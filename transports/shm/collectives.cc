@@ -63,7 +63,6 @@
 namespace kolo::shm {
 namespace {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 using namespace collectives_layout;  // NOLINT: the engine's own layout (shm_collectives_call.h)
@@ -71,13 +70,10 @@ const char* const kFieldNames[] = {"collective", "dtype", "root", "count", "redu
 
 // Note [Collective slot size]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// 1 MiB, by measurement (shm_collectives_bench --engine=slots --slot_bytes=S,
-// 2 ranks, quiet; the table is in docs/perf, "Design measurements"): against
-// 256 KiB it takes a 64 MiB broadcast from 8.7 to 5.5 ms, a 1 MiB one from 116
-// to 37 us, the others by 5-15%; 512 KiB is as good except for broadcast, and
-// 2 MiB, a slot pair no longer fitting the 2 MiB L2, slows the others 10-20%.
-// Fewer rounds save each round's two counter hand-offs; broadcast, whose rounds
-// are a chain from the root, gains most. The region holds 2 slots per rank.
+// 1 MiB: fewer rounds save each round's two counter hand-offs, and broadcast,
+// whose rounds are a chain from the root, gains most; past 1 MiB a slot pair no
+// longer fits a 2 MiB L2 and the other collectives slow down. The region holds
+// 2 slots per rank. The runs: docs/perf/shm-collectives.md, "Slot size".
 
 bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   const char* x = static_cast<const char*>(a);
@@ -183,36 +179,37 @@ Status ShmCollectives::wait_peers(int which, uint64_t target, int only) {
   return Status::OK();
 }
 
-Status ShmCollectives::supports(CollectiveOp op, const CollectiveView& view) const {
+Status ShmCollectives::supports(Collective op, const CollectiveView& view) const {
   const std::string what = std::string("shm ") + collective_name(op);
   if (view.device.kind != DeviceKind::kCpu)
     return unsupported(what + ": CPU memory only, not " + device_name(view.device));
   if (!is_valid(view.dtype)) return unsupported(what + ": invalid dtype " + dtype_name(view.dtype));
   const int n = local_size();
   switch (op) {
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       if (view.root < 0 || view.root >= n || view.count < 0) {
         return invalid_argument(what + ": root " + std::to_string(view.root) + " count " +
                                 std::to_string(view.count) + " on a node of " +
                                 std::to_string(n) + " ranks");
       }
       return Status::OK();
-    case CollectiveOp::kAllgather:
+    case Collective::kAllgather:
       return check_counts(what, "recv_counts", view.recv_counts, n);
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "send_counts", view.send_counts, n));
       return check_counts(what, "recv_counts", view.recv_counts, n);
-    case CollectiveOp::kReducescatter:
+    case Collective::kReducescatter:
       if (!is_elementwise(view.reduction.op)) {
         return unsupported(what + ": sum, min, max or product, not " +
                            op_name(view.reduction.op));
       }
       return check_counts(what, "recv_counts", view.recv_counts, n);
+    default:
+      return internal_error(what + ": not a transport collective");
   }
-  return internal_error(what + ": unknown collective");
 }
 
-Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
+Status ShmCollectives::run(Collective op, const CollectiveView& view) {
   KOLO_RETURN_IF_ERROR_AS_IS(supports(op, view));
   KOLO_RETURN_IF_ERROR(broken_);
   Call c;
@@ -228,26 +225,28 @@ Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
   // Bytes each side spans, and the input blocks' displacements.
   size_t in_bytes = 0, out_bytes = 0;
   switch (op) {
-    case CollectiveOp::kAllgather:
+    case Collective::kAllgather:
       prefix(view.recv_counts, &displs_out_);
       in_bytes = c.bytes(view.recv_counts[c.me]);
       out_bytes = c.bytes(total(view.recv_counts));
       // Exactly in place (the input is this rank's block of the output) is fine.
       if (c.in == c.out + c.bytes(displs_out_[c.me])) in_bytes = 0;
       break;
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       break;  // the root copies its input first (memmove); others read no input
-    case CollectiveOp::kAlltoall:
+    case Collective::kAlltoall:
       prefix(view.send_counts, &displs_in_);
       prefix(view.recv_counts, &displs_out_);
       in_bytes = c.bytes(total(view.send_counts));
       out_bytes = c.bytes(total(view.recv_counts));
       break;
-    case CollectiveOp::kReducescatter:
+    case Collective::kReducescatter:
       prefix(view.recv_counts, &displs_in_);
       in_bytes = c.bytes(total(view.recv_counts));
       out_bytes = c.bytes(view.recv_counts[c.me]);
       break;
+    default:
+      KOLO_UNREACHABLE("shm: not a transport collective (supports() turns it away)");
   }
   // An input that overlaps the output (reducescatter in place) is read from a
   // copy: the output's pieces are written while later input pieces are unread.
@@ -257,23 +256,23 @@ Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
     c.in = staging_.data();
   }
   c.bcast_src = c.out;
-  if (op == CollectiveOp::kBroadcast && c.me == view.root && view.input != view.output &&
+  if (op == Collective::kBroadcast && c.me == view.root && view.input != view.output &&
       view.count > 0) {
     if (overlaps(view.input, c.bytes(view.count), c.out, c.bytes(view.count)) || c.n == 1)
       std::memmove(c.out, view.input, c.bytes(view.count));
     else
       c.bcast_src = c.in;  // copied to the output as it is posted
   }
-  c.stream = op == CollectiveOp::kBroadcast
+  c.stream = op == Collective::kBroadcast
                  ? c.bytes(view.count) >= options_.broadcast_stream_output_min_bytes
-                 : op != CollectiveOp::kReducescatter && out_bytes >= options_.stream_output_min_bytes;
+                 : op != Collective::kReducescatter && out_bytes >= options_.stream_output_min_bytes;
   streamed_last_output_ = c.stream;
   // The first round's slot, written before the headers are read: by this rank's
   // own size and the last verdict (Note [Streaming slots across distant cores]).
   // (The node's verdict may be newer than this engine's last call: Note [One
   // calibration for the node] in core_distance.h.)
   if (options_.slot_stores == SlotStores::kAuto) far_ = node_->core_distance().last();
-  const size_t posts = op == CollectiveOp::kBroadcast ? c.bytes(view.count) : in_bytes;
+  const size_t posts = op == Collective::kBroadcast ? c.bytes(view.count) : in_bytes;
   c.stream_slot = posts >= options_.stream_slot_min_bytes && far_;
   if (c.n == 1) {
     run_alone(c);
@@ -289,24 +288,26 @@ Status ShmCollectives::run(CollectiveOp op, const CollectiveView& view) {
 void ShmCollectives::run_alone(const Call& c) {
   const CollectiveView& v = *c.view;
   switch (c.op) {
-    case CollectiveOp::kAllgather:
-    case CollectiveOp::kAlltoall:
+    case Collective::kAllgather:
+    case Collective::kAlltoall:
       if (c.in != c.out && v.recv_counts[0] > 0) std::memmove(c.out, c.in, c.bytes(v.recv_counts[0]));
       return;
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       return;  // the root's memmove was all
-    case CollectiveOp::kReducescatter:
+    case Collective::kReducescatter:
       if (v.recv_counts[0] == 0) return;
       reduce::copy_scaled(c.out, c.in, v.recv_counts[0], v.dtype, v.reduction.prescale);
       transport::finish_output(v.reduction, c.out, v.recv_counts[0], v.dtype);
       return;
+    default:
+      KOLO_UNREACHABLE("shm: not a transport collective (supports() turns it away)");
   }
 }
 
 void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   const CollectiveView& v = *c.view;
-  const bool bcast = c.op == CollectiveOp::kBroadcast;
-  const bool reduces = c.op == CollectiveOp::kReducescatter;
+  const bool bcast = c.op == Collective::kBroadcast;
+  const bool reduces = c.op == Collective::kReducescatter;
   h[kOp] = static_cast<int64_t>(c.op);
   h[kDtype] = static_cast<int64_t>(v.dtype);
   h[kRoot] = bcast ? v.root : 0;
@@ -315,10 +316,10 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   h[kPid] = pid_;
   h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(bcast ? c.bcast_src : c.in));
   for (int i = 0; i < c.n; ++i) {
-    h[kFields + i] = c.op == CollectiveOp::kAlltoall ? v.send_counts[i]
+    h[kFields + i] = c.op == Collective::kAlltoall ? v.send_counts[i]
                      : bcast                         ? 0
                                                      : v.recv_counts[i];
-    h[kFields + c.n + i] = c.op == CollectiveOp::kAlltoall ? v.recv_counts[i] : 0;
+    h[kFields + c.n + i] = c.op == Collective::kAlltoall ? v.recv_counts[i] : 0;
   }
 }
 
@@ -334,13 +335,13 @@ Status ShmCollectives::check_headers(const Call& c) const {
                               std::to_string(zero[f]) + ", rank " + std::to_string(r) + " has " +
                               std::to_string(h[f]));
     }
-    if (c.op == CollectiveOp::kAlltoall) continue;
+    if (c.op == Collective::kAlltoall) continue;
     if (!std::equal(h + kFields, h + kFields + c.n, zero + kFields)) {
       return mismatch(what + " on recv_counts: rank 0 has " + list(zero + kFields, c.n) +
                               ", rank " + std::to_string(r) + " has " + list(h + kFields, c.n));
     }
   }
-  if (c.op != CollectiveOp::kAlltoall) return Status::OK();
+  if (c.op != Collective::kAlltoall) return Status::OK();
   for (int s = 0; s < c.n; ++s) {
     for (int d = 0; d < c.n; ++d) {
       const int64_t sent = header(s, c.first)[kFields + d];
@@ -381,27 +382,11 @@ void ShmCollectives::post_own(const Call& c, char* slot, const char* src, char* 
 // streaming store only writes it. So allgathers and alltoalls whose output has
 // kStreamOutputMinBytes (4 MiB) or more, and broadcasts of
 // kBroadcastStreamOutputMinBytes (16 MiB) or more, write it with streaming
-// stores, and fence before run() returns.
-//
-// The engine's own bench (shm_collectives_bench --stream_from, docs/perf), whose
-// calls follow each other with nothing between, first set 16 MiB for allgather
-// and alltoall (64 MiB allgather 7.6 -> 6.1 ms, alltoall 9.1 -> 7.5; at 4 MiB
-// 216 -> 359 us) and showed nothing for broadcast (64 MiB 4.99 -> 4.93 ms).
-// Through kolo, where between calls the caller fills its input and reads its
-// output, the sizes differ (kolo-allreduce-perf -r mpi, 2 ranks, kolo's time,
-// plain / streamed, medians of the runs whose every calibration gave the same
-// verdict; throw-away switches in one build):
-//
-//   broadcast (-n 15)   near (8 / 6 runs)   16 MiB 1.67 / 1.31 ms, 64 MiB 5.90
-//                       / 5.37, 256 MiB 22.4 / 20.9; far (4 / 5) 64 MiB 6.64 /
-//                       5.44, 256 MiB 23.0 / 18.1; but 4 MiB slower streamed
-//                       (near 0.28 / 0.34 ms, far 0.27 / 0.32)
-//   allgather (-n 20)   near (4 / 5 runs)   4 MiB 720 / 660 us, 8 MiB 1518 / 1402
-//   alltoall (-n 20)    near (4 / 3 runs)   4 MiB 936 / 703 us, 8 MiB 1908 / 1493;
-//                       far (1 / 2) 8 MiB 1555 / 1553 (speedup 1.20 / 1.61)
-//
-// Reducescatter's output is written by the reduction and is not streamed (not
-// measured).
+// stores, and fence before run() returns. The thresholds are set through kolo,
+// not by the engine's own bench: between kolo's calls the caller fills its input
+// and reads its output, which moves where streaming starts to pay
+// (docs/perf/shm-collectives.md, "Streaming the output"). Reducescatter's output
+// is written by the reduction and is not streamed.
 
 // Step 1 of round k of the call: this rank's part into its slot.
 void ShmCollectives::post(const Call& c, int64_t k) {
@@ -409,48 +394,44 @@ void ShmCollectives::post(const Call& c, int64_t k) {
   char* mine = slot(c.me, c.first + static_cast<uint64_t>(k));
   const int64_t lo = c.lo(k);
   switch (c.op) {
-    case CollectiveOp::kAllgather:
+    case Collective::kAllgather:
       post_own(c, mine, c.in + c.bytes(lo), c.out + c.bytes((*c.displs_out)[c.me] + lo),
                c.bytes(c.len(v.recv_counts[c.me], k)));
       return;
-    case CollectiveOp::kBroadcast:
+    case Collective::kBroadcast:
       if (c.me == v.root)
         post_own(c, mine, c.bcast_src + c.bytes(lo), c.out + c.bytes(lo), c.bytes(c.len(v.count, k)));
       return;
-    case CollectiveOp::kAlltoall:
-    case CollectiveOp::kReducescatter: {
+    case Collective::kAlltoall:
+    case Collective::kReducescatter: {
       const std::vector<int64_t>& counts =
-          c.op == CollectiveOp::kAlltoall ? v.send_counts : v.recv_counts;
+          c.op == Collective::kAlltoall ? v.send_counts : v.recv_counts;
       for (int d = 0; d < c.n; ++d) {
         const int64_t m = c.len(counts[d], k);
         if (d == c.me || m == 0) continue;
         put(mine + c.region(c.me, d), c.in + c.bytes((*c.displs_in)[d] + lo), m, v.dtype,
-                 c.op == CollectiveOp::kReducescatter ? v.reduction.prescale : 1.0, c.stream_slot,
+                 c.op == Collective::kReducescatter ? v.reduction.prescale : 1.0, c.stream_slot,
                  scratch_.data());
       }
       return;
     }
+    default:
+      KOLO_UNREACHABLE("shm: not a transport collective (supports() turns it away)");
   }
 }
 
 // Note [The own block while the peers catch up]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // An alltoall rank's own block goes from its input to its output and needs
-// nobody. Copied in consume() it waited for the slowest peer's post first;
-// copied right after this rank's own post it fills that wait. Through kolo the
-// ranks rarely arrive together (in 1 MiB alltoalls, kolo-allreduce-perf
-// --breakdown, the negotiation, which waits for the slowest, took 0.7-3.8 us at
-// the median over 6 runs and 1.2-11.6 at the 90th percentile over 4), and the
-// early one now spends the gap on its own block. kolo-allreduce-perf
-// --collective alltoall -r mpi, 2 near ranks, 8 pairs interleaved with the
-// engine before, kolo's median: 16 KiB 4.38 -> 4.13 us, 64 KiB 8.32 -> 8.00,
-// 256 KiB 16.8 -> 15.6, 1 MiB 48.5 -> 43.8.
+// nobody. Copied in consume() it would wait for the slowest peer's post first;
+// copied right after this rank's own post it fills that wait, since the ranks
+// rarely arrive together (docs/perf/shm-collectives.md, "The own block").
 // In the call's first round the headers are not read yet; a rank whose own
 // send and receive counts differ (a mismatch the headers report) copies nothing:
 // its input may hold fewer elements than its output's own block.
 void ShmCollectives::copy_own(const Call& c, int64_t k) const {
   const CollectiveView& v = *c.view;
-  if (c.op != CollectiveOp::kAlltoall || v.send_counts[c.me] != v.recv_counts[c.me]) return;
+  if (c.op != Collective::kAlltoall || v.send_counts[c.me] != v.recv_counts[c.me]) return;
   const int64_t m = c.len(v.recv_counts[c.me], k);
   const char* src = c.in + c.bytes((*c.displs_in)[c.me] + c.lo(k));
   char* dst = c.out + c.bytes((*c.displs_out)[c.me] + c.lo(k));
@@ -462,12 +443,12 @@ void ShmCollectives::consume(const Call& c, int64_t k) {
   const CollectiveView& v = *c.view;
   const uint64_t g = c.first + static_cast<uint64_t>(k);
   const int64_t lo = c.lo(k);
-  if (c.op == CollectiveOp::kBroadcast) {
+  if (c.op == Collective::kBroadcast) {
     const size_t m = c.bytes(c.len(v.count, k));
     if (c.me != v.root && m > 0) copy(c.out + c.bytes(lo), slot(v.root, g), m, c.stream);
     return;
   }
-  if (c.op == CollectiveOp::kReducescatter) {
+  if (c.op == Collective::kReducescatter) {
     const int64_t m = c.len(v.recv_counts[c.me], k);
     if (m == 0) return;
     char* dst = c.out + c.bytes(lo);
@@ -489,7 +470,7 @@ void ShmCollectives::consume(const Call& c, int64_t k) {
   for (int p = 0; p < c.n; ++p) {
     const int64_t m = c.len(v.recv_counts[p], k);
     if (m == 0 || p == c.me) continue;
-    const char* src = slot(p, g) + (c.op == CollectiveOp::kAlltoall ? c.region(p, c.me) : 0);
+    const char* src = slot(p, g) + (c.op == Collective::kAlltoall ? c.region(p, c.me) : 0);
     copy(c.out + c.bytes((*c.displs_out)[p] + lo), src, c.bytes(m), c.stream);
   }
 }
@@ -497,12 +478,12 @@ void ShmCollectives::consume(const Call& c, int64_t k) {
 Status ShmCollectives::run_call(Call& c) {
   const CollectiveView& v = *c.view;
   const uint64_t g0 = next_round_;
-  const bool split = c.op == CollectiveOp::kAlltoall || c.op == CollectiveOp::kReducescatter;
+  const bool split = c.op == Collective::kAlltoall || c.op == Collective::kReducescatter;
   c.first = g0;
   c.region_bytes = split ? slot_bytes_ / static_cast<size_t>(c.n - 1) / kCacheLine * kCacheLine
                          : slot_bytes_;
   c.piece = static_cast<int64_t>(c.region_bytes / c.elem);
-  if (c.op == CollectiveOp::kBroadcast) c.piece = broadcast_piece(c);
+  if (c.op == Collective::kBroadcast) c.piece = broadcast_piece(c);
   // The first round: the header and the first pieces.
   if (g0 >= 1) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g0 - 1));
   write_header(c, header(c.me, g0));
@@ -518,8 +499,8 @@ Status ShmCollectives::run_call(Call& c) {
     return agreed;
   }
   // Rounds: the largest piece of the call, from the headers (every rank alike).
-  int64_t largest = c.op == CollectiveOp::kBroadcast ? v.count : 0;
-  for (int r = 0; r < c.n && c.op != CollectiveOp::kBroadcast; ++r) {
+  int64_t largest = c.op == Collective::kBroadcast ? v.count : 0;
+  for (int r = 0; r < c.n && c.op != Collective::kBroadcast; ++r) {
     for (int i = 0; i < c.n; ++i) largest = std::max(largest, header(r, g0)[kFields + i]);
   }
   if (single_copy() && c.bytes(largest) >= options_.single_copy_min_bytes) {
@@ -534,7 +515,7 @@ Status ShmCollectives::run_call(Call& c) {
   }
   KOLO_RETURN_IF_ERROR_AS_IS(decide_slot_stores(c, static_cast<int64_t>(c.bytes(largest))));
   c.rounds = std::max<int64_t>(1, (largest + c.piece - 1) / c.piece);
-  const int reads_from = c.op == CollectiveOp::kBroadcast ? v.root : -1;
+  const int reads_from = c.op == Collective::kBroadcast ? v.root : -1;
   for (int64_t k = 0; k < c.rounds; ++k) {
     const uint64_t g = g0 + static_cast<uint64_t>(k);
     if (k + 1 < c.rounds) {  // Step 1 of the next round first (see the top of the file).

@@ -90,9 +90,9 @@ class ShmCollectives {
                        const Options& options, std::unique_ptr<ShmCollectives>* out);
 
   // OK, or why not (the same on every rank for the same view).
-  Status supports(transport::CollectiveOp op, const transport::CollectiveView& view) const;
+  Status supports(Collective op, const transport::CollectiveView& view) const;
   // Runs the collective to completion (synchronous).
-  Status run(transport::CollectiveOp op, const transport::CollectiveView& view);
+  Status run(Collective op, const transport::CollectiveView& view);
 
   // Whether the node's ranks can read each other's memory with one copy
   // (peer_read.h; probed by Node::create, the same on every rank of the node).

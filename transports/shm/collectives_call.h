@@ -19,7 +19,7 @@ namespace collectives_layout {
 enum Counter { kPosted = 0, kDone = 1 };
 constexpr size_t kCacheLine = 64;
 constexpr size_t kControlBytes = 4096;  // the counters, one per cache line; pages after
-// Acquire loads between pauses before the polite Backoff (as allreduce.cc).
+// Acquire loads between pauses before the counter wait (as allreduce.cc).
 constexpr int kSpinLoads = 64;
 // Header words before the counts: op, dtype, root, count, reduce op (compared),
 // then where this rank's data is for single-copy reads: pid, address.
@@ -34,7 +34,7 @@ inline void copy_bytes(void* dst, const void* src, size_t bytes) {
 
 // One call as this rank runs it.
 struct ShmCollectives::Call {
-  transport::CollectiveOp op = transport::CollectiveOp::kAllgather;
+  Collective op = Collective::kAllgather;
   const transport::CollectiveView* view = nullptr;
   const char* in = nullptr;  // the view's input, or staging_ when it overlaps the output
   char* out = nullptr;

@@ -12,20 +12,13 @@ namespace {
 
 // Note [Measuring again by bytes]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The engines first measured again every 64 calls that could stream. A 128 MiB
-// allreduce takes about 20 ms, so a run of such calls was measured once, at its
-// start; when the VM moved the vCPUs apart during the run, the ranks went on
-// with plain stores between far cores, and kolo ran 3-4x slower while MPI in
-// the same run showed its far speed: the outliers of issue 15's sweeps.
-// kolo-allreduce-perf -b 32M -e 128M -f 4 -n 20 -r mpi, 2 ranks, 40 runs each
-// way alternating, a throw-away switch for the count and a print of every
-// verdict. Every 64 calls (one verdict per run): 6 of 40 runs had a 128 MiB row
-// of 64-72 ms against 18-26, all six with the verdict "near" and MPI at its far
-// speed (72-78 ms), one also 32 MiB at 16.8 ms against 4.7-6.3. Every 4 calls
-// (13 verdicts per run): the verdict changed during 6 of the 40 runs, and no
-// row was slow (128 MiB 17.5-25.1 ms, 32 MiB 4.8-6.7). A measurement is 17
-// round trips through one cache line, a few to ten microseconds, nothing next
-// to 256 MiB of calls; calls of under 4 MiB keep measuring every 64.
+// The node measures the cores' distance again after 64 calls that could stream
+// or after 256 MiB of them, whichever comes first. By calls alone a run of large
+// calls (a 128 MiB allreduce takes about 20 ms) was measured once, at its start,
+// and when the VM moved the vCPUs apart during the run the ranks went on with
+// plain stores between far cores, 3-4x slower. A measurement is 17 round trips
+// through one cache line, a few to ten microseconds, nothing next to 256 MiB of
+// calls. The runs: docs/perf/shm-calibration.md.
 
 constexpr int kPingPongs = 16;
 constexpr double kFarRoundTripNs = 250;

@@ -7,14 +7,13 @@
 
 #include <climits>
 
-#include "common/backoff.h"
+#include <chrono>
+
 #include "common/check.h"
+#include "common/wait_policy.h"
 
 namespace kolo::shm {
 namespace {
-
-// The longest sleep on a counter between liveness checks (a wake-up ends it early).
-constexpr int64_t kSleepSliceUs = 2000;
 
 uint32_t* futex_word(const uint64_t* counter) {
   // The low half of the little-endian counter: it changes with every publish.
@@ -54,18 +53,19 @@ Status wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads
     if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return Status::OK();
     __builtin_ia32_pause();
   }
-  // Note [Waiting for a counter in the kernel]: the Backoff's spin and yields
-  // first, on every node, then the kernel. Liveness is consulted once the
-  // Backoff stops spinning (its 32 polls): a check reads the clock, and a peer
-  // just a little late should not cost one read per poll. From the first yield
-  // on, every pass checks.
-  Backoff backoff;
+  // Note [Waiting for a counter in the kernel]: the kCounter profile's spin and
+  // yields first, on every node, then the kernel, in sleeps of the profile's
+  // length between liveness checks. Liveness is consulted once the Waiter stops
+  // spinning: a check reads the clock, and a peer just a little late should not
+  // cost one read per poll. From the first yield on, every pass checks.
+  Waiter waiter(wait_profile(WaitFor::kCounter));
   for (;;) {
     const uint64_t seen = __atomic_load_n(counter, __ATOMIC_ACQUIRE);
     if (seen >= target) return Status::OK();
-    if (alive && backoff.done_spinning()) KOLO_RETURN_IF_ERROR_AS_IS(alive->check());
-    if (backoff.pause_awake()) continue;
-    sleep_on_counter(counter, seen, kSleepSliceUs);
+    if (alive && waiter.done_spinning()) KOLO_RETURN_IF_ERROR_AS_IS(alive->check());
+    if (waiter.pause_awake()) continue;
+    const auto sleep = std::chrono::duration_cast<std::chrono::microseconds>(waiter.take_sleep());
+    sleep_on_counter(counter, seen, sleep.count());
   }
 }
 

@@ -58,11 +58,9 @@ bool NodeDoorbell::rung(uint64_t cycle) const {
 // sets woken and then reads sleeping, all sequentially consistent; so either
 // the sleeper finds woken set and does not sleep, or wake() finds it announced
 // and bumps the word it sleeps on (a futex wait on the old value returns at
-// once) and wakes it. Giving the peers' words, the sleeping flag and the woken
-// flag a cache line each (so that a submit touches no line a peer writes) was
-// tried and measured slower: ResNet-50 steps (kolo-allreduce-perf -m resnet50,
-// 2 ranks, 5 near runs each, interleaved) 17.1 ms against 16.4 with one line,
-// for reasons not found.
+// once) and wakes it. A rank's words and flags share one cache line: a line
+// each (so that a submit touches no line a peer writes) measured slower
+// (docs/perf/shm-collectives.md, "The doorbell's line").
 void NodeDoorbell::wake() {
   Line& mine = line(local_rank_);
   mine.woken.store(1, std::memory_order_seq_cst);

@@ -9,10 +9,9 @@
 namespace kolo::shm {
 namespace {
 
-// Acquire loads between pauses before the polite Backoff (yield, then sleep).
-// Few: with more ranks than cores the peer is often waiting for this core.
-// Measured (8-byte allreduce, 4 ranks unbound, three interleaved runs): 256
-// loads 174-197 us, 16 loads 60-63 us; at 2 ranks no difference (5.4 us).
+// Acquire loads between pauses before the counter wait (wait_for_counter).
+// Few: with more ranks than cores the peer is often waiting for this core
+// (docs/perf/small-ops.md, "The node AND's spin").
 constexpr int kSpinLoads = 16;
 
 }  // namespace

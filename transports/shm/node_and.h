@@ -19,7 +19,7 @@
 // Contract: create() is local (the region was zeroed by Node::create); run() is
 // called by one thread per rank (the coordinator), in the same order on every
 // rank, with vectors of the same length on every rank, at most kMaxWords long.
-// Waiting spins briefly, then yields and sleeps (common/backoff.h), consulting
+// Waiting spins briefly, then yields and sleeps (counter.h), consulting
 // the Liveness given to create(). A failed peer fails the call; the AND is then
 // unusable.
 #pragma once

@@ -9,7 +9,6 @@
 
 namespace kolo::shm {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine)
@@ -61,22 +60,17 @@ std::unique_ptr<transport::Work> ShmTransport::allreduce(const transport::Bucket
 
 // Note [Which collectives shm takes]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Every one the engine supports, at every size: measured on a quiet machine
-// (2 ranks bound to cores, shm_collectives_bench, 24 Nov 2026) the slot engine
-// beats MPICH from 4 KiB to 256 MiB in all four collectives, alltoall included
-// (64 MiB: allgather 6.1 vs 10.7-11.0 ms, broadcast 4.9 vs 8.5-10.8, alltoall
-// 7.5 vs 11.3-11.6, reducescatter 6.1 vs 28-31; 4 ranks on 2 cores, 16 MiB:
-// 3.0-4.5 vs 8.4-22.7 ms). The earlier rule (large calls and alltoall to MPI
-// when the ranks cannot read each other's memory) was measured on a machine
-// loaded 25-30 deep, with 256 KiB slots and no streaming output; the rows are
-// in docs/perf. The answer depends only on the view, so it is the same on
-// every rank.
-Status ShmTransport::supports_collective(CollectiveOp op, const CollectiveView& view) const {
+// Every one the engine supports, at every size: on a quiet machine the slot
+// engine beat MPICH from 4 KiB to 256 MiB in all four collectives, alltoall
+// included, at 2 ranks and at 4 ranks on 2 cores (docs/perf/shm-collectives.md,
+// "Which collectives shm takes"). The answer depends only on the view, so it is
+// the same on every rank.
+Status ShmTransport::supports_collective(Collective op, const CollectiveView& view) const {
   if (!collectives_) return Transport::supports_collective(op, view);
   return collectives_->supports(op, view);
 }
 
-std::unique_ptr<transport::Work> ShmTransport::collective(CollectiveOp op,
+std::unique_ptr<transport::Work> ShmTransport::collective(Collective op,
                                                           const CollectiveView& view) {
   if (!collectives_) return Transport::collective(op, view);
   return std::make_unique<transport::CompletedWork>(collectives_->run(op, view));

@@ -41,9 +41,9 @@ class ShmTransport : public transport::Transport {
   void tune(const transport::Tuning& tuning) override {
     if (tuning.slice_bytes > 0) engine_->set_slice_bytes(tuning.slice_bytes);
   }
-  Status supports_collective(transport::CollectiveOp op,
+  Status supports_collective(Collective op,
                              const transport::CollectiveView& view) const override;
-  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+  std::unique_ptr<transport::Work> collective(Collective op,
                                               const transport::CollectiveView& view) override;
 
  private:

@@ -251,7 +251,7 @@ class Engine : public Liveness {
 
 // Note [Waiting without spinning]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A wait first checks, spins and yields for common/backoff.h's peer schedule
+// A wait first checks, spins and yields for the peer profile (common/wait_policy.h)
 // (a small message answers within microseconds, and a yield hands the core to
 // a peer when ranks outnumber cores), then sleeps on the condition variable,
 // which the progress thread signals on every completion, arrival and verdict.

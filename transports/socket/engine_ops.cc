@@ -2,7 +2,7 @@
 // messages and the doorbell.
 #include <cstring>
 
-#include "common/backoff.h"
+#include "common/wait_policy.h"
 #include "common/check.h"
 #include "transports/socket/engine.h"
 
@@ -11,14 +11,14 @@ namespace kolo::socket {
 // See Note [Waiting without spinning].
 template <typename Ready>
 Status Engine::wait_until(std::unique_lock<std::mutex>& lock, Ready ready) {
-  Backoff backoff;
+  Waiter waiter;
   bool spinning = true;
   while (true) {
     if (ready()) return Status::OK();
     if (!failed_.ok()) return failed_;
     if (spinning) {
       lock.unlock();
-      spinning = backoff.pause_awake();
+      spinning = waiter.pause_awake();
       lock.lock();
       continue;
     }

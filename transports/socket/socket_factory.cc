@@ -2,10 +2,7 @@
 
 #include <cstring>
 
-#include "algorithms/adasum.h"
-#include "algorithms/ring_allreduce.h"
 #include "common/check.h"
-#include "transports/nccl/nccl_factory.h"
 
 namespace kolo::socket {
 namespace {
@@ -18,16 +15,6 @@ constexpr const char* kNoNodeLayer =
 Status SocketFactory::native(std::unique_ptr<transport::Transport>* out) {
   return unsupported("the socket world has no native collectives (those are MPI's); kolo's ring "
                      "and Adasum run over its point-to-point verbs");
-}
-
-Status SocketFactory::ring(std::unique_ptr<transport::Transport>* out) {
-  *out = algorithms::make_ring_transport(p2p_);
-  return Status::OK();
-}
-
-Status SocketFactory::adasum(std::unique_ptr<transport::Transport>* out) {
-  *out = algorithms::make_adasum_transport(p2p_);
-  return Status::OK();
 }
 
 Status SocketFactory::shared_memory(size_t, std::unique_ptr<transport::Transport>*) {
@@ -53,12 +40,6 @@ Status SocketFactory::cross(std::shared_ptr<transport::CrossEngine>*) {
 Status SocketFactory::hierarchical(std::shared_ptr<transport::CrossEngine>,
                                    std::unique_ptr<transport::Transport>*) {
   return unsupported(kNoNodeLayer);
-}
-
-Status SocketFactory::device(size_t fusion_bytes, std::shared_ptr<transport::CrossEngine> cross,
-                             std::unique_ptr<transport::Transport>* out,
-                             transport::DeviceSupport** support) {
-  return nccl::make_nccl_transport(control_, fusion_bytes, std::move(cross), out, support);
 }
 
 }  // namespace kolo::socket

@@ -139,7 +139,7 @@ Status assemble(const std::shared_ptr<Engine>& engine, uint32_t channel, std::ve
   if (o.agree) KOLO_RETURN_IF_ERROR_AS_IS(o.agree(*control));
   built->control = std::move(control);
   built->p2p = std::make_unique<SocketPointToPoint>(engine, channel, std::move(members), topology.rank);
-  SocketFactory factory(*built->control, *built->p2p);
+  SocketFactory factory(*built->control);
   return transport::build_transports(factory, topology, o.build, built);
 }
 

@@ -19,7 +19,6 @@
 
 namespace kolo::mpi::testing {
 
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 inline int rank() { return test_world().control->topology().rank; }
@@ -61,7 +60,7 @@ double reduced(int64_t i, ReduceOp op) {
   return acc;
 }
 
-inline Status run(transport::Transport& t, CollectiveOp op, const CollectiveView& v) {
+inline Status run(transport::Transport& t, Collective op, const CollectiveView& v) {
   Status supported = t.supports_collective(op, v);
   if (!supported.ok()) return supported;
   return t.collective(op, v)->wait();
@@ -118,7 +117,7 @@ int64_t check_allgather(transport::Transport& t, int pattern, bool in_place) {
   if (in_place) std::copy(in.begin(), in.end(), out.begin() + mine);
   v.input = in_place ? out.data() + mine : in.data();
   v.output = out.data();
-  Status s = run(t, CollectiveOp::kAllgather, v);
+  Status s = run(t, Collective::kAllgather, v);
   EXPECT_TRUE(s.ok()) << s.to_string();
   int64_t wrong = 0, at = 0;
   for (int r = 0; r < size(); ++r) {
@@ -138,7 +137,7 @@ int64_t check_broadcast(transport::Transport& t, int root, int64_t count, bool i
   CollectiveView v = view_of<T>(source.data(), out.data());
   v.count = count;
   v.root = root;
-  Status s = run(t, CollectiveOp::kBroadcast, v);
+  Status s = run(t, Collective::kBroadcast, v);
   EXPECT_TRUE(s.ok()) << s.to_string();
   int64_t wrong = 0;
   for (int64_t k = 0; k < count; ++k) wrong += Dtype<T>::to(out[k]) != tag<T>(root, 0, k);
@@ -158,7 +157,7 @@ int64_t check_alltoall(transport::Transport& t, Counts counts) {
   }
   v.input = in.data();
   v.output = out.data();
-  Status s = run(t, CollectiveOp::kAlltoall, v);
+  Status s = run(t, Collective::kAlltoall, v);
   EXPECT_TRUE(s.ok()) << s.to_string();
   int64_t wrong = 0;
   size_t at = 0;
@@ -178,7 +177,7 @@ int64_t check_reducescatter(transport::Transport& t, ReduceOp op, int64_t total,
   v.recv_counts = shards(total, size());
   std::vector<T> out(v.recv_counts[rank()], Dtype<T>::from(9));
   if (!in_place) v.output = out.data();
-  Status s = run(t, CollectiveOp::kReducescatter, v);
+  Status s = run(t, Collective::kReducescatter, v);
   EXPECT_TRUE(s.ok()) << s.to_string();
   const T* result = in_place ? in.data() : out.data();
   int64_t first = 0, wrong = 0;

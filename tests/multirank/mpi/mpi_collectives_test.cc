@@ -24,7 +24,6 @@ namespace kolo::mpi {
 namespace {
 
 using namespace testing;  // NOLINT: the test helpers
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 template <typename T>
@@ -103,7 +102,7 @@ TEST_F(MpiCollectivesLimitTest, AllgatherAndAlltoallCountInBlocks) {
   for (size_t k = 0; k < in.size(); ++k) in[k] = rank() * 1000 + static_cast<int32_t>(k);
   v.input = in.data();
   v.output = out.data();
-  EXPECT_TRUE(run(*small_, CollectiveOp::kAllgather, v).ok());
+  EXPECT_TRUE(run(*small_, Collective::kAllgather, v).ok());
   int64_t wrong = 0, at = 0;
   for (int r = 0; r < size(); ++r) {
     for (int64_t k = 0; k < 8 * (r + 1); ++k) wrong += out[at++] != r * 1000 + k;
@@ -119,22 +118,22 @@ TEST_F(MpiCollectivesLimitTest, AllgatherAndAlltoallCountInBlocks) {
 TEST_F(MpiCollectivesLimitTest, CountsThatNoBlockFitsAreUnsupportedEverywhere) {
   CollectiveView v = view_of<float>(nullptr, nullptr);
   v.recv_counts.assign(size(), 12);  // above 8, but blocks of 6 elements fit
-  EXPECT_TRUE(small_->supports_collective(CollectiveOp::kAllgather, v).ok());
+  EXPECT_TRUE(small_->supports_collective(Collective::kAllgather, v).ok());
   v.recv_counts.assign(size(), 7);
   v.recv_counts[0] = 9;  // gcd 1: counts of 9 elements
-  Status s = small_->supports_collective(CollectiveOp::kAllgather, v);
+  Status s = small_->supports_collective(Collective::kAllgather, v);
   EXPECT_EQ(s.code(), Code::kUnsupported) << s.to_string();
   EXPECT_NE(s.message().find("Counts above INT_MAX"), std::string::npos) << s.message();
   v.send_counts.assign(size(), 5);  // displacements up to 15, in blocks of 5: fits
   v.recv_counts.assign(size(), 5);
   v.recv_counts[0] = 7;  // gcd 1, displacements 0, 7, 12, 17: above 8 from 3 ranks on
-  EXPECT_EQ(small_->supports_collective(CollectiveOp::kAlltoall, v).ok(), size() < 3);
+  EXPECT_EQ(small_->supports_collective(Collective::kAlltoall, v).ok(), size() < 3);
   v.recv_counts = shards(kLimit, size());
-  EXPECT_TRUE(small_->supports_collective(CollectiveOp::kReducescatter, v).ok());
+  EXPECT_TRUE(small_->supports_collective(Collective::kReducescatter, v).ok());
   v.recv_counts = shards(kLimit + 1, size());  // 9 elements in all: too many for one call
-  EXPECT_EQ(small_->supports_collective(CollectiveOp::kReducescatter, v).code(),
+  EXPECT_EQ(small_->supports_collective(Collective::kReducescatter, v).code(),
             Code::kUnsupported);
-  EXPECT_EQ(small_->collective(CollectiveOp::kReducescatter, v)->wait().code(),
+  EXPECT_EQ(small_->collective(Collective::kReducescatter, v)->wait().code(),
             Code::kUnsupported);
   // At the limit it runs.
   EXPECT_EQ(check_reducescatter<Float16>(*small_, ReduceOp::kSum, kLimit, false), 0);
@@ -145,28 +144,28 @@ TEST(MpiCollectives, SupportsCpuOnlyAndChecksItsArguments) {
   CollectiveView v = view_of<float>(nullptr, nullptr);
   v.recv_counts.assign(size(), 0);
   v.send_counts.assign(size(), 0);
-  for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kBroadcast,
-                          CollectiveOp::kAlltoall, CollectiveOp::kReducescatter}) {
+  for (Collective op : {Collective::kAllgather, Collective::kBroadcast,
+                          Collective::kAlltoall, Collective::kReducescatter}) {
     EXPECT_TRUE(t.supports_collective(op, v).ok()) << collective_name(op);
   }
   CollectiveView average = v;
   average.reduction.op = ReduceOp::kAverage;  // decide_reduction never hands it over
-  EXPECT_EQ(t.supports_collective(CollectiveOp::kReducescatter, average).code(),
+  EXPECT_EQ(t.supports_collective(Collective::kReducescatter, average).code(),
             Code::kUnsupported);
   CollectiveView cuda = v;
   cuda.device.kind = DeviceKind::kCuda;
-  EXPECT_EQ(t.supports_collective(CollectiveOp::kAllgather, cuda).code(), Code::kUnsupported);
+  EXPECT_EQ(t.supports_collective(Collective::kAllgather, cuda).code(), Code::kUnsupported);
   CollectiveView short_counts = v;
   short_counts.recv_counts.pop_back();
-  EXPECT_EQ(t.supports_collective(CollectiveOp::kAllgather, short_counts).code(),
+  EXPECT_EQ(t.supports_collective(Collective::kAllgather, short_counts).code(),
             Code::kInvalidArgument);
   CollectiveView bad_root = v;
   bad_root.root = size();
-  EXPECT_EQ(t.supports_collective(CollectiveOp::kBroadcast, bad_root).code(),
+  EXPECT_EQ(t.supports_collective(Collective::kBroadcast, bad_root).code(),
             Code::kInvalidArgument);
   // Nothing moves anywhere, with null buffers: the calls still complete.
-  for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kAlltoall,
-                          CollectiveOp::kReducescatter, CollectiveOp::kBroadcast}) {
+  for (Collective op : {Collective::kAllgather, Collective::kAlltoall,
+                          Collective::kReducescatter, Collective::kBroadcast}) {
     Status s = t.collective(op, v)->wait();
     EXPECT_TRUE(s.ok()) << collective_name(op) << ": " << s.to_string();
   }
@@ -182,10 +181,10 @@ TEST(MpiCollectives, WorksInFlightTogetherCompleteByTest) {
   b.root = 1;
   CollectiveView g = view_of<int64_t>(&mine, gathered.data());
   g.recv_counts.assign(size(), 1);
-  auto first = t.collective(CollectiveOp::kBroadcast, b);
-  auto second = t.collective(CollectiveOp::kAllgather, g);
-  Backoff backoff;
-  while (!(second->test() && first->test())) backoff.pause();
+  auto first = t.collective(Collective::kBroadcast, b);
+  auto second = t.collective(Collective::kAllgather, g);
+  Waiter waiter;
+  while (!(second->test() && first->test())) waiter.pause();
   EXPECT_TRUE(first->wait().ok());
   EXPECT_TRUE(second->wait().ok());
   EXPECT_EQ(std::count(value.begin(), value.end(), 7), 1000);

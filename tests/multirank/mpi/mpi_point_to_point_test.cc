@@ -106,11 +106,11 @@ TEST(MpiPointToPoint, TestReportsCompletionOnlyOnceTheSendHappened) {
   EXPECT_FALSE(done) << "nobody has sent yet: every rank sends after the barrier";
   ASSERT_TRUE(test_world().control->barrier().ok());
   ASSERT_TRUE(p2p().isend(right(), &out, sizeof(out), 7, &send).ok());
-  Backoff backoff;
+  Waiter waiter;
   done = false;
   while (!done) {
     ASSERT_TRUE(p2p().test(recv, &done).ok());
-    if (!done) backoff.pause();
+    if (!done) waiter.pause();
   }
   EXPECT_EQ(in, left());
   EXPECT_TRUE(p2p().wait(recv).ok()) << "a tested request is still waited on, at once";

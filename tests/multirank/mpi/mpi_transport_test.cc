@@ -102,8 +102,8 @@ TEST(MpiTransport, WorkTestTurnsTrueAndWaitThenReturnsAtOnce) {
   std::vector<double> data(4096, rank() + 1.0);
   auto work = find_transport("mpi")->allreduce(
       bucket_of(data.data(), data.data(), 4096, ReduceOp::kSum));
-  Backoff backoff;
-  while (!work->test()) backoff.pause();
+  Waiter waiter;
+  while (!work->test()) waiter.pause();
   EXPECT_TRUE(work->wait().ok());
   EXPECT_EQ(data[4095], size() * (size() + 1) / 2.0);
 }

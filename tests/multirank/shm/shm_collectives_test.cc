@@ -27,7 +27,6 @@ namespace kolo::shm {
 namespace {
 
 using namespace mpi::testing;  // NOLINT: the test helpers
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 int rank() { return test_world().control->topology().rank; }
@@ -113,7 +112,7 @@ void check_allgather(ShmCollectives& e, int64_t base, bool in_place) {
   if (in_place) std::copy(in.begin(), in.end(), out.begin() + mine_at);
   CollectiveView v = view_of<T>(in_place ? out.data() + mine_at : in.data(), out.data());
   v.recv_counts = counts;
-  Status s = e.run(CollectiveOp::kAllgather, v);
+  Status s = e.run(Collective::kAllgather, v);
   EXPECT_TRUE(s.ok()) << s.to_string();
   EXPECT_TRUE(same_bytes(out.data(), want));
 }
@@ -129,7 +128,7 @@ void check_broadcast(ShmCollectives& e, int64_t count, int root, bool in_place) 
   CollectiveView v = view_of<T>(rank() == root && !in_place ? in.data() : out.data(), out.data());
   v.count = count;
   v.root = root;
-  Status s = e.run(CollectiveOp::kBroadcast, v);
+  Status s = e.run(Collective::kBroadcast, v);
   EXPECT_TRUE(s.ok()) << s.to_string();
   EXPECT_TRUE(same_bytes(out.data(), want));
 }
@@ -151,7 +150,7 @@ void check_alltoall(ShmCollectives& e, int64_t base) {
   std::vector<T> out(want.size());
   v.input = in.data();
   v.output = out.data();
-  Status s = e.run(CollectiveOp::kAlltoall, v);
+  Status s = e.run(Collective::kAlltoall, v);
   EXPECT_TRUE(s.ok()) << s.to_string();
   EXPECT_TRUE(same_bytes(out.data(), want));
 }
@@ -174,7 +173,7 @@ void check_reducescatter(ShmCollectives& e, int64_t base, ReduceOp op, bool in_p
   std::vector<T> out(want.size());
   v.input = in.data();
   v.output = in_place ? static_cast<void*>(in.data()) : out.data();
-  Status s = e.run(CollectiveOp::kReducescatter, v);
+  Status s = e.run(Collective::kReducescatter, v);
   EXPECT_TRUE(s.ok()) << s.to_string();
   const T* got = in_place ? in.data() : out.data();
   EXPECT_TRUE(same_bytes(got, want));
@@ -279,7 +278,7 @@ TEST(ShmCollectives, SmallBlocksStreamTheirSlotsWhenTold) {
   std::vector<float> out(all.size(), -1.0f);
   v.input = in.data();
   v.output = out.data();
-  Status s = e->run(CollectiveOp::kAllgather, v);
+  Status s = e->run(Collective::kAllgather, v);
   ASSERT_TRUE(s.ok()) << s.to_string();
   EXPECT_TRUE(same_bytes(out.data(), all));
   if (size() > 1) {
@@ -321,7 +320,7 @@ TEST(ShmCollectives, NearSmallBroadcastsRunInPieces) {
     v.count = rank() == 0 ? 16384 : 1024;
     v.root = 0;
     const uint64_t before = e->rounds_run();
-    Status s = e->run(CollectiveOp::kBroadcast, v);
+    Status s = e->run(Collective::kBroadcast, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
     EXPECT_NE(s.message().find("count"), std::string::npos) << s.message();
     EXPECT_EQ(e->rounds_run() - before, 1u);
@@ -383,7 +382,7 @@ TEST(ShmCollectives, FarLargeBroadcastsRunInPieces) {
     v.count = rank() == 0 ? 262144 : 32768;
     v.root = size() - 1;
     const uint64_t before = e->rounds_run();
-    Status s = e->run(CollectiveOp::kBroadcast, v);
+    Status s = e->run(Collective::kBroadcast, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
     EXPECT_NE(s.message().find("count"), std::string::npos) << s.message();
     EXPECT_EQ(e->rounds_run() - before, 1u);
@@ -444,7 +443,7 @@ TEST(ShmCollectives, ReducescatterAppliesTheReduction) {
     for (int64_t i = 0; i < total; ++i) f[i] = static_cast<float>((rank() + 1) * (i % 7));
     v.input = f.data();
     v.output = fout.data();
-    ASSERT_TRUE(e->run(CollectiveOp::kReducescatter, v).ok());
+    ASSERT_TRUE(e->run(Collective::kReducescatter, v).ok());
     const float ranks_sum = static_cast<float>(size() * (size() + 1) / 2);
     for (int64_t j = 0; j < per; ++j)
       EXPECT_EQ(fout[j], ranks_sum * ((rank() * per + j) % 7) * 2.0f * 0.25f) << j;
@@ -456,7 +455,7 @@ TEST(ShmCollectives, ReducescatterAppliesTheReduction) {
     for (int64_t i = 0; i < total; ++i) x[i] = static_cast<int32_t>(rank() * 3 + i % 11 - 20);
     iv.input = x.data();
     iv.output = xout.data();
-    ASSERT_TRUE(e->run(CollectiveOp::kReducescatter, iv).ok());
+    ASSERT_TRUE(e->run(Collective::kReducescatter, iv).ok());
     for (int64_t j = 0; j < per; ++j) {
       const int64_t i = rank() * per + j;
       int64_t sum = 0;
@@ -489,14 +488,14 @@ TEST(ShmCollectives, RanksThatDisagreeFailAlike) {
   v.recv_counts.assign(static_cast<size_t>(size()), 8);
   v.recv_counts[0] = rank() == size() - 1 ? 9 : 8;  // the last rank thinks rank 0 sends 9
   if (rank() == 0) v.recv_counts[0] = 8;
-  Status s = e->run(CollectiveOp::kAllgather, v);
+  Status s = e->run(Collective::kAllgather, v);
   EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
   EXPECT_NE(s.message().find("recv_counts"), std::string::npos) << s.message();
 
   CollectiveView b = view_of<float>(out.data(), out.data());
   b.count = 16;
   b.root = rank() == 0 ? 0 : size() - 1;  // rank 0 disagrees on the root
-  s = e->run(CollectiveOp::kBroadcast, b);
+  s = e->run(Collective::kBroadcast, b);
   EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
   EXPECT_NE(s.message().find("root"), std::string::npos) << s.message();
 
@@ -504,7 +503,7 @@ TEST(ShmCollectives, RanksThatDisagreeFailAlike) {
   a.send_counts.assign(static_cast<size_t>(size()), 4);
   a.recv_counts.assign(static_cast<size_t>(size()), 4);
   if (rank() == 1) a.send_counts[0] = 5;  // rank 0 expects 4
-  s = e->run(CollectiveOp::kAlltoall, a);
+  s = e->run(Collective::kAlltoall, a);
   EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
   EXPECT_NE(s.message().find("rank 1 sends 5 elements to rank 0, which expects 4"),
             std::string::npos)
@@ -518,7 +517,7 @@ TEST(ShmCollectives, RanksThatDisagreeFailAlike) {
   o.send_counts.assign(static_cast<size_t>(size()), 4);
   o.recv_counts.assign(static_cast<size_t>(size()), 4);
   if (rank() == 0) o.recv_counts[0] = 64;
-  s = e->run(CollectiveOp::kAlltoall, o);
+  s = e->run(Collective::kAlltoall, o);
   EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
   EXPECT_NE(s.message().find("rank 0 sends 4 elements to rank 0, which expects 64"),
             std::string::npos)
@@ -527,7 +526,7 @@ TEST(ShmCollectives, RanksThatDisagreeFailAlike) {
   CollectiveView d = view_of<float>(in.data(), out.data());
   d.recv_counts.assign(static_cast<size_t>(size()), 4);
   if (rank() == 0) d.dtype = DataType::kInt32;
-  s = e->run(CollectiveOp::kReducescatter, d);
+  s = e->run(Collective::kReducescatter, d);
   EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
   EXPECT_NE(s.message().find("dtype"), std::string::npos) << s.message();
 
@@ -558,10 +557,10 @@ TEST(ShmCollectives, FailedPeerFailsTheCall) {
     std::vector<float> in(100, 1.0f), out(100 * static_cast<size_t>(size()));
     CollectiveView v = view_of<float>(in.data(), out.data());
     v.recv_counts.assign(static_cast<size_t>(size()), 100);
-    Status s = e->run(CollectiveOp::kAllgather, v);
+    Status s = e->run(Collective::kAllgather, v);
     EXPECT_EQ(s.code(), Code::kRankFailed) << s.to_string();
     EXPECT_NE(s.message().find("local rank 0"), std::string::npos) << s.message();
-    s = e->run(CollectiveOp::kAllgather, v);
+    s = e->run(Collective::kAllgather, v);
     EXPECT_EQ(s.code(), Code::kRankFailed) << s.to_string();
     EXPECT_NE(s.message().find("unusable"), std::string::npos) << s.message();
   }
@@ -573,36 +572,36 @@ TEST(ShmCollectives, TransportSupports) {
   transport::Transport& shm = *find_transport("shm");
   CollectiveView v = view_of<float>(nullptr, nullptr);
   v.recv_counts.assign(static_cast<size_t>(size()), 1);
-  EXPECT_TRUE(shm.supports_collective(CollectiveOp::kAllgather, v).ok());
+  EXPECT_TRUE(shm.supports_collective(Collective::kAllgather, v).ok());
   v.device.kind = DeviceKind::kCuda;
-  EXPECT_EQ(shm.supports_collective(CollectiveOp::kAllgather, v).code(), Code::kUnsupported);
+  EXPECT_EQ(shm.supports_collective(Collective::kAllgather, v).code(), Code::kUnsupported);
   v.device.kind = DeviceKind::kCpu;
   v.recv_counts.pop_back();
-  EXPECT_EQ(shm.supports_collective(CollectiveOp::kAllgather, v).code(), Code::kInvalidArgument);
+  EXPECT_EQ(shm.supports_collective(Collective::kAllgather, v).code(), Code::kInvalidArgument);
   v.recv_counts.assign(static_cast<size_t>(size()), 1);
   v.reduction.op = ReduceOp::kAdasum;
-  EXPECT_EQ(shm.supports_collective(CollectiveOp::kReducescatter, v).code(), Code::kUnsupported);
+  EXPECT_EQ(shm.supports_collective(Collective::kReducescatter, v).code(), Code::kUnsupported);
   CollectiveView b = view_of<float>(nullptr, nullptr);
   b.root = size();
-  EXPECT_EQ(shm.supports_collective(CollectiveOp::kBroadcast, b).code(), Code::kInvalidArgument);
+  EXPECT_EQ(shm.supports_collective(Collective::kBroadcast, b).code(), Code::kInvalidArgument);
   // Note [Which collectives shm takes]: every collective at every size, on
   // every rank alike (the answer depends on the view only).
   b.root = 0;
   for (int64_t count : {int64_t{1}, int64_t{1} << 20, int64_t{64} << 20}) {
     b.count = count;
-    EXPECT_TRUE(shm.supports_collective(CollectiveOp::kBroadcast, b).ok()) << count;
+    EXPECT_TRUE(shm.supports_collective(Collective::kBroadcast, b).ok()) << count;
     CollectiveView a = view_of<float>(nullptr, nullptr);
     a.send_counts.assign(static_cast<size_t>(size()), count);
     a.recv_counts = a.send_counts;
-    EXPECT_TRUE(shm.supports_collective(CollectiveOp::kAlltoall, a).ok()) << count;
-    EXPECT_TRUE(shm.supports_collective(CollectiveOp::kAllgather, a).ok()) << count;
-    EXPECT_TRUE(shm.supports_collective(CollectiveOp::kReducescatter, a).ok()) << count;
+    EXPECT_TRUE(shm.supports_collective(Collective::kAlltoall, a).ok()) << count;
+    EXPECT_TRUE(shm.supports_collective(Collective::kAllgather, a).ok()) << count;
+    EXPECT_TRUE(shm.supports_collective(Collective::kReducescatter, a).ok()) << count;
   }
   // Through the transport: a real allgather.
   std::vector<int32_t> in(5, rank()), out(5 * static_cast<size_t>(size()));
   CollectiveView g = view_of<int32_t>(in.data(), out.data());
   g.recv_counts.assign(static_cast<size_t>(size()), 5);
-  ASSERT_TRUE(shm.collective(CollectiveOp::kAllgather, g)->wait().ok());
+  ASSERT_TRUE(shm.collective(Collective::kAllgather, g)->wait().ok());
   for (int r = 0; r < size(); ++r) EXPECT_EQ(out[5 * r + 4], r);
 }
 

@@ -19,7 +19,6 @@ namespace {
 
 using kolo::testing::find_transport;
 using kolo::testing::spawn;
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 constexpr int kMaxRanks = 8;
@@ -30,7 +29,7 @@ transport::Transport& loopback(transport::World& world) {
   return *t;
 }
 
-Status run(transport::World& world, CollectiveOp op, const CollectiveView& view) {
+Status run(transport::World& world, Collective op, const CollectiveView& view) {
   return loopback(world).collective(op, view)->wait();
 }
 
@@ -86,7 +85,7 @@ TYPED_TEST(LoopbackCollectivesTest, AllgatherConcatenatesInRankOrder) {
         std::vector<T> out(total, TypeParam::from_double(99));
         v.input = in.data();
         v.output = out.data();
-        EXPECT_TRUE(run(world, CollectiveOp::kAllgather, v).ok());
+        EXPECT_TRUE(run(world, Collective::kAllgather, v).ok());
         int64_t at = 0;
         for (int r = 0; r < size; ++r) {
           for (int64_t k = 0; k < v.recv_counts[r]; ++k, ++at) {
@@ -114,7 +113,7 @@ TYPED_TEST(LoopbackCollectivesTest, AllgatherInPlace) {
       for (int64_t k = 0; k < v.recv_counts[rank]; ++k) out[mine + k] = this->tag(rank, 0, k);
       v.input = out.data() + mine;
       v.output = out.data();
-      EXPECT_TRUE(run(world, CollectiveOp::kAllgather, v).ok());
+      EXPECT_TRUE(run(world, Collective::kAllgather, v).ok());
       int64_t at = 0;
       for (int r = 0; r < size; ++r) {
         for (int64_t k = 0; k < v.recv_counts[r]; ++k) EXPECT_EQ(out[at++], this->tag(r, 0, k));
@@ -139,7 +138,7 @@ TYPED_TEST(LoopbackCollectivesTest, BroadcastFromEveryRootInPlaceAndNot) {
             CollectiveView v = this->view(source.data(), out.data());
             v.count = count;
             v.root = root;
-            EXPECT_TRUE(run(world, CollectiveOp::kBroadcast, v).ok());
+            EXPECT_TRUE(run(world, Collective::kBroadcast, v).ok());
             for (int64_t k = 0; k < count; ++k) ASSERT_EQ(out[k], this->tag(root, 0, k));
             if (rank == root && !in_place) {  // the root's input is left alone
               for (int64_t k = 0; k < count; ++k) ASSERT_EQ(in[k], this->tag(root, 0, k));
@@ -175,7 +174,7 @@ TYPED_TEST(LoopbackCollectivesTest, AlltoallDeliversEveryPairsBlock) {
         }
         v.input = in.data();
         v.output = out.data();
-        EXPECT_TRUE(run(world, CollectiveOp::kAlltoall, v).ok());
+        EXPECT_TRUE(run(world, Collective::kAlltoall, v).ok());
         size_t at = 0;
         for (int s = 0; s < size; ++s) {
           for (int64_t k = 0; k < v.recv_counts[s]; ++k, ++at) {
@@ -208,7 +207,7 @@ TYPED_TEST(LoopbackCollectivesTest, ReducescatterEveryOpUnevenShards) {
             v.recv_counts = shards(total, size);
             std::vector<T> out(v.recv_counts[rank], TypeParam::from_double(99));
             if (!in_place) v.output = out.data();
-            EXPECT_TRUE(run(world, CollectiveOp::kReducescatter, v).ok());
+            EXPECT_TRUE(run(world, Collective::kReducescatter, v).ok());
             const T* result = in_place ? in.data() : out.data();
             int64_t first = 0;
             for (int r = 0; r < rank; ++r) first += v.recv_counts[r];
@@ -239,7 +238,7 @@ TEST(LoopbackCollectivesMixTest, ManyRoundsOfEveryOperation) {
       g.output = gathered.data();
       g.dtype = DataType::kInt32;
       g.recv_counts = counts;
-      EXPECT_TRUE(run(world, CollectiveOp::kAllgather, g).ok());
+      EXPECT_TRUE(run(world, Collective::kAllgather, g).ok());
       EXPECT_EQ(gathered.back(), 400 + round);
 
       int32_t x = rank + 1, sum = 0;
@@ -253,7 +252,7 @@ TEST(LoopbackCollectivesMixTest, ManyRoundsOfEveryOperation) {
       bc.dtype = DataType::kInt32;
       bc.count = 1;
       bc.root = round % 5;
-      EXPECT_TRUE(run(world, CollectiveOp::kBroadcast, bc).ok());
+      EXPECT_TRUE(run(world, Collective::kBroadcast, bc).ok());
       EXPECT_EQ(value, round);
     }
   });
@@ -266,42 +265,42 @@ TEST(LoopbackCollectivesErrorTest, DisagreeingCallsFailOnEveryRank) {
     v.input = in.data();
     v.output = out.data();
     v.recv_counts = {2, 2, rank == 2 ? 3 : 2};  // rank 2 disagrees
-    Status s = run(world, CollectiveOp::kAllgather, v);
+    Status s = run(world, Collective::kAllgather, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
 
     v.recv_counts = {1, 1, 1};
     v.dtype = rank == 1 ? DataType::kInt32 : DataType::kFloat32;
-    s = run(world, CollectiveOp::kAllgather, v);
+    s = run(world, Collective::kAllgather, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
     v.dtype = DataType::kFloat32;
 
     v.count = 4;
     v.root = rank == 0 ? 1 : 0;  // ranks name different roots
-    s = run(world, CollectiveOp::kBroadcast, v);
+    s = run(world, Collective::kBroadcast, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
     v.root = 3;  // the same root on every rank, but not a rank
-    s = run(world, CollectiveOp::kBroadcast, v);
+    s = run(world, Collective::kBroadcast, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
 
     v.send_counts = {1, 1, 1};
     v.recv_counts = {1, 1, rank == 0 ? 2 : 1};  // rank 0 expects 2 from rank 2, gets 1
-    s = run(world, CollectiveOp::kAlltoall, v);
+    s = run(world, Collective::kAlltoall, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
     EXPECT_NE(s.message().find("rank 2 sends 1 elements to rank 0"), std::string::npos)
         << s.message();
     v.recv_counts = {1, 1};  // one count short
-    s = run(world, CollectiveOp::kAlltoall, v);
+    s = run(world, Collective::kAlltoall, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
 
     v.recv_counts = {1, 1, 1};
     v.reduction.op = rank == 2 ? ReduceOp::kMax : ReduceOp::kSum;
-    s = run(world, CollectiveOp::kReducescatter, v);
+    s = run(world, Collective::kReducescatter, v);
     EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
 
     // The world still works after all that.
     v.reduction.op = ReduceOp::kSum;
     in.assign(10, static_cast<float>(rank + 1));
-    EXPECT_TRUE(run(world, CollectiveOp::kReducescatter, v).ok());
+    EXPECT_TRUE(run(world, Collective::kReducescatter, v).ok());
     EXPECT_EQ(out[0], 6.0f);
   });
 }
@@ -310,17 +309,17 @@ TEST(LoopbackCollectivesErrorTest, SupportsCpuAndKernelOpsOnly) {
   auto worlds = create_worlds(1);
   transport::Transport& t = loopback(worlds[0]);
   CollectiveView v;
-  for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kBroadcast,
-                          CollectiveOp::kAlltoall, CollectiveOp::kReducescatter}) {
+  for (Collective op : {Collective::kAllgather, Collective::kBroadcast,
+                          Collective::kAlltoall, Collective::kReducescatter}) {
     EXPECT_TRUE(t.supports_collective(op, v).ok()) << collective_name(op);
   }
   v.reduction.op = ReduceOp::kAverage;
-  EXPECT_EQ(t.supports_collective(CollectiveOp::kReducescatter, v).code(), Code::kUnsupported);
-  EXPECT_TRUE(t.supports_collective(CollectiveOp::kAllgather, v).ok());  // op unused there
+  EXPECT_EQ(t.supports_collective(Collective::kReducescatter, v).code(), Code::kUnsupported);
+  EXPECT_TRUE(t.supports_collective(Collective::kAllgather, v).ok());  // op unused there
   v.device.kind = DeviceKind::kCuda;
-  Status s = t.supports_collective(CollectiveOp::kAllgather, v);
+  Status s = t.supports_collective(Collective::kAllgather, v);
   EXPECT_EQ(s.code(), Code::kUnsupported);
-  EXPECT_EQ(t.collective(CollectiveOp::kAllgather, v)->wait().code(), Code::kUnsupported);
+  EXPECT_EQ(t.collective(Collective::kAllgather, v)->wait().code(), Code::kUnsupported);
 }
 
 }  // namespace

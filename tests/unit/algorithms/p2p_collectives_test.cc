@@ -17,7 +17,6 @@ namespace kolo::algorithms {
 namespace {
 
 using kolo::testing::spawn;
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 constexpr int kMaxRanks = 8;
@@ -109,7 +108,7 @@ TYPED_TEST(P2PCollectivesTest, AllgatherEverySizeAndPatternInPlaceAndNot) {
           }
           CollectiveView v = this->view(in_place ? out.data() + displs[rank] : in.data(), out.data());
           v.recv_counts = block_counts(pattern, n);
-          const Status s = coll.run(CollectiveOp::kAllgather, v);
+          const Status s = coll.run(Collective::kAllgather, v);
           EXPECT_TRUE(s.ok()) << s.to_string();
           for (int r = 0; r < n; ++r) {
             int64_t first = -1;
@@ -170,7 +169,7 @@ TYPED_TEST(P2PCollectivesTest, BroadcastEveryRootTreeAndChainInPlaceAndNot) {
             CollectiveView v = this->view(source.data(), out.data());
             v.count = count;
             v.root = root;
-            const Status s = coll.run(CollectiveOp::kBroadcast, v);
+            const Status s = coll.run(Collective::kBroadcast, v);
             EXPECT_TRUE(s.ok()) << s.to_string();
             auto want = [&](int64_t k) { return this->origin(root, 2, k); };
             int64_t first = -1;
@@ -213,7 +212,7 @@ TYPED_TEST(P2PCollectivesTest, AlltoallEverySizeAndPattern) {
           for (int64_t k = 0; k < v.send_counts[d]; ++k) in[sd[d] + k] = this->origin(rank, d, k);
         v.input = in.data();
         v.output = out.data();
-        const Status s = coll.run(CollectiveOp::kAlltoall, v);
+        const Status s = coll.run(Collective::kAlltoall, v);
         EXPECT_TRUE(s.ok()) << s.to_string();
         for (int src = 0; src < n; ++src) {
           int64_t first = -1;
@@ -240,7 +239,7 @@ TYPED_TEST(P2PCollectivesTest, AlltoallInPlace) {
       for (int d = 0; d < n; ++d)
         for (int64_t k = 0; k < 33; ++k) buf[d * 33 + k] = this->origin(rank, d, k);
       v.input = v.output = buf.data();
-      EXPECT_TRUE(coll.run(CollectiveOp::kAlltoall, v).ok());
+      EXPECT_TRUE(coll.run(Collective::kAlltoall, v).ok());
       for (int src = 0; src < n; ++src) {
         int64_t first = -1;
         EXPECT_EQ(mismatches(buf.data() + src * 33, 33,
@@ -267,7 +266,7 @@ TYPED_TEST(P2PCollectivesTest, ReducescatterEverySizePatternAndOp) {
             CollectiveView v = this->view(in.data(), output);
             v.recv_counts = block_counts(pattern, n);
             v.reduction.op = op;
-            const Status s = coll.run(CollectiveOp::kReducescatter, v);
+            const Status s = coll.run(Collective::kReducescatter, v);
             EXPECT_TRUE(s.ok()) << s.to_string();
             std::vector<double> got(counts[rank]);
             for (int64_t k = 0; k < counts[rank]; ++k) got[k] = TypeParam::to_double(output[k]);

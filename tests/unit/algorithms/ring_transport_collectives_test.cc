@@ -17,7 +17,6 @@ namespace {
 
 using kolo::testing::find_transport;
 using kolo::testing::spawn;
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 TEST(RingTransportCollectivesTest, SupportsHostCollectivesAndSaysWhyNot) {
@@ -27,26 +26,26 @@ TEST(RingTransportCollectivesTest, SupportsHostCollectivesAndSaysWhyNot) {
   CollectiveView v;
   v.recv_counts = {1, 2, 3};
   v.send_counts = {3, 2, 1};
-  for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kBroadcast, CollectiveOp::kAlltoall,
-                          CollectiveOp::kReducescatter}) {
+  for (Collective op : {Collective::kAllgather, Collective::kBroadcast, Collective::kAlltoall,
+                          Collective::kReducescatter}) {
     EXPECT_TRUE(ring->supports_collective(op, v).ok()) << collective_name(op);
   }
   CollectiveView device = v;
   device.device.kind = DeviceKind::kCuda;
-  Status s = ring->supports_collective(CollectiveOp::kAllgather, device);
+  Status s = ring->supports_collective(Collective::kAllgather, device);
   EXPECT_EQ(s.code(), Code::kUnsupported);
   EXPECT_NE(s.message().find("CPU memory only"), std::string::npos) << s.message();
   CollectiveView adasum = v;
   adasum.reduction.op = ReduceOp::kAdasum;
-  EXPECT_EQ(ring->supports_collective(CollectiveOp::kReducescatter, adasum).code(), Code::kUnsupported);
+  EXPECT_EQ(ring->supports_collective(Collective::kReducescatter, adasum).code(), Code::kUnsupported);
   // Counts that are not one per rank: an error from both calls, never a crash
   // (and nothing sent: this lone rank's peers never come).
   CollectiveView short_counts = v;
   short_counts.recv_counts = {1, 2};
-  EXPECT_EQ(ring->supports_collective(CollectiveOp::kReducescatter, short_counts).code(),
+  EXPECT_EQ(ring->supports_collective(Collective::kReducescatter, short_counts).code(),
             Code::kInvalidArgument);
   short_counts.reduction.prescale = 2;
-  EXPECT_EQ(ring->collective(CollectiveOp::kReducescatter, short_counts)->wait().code(),
+  EXPECT_EQ(ring->collective(Collective::kReducescatter, short_counts)->wait().code(),
             Code::kInvalidArgument);
 }
 
@@ -82,9 +81,9 @@ TYPED_TEST(RingTransportReducescatterTest, WholeReductionAsTheReferenceApplies) 
         std::vector<T> got(v.recv_counts[rank]), want(v.recv_counts[rank]);
         v.input = in.data();
         v.output = got.data();
-        EXPECT_TRUE(ring->collective(CollectiveOp::kReducescatter, v)->wait().ok());
+        EXPECT_TRUE(ring->collective(Collective::kReducescatter, v)->wait().ok());
         v.output = want.data();
-        EXPECT_TRUE(reference->collective(CollectiveOp::kReducescatter, v)->wait().ok());
+        EXPECT_TRUE(reference->collective(Collective::kReducescatter, v)->wait().ok());
         EXPECT_TRUE(got == want) << "size " << n << " rank " << rank << " op " << op_name(r.op)
                                  << " prescale " << r.prescale << " postscale " << r.postscale
                                  << " divide " << r.divide;
@@ -107,7 +106,7 @@ TEST(RingTransportCollectivesTest, EveryCollectiveThroughTheSeam) {
     std::vector<int32_t> mine(counts[rank], rank + 1), all(10, -1);
     v.input = mine.data();
     v.output = all.data();
-    EXPECT_TRUE(ring->collective(CollectiveOp::kAllgather, v)->wait().ok());
+    EXPECT_TRUE(ring->collective(Collective::kAllgather, v)->wait().ok());
     EXPECT_EQ(all, (std::vector<int32_t>{1, 1, 1, 3, 3, 3, 3, 3, 4, 4}));
 
     CollectiveView b;
@@ -116,7 +115,7 @@ TEST(RingTransportCollectivesTest, EveryCollectiveThroughTheSeam) {
     b.root = 2;
     std::vector<int32_t> data(10, rank == 2 ? 9 : 0);
     b.input = b.output = data.data();
-    EXPECT_TRUE(ring->collective(CollectiveOp::kBroadcast, b)->wait().ok());
+    EXPECT_TRUE(ring->collective(Collective::kBroadcast, b)->wait().ok());
     EXPECT_EQ(data, std::vector<int32_t>(10, 9));
 
     CollectiveView a;
@@ -126,7 +125,7 @@ TEST(RingTransportCollectivesTest, EveryCollectiveThroughTheSeam) {
     std::vector<int32_t> in = {rank * 10, rank * 10 + 1, rank * 10 + 2, rank * 10 + 3}, out(n);
     a.input = in.data();
     a.output = out.data();
-    EXPECT_TRUE(ring->collective(CollectiveOp::kAlltoall, a)->wait().ok());
+    EXPECT_TRUE(ring->collective(Collective::kAlltoall, a)->wait().ok());
     EXPECT_EQ(out, (std::vector<int32_t>{rank, 10 + rank, 20 + rank, 30 + rank}));
   });
 }

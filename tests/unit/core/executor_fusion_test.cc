@@ -21,7 +21,6 @@
 namespace kolo::core {
 namespace {
 
-using transport::CollectiveOp;
 
 // Forwards to a transport and counts the operations started through it.
 class Counting : public transport::Transport {
@@ -34,12 +33,12 @@ class Counting : public transport::Transport {
     ++allreduces;
     return inner_->allreduce(b);
   }
-  Status supports_collective(CollectiveOp op, const transport::CollectiveView& v) const override {
+  Status supports_collective(Collective op, const transport::CollectiveView& v) const override {
     return inner_->supports_collective(op, v);
   }
-  std::unique_ptr<transport::Work> collective(CollectiveOp op,
+  std::unique_ptr<transport::Work> collective(Collective op,
                                               const transport::CollectiveView& v) override {
-    ++(op == CollectiveOp::kAllgather ? allgathers : broadcasts);
+    ++(op == Collective::kAllgather ? allgathers : broadcasts);
     return inner_->collective(op, v);
   }
   int allreduces = 0, allgathers = 0, broadcasts = 0;

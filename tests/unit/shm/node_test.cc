@@ -33,7 +33,6 @@ namespace kolo::shm {
 namespace {
 
 using kolo::testing::spawn;
-using transport::CollectiveOp;
 using transport::CollectiveView;
 
 bool exists(const std::string& name) {
@@ -113,7 +112,7 @@ TEST(NodeOverLoopback, EnginesRunWithoutMpi) {
     g.output = out.data();
     g.dtype = DataType::kInt32;
     g.recv_counts = counts;
-    ASSERT_TRUE(collectives->run(CollectiveOp::kAllgather, g).ok());
+    ASSERT_TRUE(collectives->run(Collective::kAllgather, g).ok());
     EXPECT_EQ(out[0], 0);
     EXPECT_EQ(out[4], 0);
     EXPECT_EQ(out[5], 2000);
@@ -125,7 +124,7 @@ TEST(NodeOverLoopback, EnginesRunWithoutMpi) {
     rs.dtype = DataType::kFloat32;
     rs.recv_counts = {10, 10, 10};
     rs.reduction.postscale = 0.5;
-    ASSERT_TRUE(collectives->run(CollectiveOp::kReducescatter, rs).ok());
+    ASSERT_TRUE(collectives->run(Collective::kReducescatter, rs).ok());
     EXPECT_EQ(mine[0], 3.0f);
     EXPECT_EQ(mine[9], 3.0f);
     std::vector<uint64_t> bits = {~uint64_t{0}, ~(uint64_t{1} << rank)};
@@ -164,7 +163,7 @@ TEST(NodeOverLoopback, TheShmTransport) {
     v.dtype = DataType::kFloat32;
     v.count = 40;
     v.root = 1;
-    ASSERT_TRUE(shm.collective(CollectiveOp::kBroadcast, v)->wait().ok());
+    ASSERT_TRUE(shm.collective(Collective::kBroadcast, v)->wait().ok());
     EXPECT_EQ(buf[39], 7.0f);
   });
 }
@@ -370,7 +369,7 @@ TEST(NodeOverLoopback, OneCalibrationForBothEngines) {
       std::fill(v.begin(), v.end(), static_cast<float>(i));
       ASSERT_TRUE(allreduce->run(v.data(), v.data(), floats, DataType::kFloat32, ReduceOp::kSum).ok());
       ASSERT_EQ(v.back(), 2.0f * i);
-      ASSERT_TRUE(collectives->run(CollectiveOp::kAllgather, g).ok());
+      ASSERT_TRUE(collectives->run(Collective::kAllgather, g).ok());
       ASSERT_EQ(all[1199], 1.0f);
       verdicts[rank].push_back(allreduce->streaming() ? 1 : 0);
       verdicts[rank].push_back(collectives->streaming_slots() ? 1 : 0);

@@ -1,6 +1,7 @@
 // build_transports (Note [Which transports a world offers] in transport/registry.cc):
 // which transports a world offers on one node, on several equal nodes and with a
-// device, decided by the registry over a fake backend.
+// device, decided by the registry over a fake backend, fake verbs and a fake
+// device maker.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "tests/unit/transport/fake_transport.h"
 #include "transport/factory.h"
+#include "transport/point_to_point.h"
 #include "transport/registry.h"
 #include "transport/world.h"
 
@@ -26,7 +28,6 @@ class FakeFactory : public TransportFactory {
   std::shared_ptr<CrossEngine> device_cross;
 
   Status native(std::unique_ptr<Transport>* out) override { return make("mpi", out, native_answer); }
-  Status ring(std::unique_ptr<Transport>* out) override { return make("ring", out); }
   Status shared_memory(size_t, std::unique_ptr<Transport>* out) override { return make("shm", out); }
   Status equal_nodes(bool* out) override {
     *out = equal;
@@ -44,12 +45,15 @@ class FakeFactory : public TransportFactory {
     EXPECT_NE(cross, nullptr);
     return make("hierarchical", out);
   }
-  Status device(size_t, std::shared_ptr<CrossEngine> cross, std::unique_ptr<Transport>* out,
-                DeviceSupport** support) override {
-    *support = nullptr;
-    device_cross = cross;
-    if (!has_device) return unsupported("no device here");
-    return make("nccl", out);
+  // The registry's DeviceMaker over this backend.
+  DeviceMaker device() {
+    return [this](size_t, std::shared_ptr<CrossEngine> cross, std::unique_ptr<Transport>* out,
+                  DeviceSupport** support) {
+      *support = nullptr;
+      device_cross = cross;
+      if (!has_device) return unsupported("no device here");
+      return make("nccl", out);
+    };
   }
 
  private:
@@ -60,6 +64,28 @@ class FakeFactory : public TransportFactory {
     return Status::OK();
   }
 };
+
+// Point-to-point verbs that are never used: the registry builds the ring and the
+// Adasum engine over them, and building sends nothing.
+class IdleP2P : public PointToPoint {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  Status isend(int, const void*, size_t, int, RequestId*) override { return unused(); }
+  Status irecv(int, void*, size_t, int, RequestId*) override { return unused(); }
+  Status wait(RequestId) override { return unused(); }
+  Status test(RequestId, bool*) override { return unused(); }
+
+ private:
+  static Status unused() { return internal_error("IdleP2P is not for sending"); }
+};
+
+// build_transports over `f`, with verbs unless `verbs` is false.
+Status build(FakeFactory& f, const Topology& topology, const BuildOptions& options, World* w,
+             bool verbs = true) {
+  if (verbs) w->p2p = std::make_unique<IdleP2P>();
+  return build_transports(f, topology, options, w, f.device());
+}
 
 std::vector<std::string> names_of(const World& w) {
   std::vector<std::string> names;
@@ -73,21 +99,21 @@ using Names = std::vector<std::string>;
 TEST(BuildTransports, OneNodeOffersShmSeveralEqualNodesHierarchical) {
   FakeFactory one;
   World a;
-  ASSERT_TRUE(build_transports(one, Topology{0, 4, 0, 4, 0, 1}, BuildOptions{}, &a).ok());
-  EXPECT_EQ(names_of(a), (Names{"mpi", "ring", "shm"}));
+  ASSERT_TRUE(build(one, Topology{0, 4, 0, 4, 0, 1}, BuildOptions{}, &a).ok());
+  EXPECT_EQ(names_of(a), (Names{"mpi", "ring", "adasum", "shm"}));
   EXPECT_EQ(a.device_support, nullptr);  // the device transport said Unsupported: not offered
 
   FakeFactory two;
   World b;
-  ASSERT_TRUE(build_transports(two, Topology{0, 4, 0, 2, 0, 2}, BuildOptions{}, &b).ok());
-  EXPECT_EQ(names_of(b), (Names{"mpi", "ring", "hierarchical"}));
+  ASSERT_TRUE(build(two, Topology{0, 4, 0, 2, 0, 2}, BuildOptions{}, &b).ok());
+  EXPECT_EQ(names_of(b), (Names{"mpi", "ring", "adasum", "hierarchical"}));
   EXPECT_EQ(two.crosses, 1);
 
   FakeFactory unequal;
   unequal.equal = false;
   World c;
-  ASSERT_TRUE(build_transports(unequal, Topology{0, 3, 0, 2, 0, 2}, BuildOptions{}, &c).ok());
-  EXPECT_EQ(names_of(c), (Names{"mpi", "ring"}));
+  ASSERT_TRUE(build(unequal, Topology{0, 3, 0, 2, 0, 2}, BuildOptions{}, &c).ok());
+  EXPECT_EQ(names_of(c), (Names{"mpi", "ring", "adasum"}));
   EXPECT_EQ(unequal.crosses, 0);
 }
 
@@ -95,15 +121,23 @@ TEST(BuildTransports, UnsupportedIsLeftOutOtherErrorsFailInit) {
   FakeFactory f;
   f.native_answer = unsupported("no native collectives");
   World a;
-  ASSERT_TRUE(build_transports(f, Topology{0, 2, 0, 2, 0, 1}, BuildOptions{}, &a).ok());
-  EXPECT_EQ(names_of(a), (Names{"ring", "shm"}));
+  ASSERT_TRUE(build(f, Topology{0, 2, 0, 2, 0, 1}, BuildOptions{}, &a).ok());
+  EXPECT_EQ(names_of(a), (Names{"ring", "adasum", "shm"}));
 
   FakeFactory g;
   g.native_answer = Status(Code::kTransport, "MPI said no");
   World b;
-  Status s = build_transports(g, Topology{0, 2, 0, 2, 0, 1}, BuildOptions{}, &b);
+  Status s = build(g, Topology{0, 2, 0, 2, 0, 1}, BuildOptions{}, &b);
   EXPECT_EQ(s.code(), Code::kTransport);
   EXPECT_EQ(g.asked, (Names{"mpi"}));  // nothing built after the failure
+}
+
+// The ring and Adasum are the registry's, over the world's verbs: none without them.
+TEST(BuildTransports, RingAndAdasumComeWithTheWorldsVerbs) {
+  FakeFactory f;
+  World w;
+  ASSERT_TRUE(build(f, Topology{0, 2, 0, 2, 0, 1}, BuildOptions{}, &w, /*verbs=*/false).ok());
+  EXPECT_EQ(names_of(w), (Names{"mpi", "shm"}));
 }
 
 TEST(BuildTransports, DeviceGoesHierarchicalOnlyWhenAskedAndNodesAreEqual) {
@@ -115,7 +149,7 @@ TEST(BuildTransports, DeviceGoesHierarchicalOnlyWhenAskedAndNodesAreEqual) {
       World w;
       BuildOptions options;
       options.hierarchical_allreduce = knob;
-      ASSERT_TRUE(build_transports(f, Topology{0, 2, 0, 2, 0, 1}, options, &w).ok());
+      ASSERT_TRUE(build(f, Topology{0, 2, 0, 2, 0, 1}, options, &w).ok());
       EXPECT_EQ(names_of(w).back(), "nccl");
       const bool want_cross = knob && equal && known_transports().back().built;  // nccl
       EXPECT_EQ(f.device_cross != nullptr, want_cross) << "knob " << knob << " equal " << equal;

@@ -257,7 +257,7 @@ TEST(SelectorTest, CollectiveOrder) {
     return n;
   };
   using Names = std::vector<std::string>;
-  const CollectiveOp kAllgather = CollectiveOp::kAllgather;
+  const Collective kAllgather = Collective::kAllgather;
   CollectiveView host;
   EXPECT_EQ(names(Selector(f.offered, "auto", nodes(0, 4, 4)).collective_order(kAllgather, host)),
             (Names{"shm", "mpi", "ring"}));
@@ -284,12 +284,12 @@ TEST(SelectorTest, CollectiveOrderOnSeveralNodes) {
   f.add("mpi");
   f.add("ring");
   f.add("hierarchical");
-  auto first = [&](const char* preference, CollectiveOp op, const CollectiveView& v) {
+  auto first = [&](const char* preference, Collective op, const CollectiveView& v) {
     return std::string(Selector(f.offered, preference, nodes(1, 4, 2)).collective_order(op, v)[0]->name());
   };
   CollectiveView v;  // float32
   // The default table's sizes (Note [Auto order]): 64 KiB, 1 MiB, 256 KiB.
-  for (CollectiveOp op : {CollectiveOp::kAllgather, CollectiveOp::kReducescatter}) {
+  for (Collective op : {Collective::kAllgather, Collective::kReducescatter}) {
     const int64_t at = int64_t{64 << 10} / 4;
     v.recv_counts = {at - 1, 0, 0, 0};
     EXPECT_EQ(first("auto", op, v), "mpi") << collective_name(op);
@@ -298,23 +298,23 @@ TEST(SelectorTest, CollectiveOrderOnSeveralNodes) {
     EXPECT_EQ(first("mpi", op, v), "mpi") << collective_name(op);
   }
   v.count = int64_t{1 << 20} / 4;
-  EXPECT_EQ(first("auto", CollectiveOp::kBroadcast, v), "hierarchical");
+  EXPECT_EQ(first("auto", Collective::kBroadcast, v), "hierarchical");
   v.count -= 1;
-  EXPECT_EQ(first("auto", CollectiveOp::kBroadcast, v), "mpi");
+  EXPECT_EQ(first("auto", Collective::kBroadcast, v), "mpi");
   const int64_t per_rank = int64_t{256 << 10} / 4;
-  EXPECT_EQ(first("auto", CollectiveOp::kAlltoall, v), "mpi");  // total unknown (-1)
+  EXPECT_EQ(first("auto", Collective::kAlltoall, v), "mpi");  // total unknown (-1)
   v.alltoall_total = 4 * per_rank;
-  EXPECT_EQ(first("auto", CollectiveOp::kAlltoall, v), "hierarchical");
+  EXPECT_EQ(first("auto", Collective::kAlltoall, v), "hierarchical");
   v.alltoall_total -= 1;
-  EXPECT_EQ(first("auto", CollectiveOp::kAlltoall, v), "mpi");
+  EXPECT_EQ(first("auto", Collective::kAlltoall, v), "mpi");
   CollectiveView gpu = v;
   gpu.device.kind = DeviceKind::kCuda;
   gpu.alltoall_total = 4 * per_rank;
   // No transport here takes device memory (their capabilities say so).
-  EXPECT_TRUE(Selector(f.offered, "auto", nodes(1, 4, 2)).collective_order(CollectiveOp::kAlltoall, gpu).empty());
+  EXPECT_TRUE(Selector(f.offered, "auto", nodes(1, 4, 2)).collective_order(Collective::kAlltoall, gpu).empty());
   // Nodes of one rank: MPI's own collective is the cross step; nothing to gain.
   v.alltoall_total = 4 * per_rank;
-  EXPECT_EQ(Selector(f.offered, "auto", nodes(1, 4, 1)).collective_order(CollectiveOp::kAlltoall, v)[0]->name(),
+  EXPECT_EQ(Selector(f.offered, "auto", nodes(1, 4, 1)).collective_order(Collective::kAlltoall, v)[0]->name(),
             std::string("mpi"));
 }
 
