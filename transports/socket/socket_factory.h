@@ -1,24 +1,30 @@
 // SocketFactory: the engines the socket world can build, for the registry to
 // compose (transport/factory.h). kolo's ring (with the other collectives over the
 // same verbs: algorithms/p2p_collectives.h) and Adasum run over the world's
-// point-to-point verbs; the device transport bootstraps over its control plane.
-// There are no native collectives (that is MPI's), and the shared-memory and
-// hierarchical engines wait for the node layer (transports/shm) to be wired in.
+// point-to-point verbs; the device transport bootstraps over its control plane;
+// the node layer (transports/shm, made by socket_node.h) gives "shm" where the
+// whole world is on one host. There are no native collectives (that is MPI's),
+// and no hierarchical transport yet: the MPI world's runs its cross-node step
+// and its other collectives on MPI's cross communicator.
 #pragma once
 
 #include <memory>
 
 #include "transport/control_plane.h"
 #include "transport/factory.h"
+#include "transport/liveness.h"
 #include "transport/point_to_point.h"
+#include "transports/shm/node.h"
 
 namespace kolo::socket {
 
 class SocketFactory : public transport::TransportFactory {
  public:
-  // `control` and `p2p` are the world's and outlive what this builds.
-  SocketFactory(transport::ControlPlane& control, transport::PointToPoint& p2p)
-      : control_(control), p2p_(p2p) {}
+  // `control`, `p2p` and `alive` (the plane's Liveness) are the world's and
+  // outlive what this builds; `node` is its node layer, null without one.
+  SocketFactory(transport::ControlPlane& control, transport::PointToPoint& p2p,
+                std::shared_ptr<shm::Node> node, transport::Liveness* alive)
+      : control_(control), p2p_(p2p), node_(std::move(node)), alive_(alive) {}
 
   Status native(std::unique_ptr<transport::Transport>* out) override;
   Status ring(std::unique_ptr<transport::Transport>* out) override;
@@ -35,6 +41,8 @@ class SocketFactory : public transport::TransportFactory {
  private:
   transport::ControlPlane& control_;
   transport::PointToPoint& p2p_;
+  std::shared_ptr<shm::Node> node_;
+  transport::Liveness* alive_;
 };
 
 }  // namespace kolo::socket

@@ -26,17 +26,40 @@ TEST_P(WorldSizes, EveryRankJoinsOneHost) {
     EXPECT_EQ(t.local_rank, r);
     EXPECT_EQ(t.local_size, n);
     EXPECT_EQ(t.cross_size, 1);
+    EXPECT_EQ(t.node, 0);
     ASSERT_NE(w.p2p, nullptr);
     std::vector<std::string> names;
     for (auto& t : w.transports) names.push_back(t->name());
-    // The ring and Adasum over the sockets; no native, shm or hierarchical ones
-    // (the device transport where this build has it).
-    ASSERT_GE(names.size(), 2u);
+    // The ring and Adasum over the sockets, and the node layer's shm (every rank
+    // is on this host); no native or hierarchical ones (the device transport
+    // where this build has it).
+    ASSERT_GE(names.size(), 3u);
     EXPECT_EQ(names[0], "ring");
     EXPECT_EQ(names[1], "adasum");
-    for (const std::string& name : names) EXPECT_TRUE(name == "ring" || name == "adasum" || name == "nccl");
+    EXPECT_EQ(names[2], "shm");
+    for (const std::string& name : names)
+      EXPECT_TRUE(name == "ring" || name == "adasum" || name == "shm" || name == "nccl");
+    // Data and the AND go through the node layer (carry_capacity > 0 only there).
+    if (n > 1) {
+      EXPECT_GT(w.control->carry_capacity(4), 0u);
+    }
     EXPECT_TRUE(w.control->barrier().ok());
   });
+}
+
+// Without the node layer (SocketWorldOptions::node_layer, as where /dev/shm
+// cannot be used) the world runs over the sockets alone.
+TEST(SocketWorld, WithoutTheNodeLayerEverythingGoesOverTheSockets) {
+  SocketJob job;
+  job.run(2, [](int, SocketWorldOptions* o) { o->node_layer = false; },
+          [](int r, const Status& s, transport::World& w) {
+            ASSERT_TRUE(s.ok()) << s.to_string();
+            for (auto& t : w.transports) EXPECT_STRNE(t->name(), "shm");
+            EXPECT_EQ(w.control->carry_capacity(4), 0u);
+            std::vector<uint64_t> bits{~uint64_t{0} ^ (uint64_t{1} << r)};
+            ASSERT_TRUE(w.control->bitwise_and(&bits).ok());
+            EXPECT_EQ(bits[0], ~uint64_t{3});
+          });
 }
 
 INSTANTIATE_TEST_SUITE_P(Socket, WorldSizes, ::testing::Values(1, 2, 3, 4));
@@ -52,6 +75,25 @@ TEST(SocketWorld, PretendNodesAndLauncherBlocksGiveTheTopology) {
             EXPECT_EQ(t.local_size, 2);
             EXPECT_EQ(t.cross_rank, r / 2);
             EXPECT_EQ(t.cross_size, 2);
+            EXPECT_EQ(t.node, r / 2);
+            // Several nodes: no shm (one node only), no hierarchical (not yet).
+            for (auto& tr : w.transports) {
+              EXPECT_STRNE(tr->name(), "shm");
+              EXPECT_STRNE(tr->name(), "hierarchical");
+            }
+            // The doorbell reaches node and remote peers alike, and a ring from
+            // another node wakes a sleeper on the node's futex at once.
+            ASSERT_TRUE(w.control->barrier().ok());
+            if (r == 3) {
+              std::this_thread::sleep_for(milliseconds(100));
+              ASSERT_TRUE(w.control->ring(5).ok());
+            } else {
+              const auto start = Clock::now();
+              w.control->wait_for_ring(5, std::chrono::seconds(10), std::chrono::seconds(10));
+              EXPECT_TRUE(w.control->rung(5)) << "rank " << r;
+              EXPECT_LT(Clock::now() - start, milliseconds(1000)) << "rank " << r;
+            }
+            EXPECT_TRUE(w.control->barrier().ok());
           });
   // LOCAL_RANK / LOCAL_WORLD_SIZE of 3 + 1 ranks.
   job.run(4, [](int r, SocketWorldOptions* o) {
@@ -64,6 +106,7 @@ TEST(SocketWorld, PretendNodesAndLauncherBlocksGiveTheTopology) {
             EXPECT_EQ(t.local_size, r < 3 ? 3 : 1);
             EXPECT_EQ(t.local_rank, r < 3 ? r : 0);
             EXPECT_EQ(t.cross_size, r == 0 || r == 3 ? 2 : 1);
+            EXPECT_EQ(t.node, r < 3 ? 0 : 1);
           });
 }
 
