@@ -1,7 +1,13 @@
 // Forming a socket world (transports/socket/socket_world.h): topology, the
 // rendezvous checks and the handshake's, with ranks as threads.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <atomic>
 
@@ -45,6 +51,42 @@ TEST_P(WorldSizes, EveryRankJoinsOneHost) {
     }
     EXPECT_TRUE(w.control->barrier().ok());
   });
+}
+
+// Where the node's segment cannot be made (here /dev/shm is a read-only tmpfs
+// in each rank's own mount namespace), every rank gets the same verdict and
+// the world forms over the sockets alone. Ranks are forked processes (the
+// mount namespace is per process); skipped where this process may not unshare.
+TEST(SocketWorld, WithoutAUsableDevShmTheWorldRunsOverTheSockets) {
+  SocketJob job;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 2; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          mount("tmpfs", "/dev/shm", "tmpfs", MS_RDONLY, nullptr) != 0)
+        _exit(77);
+      transport::World w;
+      if (!create_world(job.options(r, 2), &w).ok()) _exit(1);
+      for (auto& t : w.transports)
+        if (std::string(t->name()) == "shm") _exit(2);
+      if (w.control->carry_capacity(4) != 0) _exit(3);
+      std::vector<uint64_t> bits{~uint64_t{0} ^ (uint64_t{1} << r)};
+      if (!w.control->bitwise_and(&bits).ok() || bits[0] != ~uint64_t{3}) _exit(4);
+      _exit(w.control->barrier().ok() ? 0 : 5);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  if (codes[0] == 77 || codes[1] == 77) GTEST_SKIP() << "cannot mount a private /dev/shm here";
+  EXPECT_EQ(codes[0], 0);
+  EXPECT_EQ(codes[1], 0);
 }
 
 // Without the node layer (SocketWorldOptions::node_layer, as where /dev/shm
