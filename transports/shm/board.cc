@@ -130,12 +130,14 @@ Status NodeBoard::check() {
   return failed_;
 }
 
-void NodeBoard::find_failed(std::vector<std::string>* why) {
+void NodeBoard::find_failed(std::vector<std::string>* why,
+                            const std::function<bool(int rank)>& left_in_order) {
   beat();
   const int64_t now_ns = monotonic_ns();
   for (int p = 0; p < node_->local_size(); ++p) {
     if (p == node_->local_rank()) continue;
     const Line* peer = line_of(*node_, p);
+    if (left_in_order && left_in_order(peer->rank)) continue;
     const std::string who = "rank " + std::to_string(peer->rank) + " (pid " +
                             std::to_string(peer->pid) + " on this node)";
     if (pid_visible_[p] && kill(peer->pid, 0) != 0 && errno == ESRCH) {

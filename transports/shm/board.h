@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -65,8 +66,10 @@ class NodeBoard : public transport::Liveness {
 
   // For a world that combines this board with its own check (no rate limit):
   // beats, then appends "rank r (pid p on this node) ..." to `why` for each
-  // failed node peer.
-  void find_failed(std::vector<std::string>* why);
+  // failed node peer, leaving out the ranks r (as introduced) for which
+  // `left_in_order(r)` says the world knows they left (the socket world's bye).
+  void find_failed(std::vector<std::string>* why,
+                   const std::function<bool(int rank)>& left_in_order = nullptr);
 
   // Node::create: writes this rank's line (world rank, pid, a first beat).
   static void introduce(char* line, int world_rank);

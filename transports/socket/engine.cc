@@ -85,6 +85,12 @@ Engine::~Engine() {
 
 const std::string& Engine::host_of(int rank) const { return peers_.at(rank)->link.host; }
 
+bool Engine::left(int rank) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rank < 0 || rank >= static_cast<int>(peers_.size()) || !peers_[rank]) return false;
+  return peers_[rank]->bye;
+}
+
 std::chrono::milliseconds Engine::beat_interval() const {
   return std::max(std::chrono::milliseconds(10), options_.peer_timeout / 5);
 }
@@ -184,6 +190,8 @@ void Engine::declare_locked(const std::string& why) {
     verdict.body_bytes = text.size();
     enqueue(*slot, std::move(verdict));
   }
+  for (auto& [channel, bell] : bells_)
+    if (bell.waker) bell.waker();
   cv_.notify_all();
 }
 

@@ -40,6 +40,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -90,6 +91,9 @@ class Engine : public Liveness {
   std::chrono::milliseconds peer_timeout() const { return options_.peer_timeout; }
   // The peer's host and pid as its hello said (rank != this rank).
   const std::string& host_of(int rank) const;
+  // Whether world rank `rank` has said bye: it left in order (Note [Closing in
+  // order]), so its silence or exit is no failure. Any thread.
+  bool left(int rank) const;
 
   // Liveness.
   Status check() override;
@@ -107,6 +111,12 @@ class Engine : public Liveness {
   bool rung(uint32_t channel, uint64_t cycle);
   void wait_for_ring(uint32_t channel, uint64_t cycle, std::chrono::microseconds timeout);
   void wake(uint32_t channel);
+  // Also calls `waker` (under the engine's lock: it must be quick and take no
+  // lock of the engine's) whenever a ring arrives on `channel` and when a peer
+  // fails, for a plane whose coordinator sleeps elsewhere (on the node's
+  // doorbell, Note [One sleep for both doorbells] in socket_control_plane.h).
+  // Replaces the channel's waker; close_channel() forgets it.
+  void set_waker(uint32_t channel, std::function<void()> waker);
   // What arrives on `channel` from now on is dropped, and what has arrived is
   // freed: its plane is gone (ids are never reused).
   void close_channel(uint32_t channel);
@@ -176,6 +186,7 @@ class Engine : public Liveness {
     uint64_t highest = 0;
     bool any = false;
     bool woken = false;
+    std::function<void()> waker;  // set_waker()
   };
   using MatchKey = std::tuple<uint32_t, int, int>;  // channel, peer, tag
 

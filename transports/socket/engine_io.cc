@@ -279,6 +279,7 @@ Status Engine::on_frame(Peer& p) {
       Bell& bell = bells_[m.channel];
       bell.highest = bell.any ? std::max(bell.highest, m.cycle) : m.cycle;
       bell.any = true;
+      if (bell.waker) bell.waker();
       cv_.notify_all();
       break;
     }

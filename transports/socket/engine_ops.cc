@@ -1,5 +1,6 @@
 // The engine's operations for its callers (engine.h): point-to-point, control
 // messages and the doorbell.
+#include <algorithm>
 #include <cstring>
 
 #include "common/wait_policy.h"
@@ -219,6 +220,13 @@ void Engine::wake(uint32_t channel) {
   std::lock_guard<std::mutex> lock(mu_);
   bells_[channel].woken = true;
   cv_.notify_all();
+}
+
+void Engine::set_waker(uint32_t channel, std::function<void()> waker) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (std::find(closed_channels_.begin(), closed_channels_.end(), channel) != closed_channels_.end())
+    return;
+  bells_[channel].waker = std::move(waker);
 }
 
 void Engine::close_channel(uint32_t channel) {

@@ -3,10 +3,12 @@
 // doorbell can go through shared memory instead of sockets, as the MPI world's
 // control plane does with its NodeAnd and NodeDoorbell today.
 //
-// The socket world builds none of these yet (the node layer is being moved out
-// of transports/mpi); SocketControlPlane takes them when given and behaves
-// exactly as without them otherwise. Both are used by the plane's one calling
-// thread (the coordinator), except NodeDoorbell::wake (any thread).
+// The socket world builds them over the node layer (socket_node.h: adapters of
+// shm::NodeAnd and shm::NodeDoorbell, and the liveness that adds the node's
+// board to the engine's); SocketControlPlane takes them when given and behaves
+// exactly as without them otherwise (tests give fakes: node_seam_test.cc). Both
+// are used by the plane's one calling thread (the coordinator), except
+// NodeDoorbell::wake (any thread).
 #pragma once
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "transport/liveness.h"
 
 namespace kolo::socket {
 
@@ -50,8 +53,12 @@ class NodeDoorbell {
 
 // What a plane is given for its host peers. `on_host[r]` (by the plane's rank)
 // says which ranks the doorbell reaches; the AND is used only when every rank of
-// the plane is on this host. Either may be null.
+// the plane is on this host. `liveness`, when set, is the plane's check_peers()
+// and the Liveness of everything built on the plane (the engine's verdicts plus
+// the node's board); declared first, so the AND that consults it goes before
+// it. Any may be null.
 struct NodeServices {
+  std::unique_ptr<transport::Liveness> liveness;
   std::unique_ptr<NodeAnd> node_and;
   std::unique_ptr<NodeDoorbell> doorbell;
   std::vector<bool> on_host;

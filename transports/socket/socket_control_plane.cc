@@ -71,12 +71,20 @@ SocketControlPlane::SocketControlPlane(std::shared_ptr<Engine> engine, uint32_t 
                                        std::vector<int> members,
                                        const transport::Topology& topology, NodeServices node)
     : engine_(std::move(engine)), channel_(channel), members_(std::move(members)),
-      topology_(topology), node_(std::move(node)) {
+      topology_(topology) {
+  use_node(std::move(node));
+}
+
+void SocketControlPlane::use_node(NodeServices node) {
+  node_ = std::move(node);
+  remote_.clear();
   for (int i = 0; i < static_cast<int>(members_.size()); ++i) {
     const bool on_host = node_.doorbell && i < static_cast<int>(node_.on_host.size()) &&
                          node_.on_host[i];
     if (i != topology_.rank && !on_host) remote_.push_back(members_[i]);
   }
+  // See Note [One sleep for both doorbells].
+  if (node_.doorbell) engine_->set_waker(channel_, [bell = node_.doorbell.get()] { bell->wake(); });
 }
 
 SocketControlPlane::~SocketControlPlane() { engine_->close_channel(channel_); }
@@ -211,13 +219,14 @@ bool SocketControlPlane::rung(uint64_t cycle) {
 }
 
 void SocketControlPlane::wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
-                                       std::chrono::microseconds poll) {
+                                       std::chrono::microseconds /*poll*/) {
   if (!node_.doorbell) {
     engine_->wait_for_ring(channel_, cycle, timeout);
     return;
   }
-  // Rings from other hosts arrive through the engine: look at them every `poll`.
-  if (!remote_.empty()) timeout = std::min(timeout, poll);
+  // See Note [One sleep for both doorbells]: the engine wakes the futex.
+  const std::chrono::milliseconds every = liveness()->check_every();
+  if (every < std::chrono::hours(1)) timeout = std::min<std::chrono::microseconds>(timeout, every);
   node_.doorbell->wait(cycle, timeout, [&] { return engine_->rung(channel_, cycle); });
 }
 

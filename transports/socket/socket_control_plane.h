@@ -19,8 +19,10 @@
 // The doorbell rings every member through the engine (kRing frames); rung() and
 // wait_for_ring() are answered from what the progress thread has heard, so an
 // idle coordinator sleeps on the engine's condition variable. With NodeServices
-// (node_seam.h), host peers are rung through the node's doorbell and, when the
-// whole plane is on this host, the AND runs in shared memory.
+// (node_seam.h, given at construction or by use_node() once the node layer has
+// been made over this plane), host peers are rung through the node's doorbell,
+// the coordinator sleeps on it (Note [One sleep for both doorbells]) and, when
+// the whole plane is on this host, the AND runs in shared memory.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,16 @@ class SocketControlPlane : public transport::ControlPlane {
   // Forgets the channel (a process set's id is never reused).
   ~SocketControlPlane() override;
 
+  // Takes the node's services: the node layer is made through this plane
+  // (shm::Node::create is collective over it), so they come after construction.
+  // Same thread as the collectives, before the coordinator starts.
+  void use_node(NodeServices node);
+  // The Liveness of this plane's world: the node services' when given, else the
+  // engine's. Outlives what is built over the plane.
+  transport::Liveness* liveness() const {
+    return node_.liveness ? node_.liveness.get() : static_cast<transport::Liveness*>(engine_.get());
+  }
+
   const transport::Topology& topology() const override { return topology_; }
   Status allgather(const transport::Bytes& mine, std::vector<transport::Bytes>* all) override;
   Status gather(const transport::Bytes& mine, std::vector<transport::Bytes>* all,
@@ -57,7 +69,7 @@ class SocketControlPlane : public transport::ControlPlane {
   void wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
                      std::chrono::microseconds poll) override;
   void wake() override;
-  Status check_peers() override { return engine_->check(); }
+  Status check_peers() override { return liveness()->check(); }
 
   const std::shared_ptr<Engine>& engine() const { return engine_; }
   uint32_t channel() const { return channel_; }
@@ -79,5 +91,15 @@ class SocketControlPlane : public transport::ControlPlane {
   uint64_t seq_ = 0;         // the collective call under way (the same on every member)
   bool and_on_node_ = false;
 };
+
+// Note [One sleep for both doorbells]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With the node's doorbell, an idle coordinator sleeps on its futex, where a
+// host peer's ring or a local enqueue wakes it in microseconds. Rings from
+// other hosts, and a peer's failure, arrive on the engine's progress thread:
+// the plane gives the engine a waker (Engine::set_waker) that wakes the futex,
+// so a remote ring is answered as fast as a local one and a killed peer is
+// reported at once, without polling. The sleep is still capped at the
+// liveness's check_every(), so the node's board is consulted while idle.
 
 }  // namespace kolo::socket

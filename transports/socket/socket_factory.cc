@@ -3,12 +3,14 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "transports/shm/transport.h"
 
 namespace kolo::socket {
 namespace {
 
-constexpr const char* kNoNodeLayer =
-    "the socket world's node layer (transports/shm) is not wired yet";
+constexpr const char* kNoHierarchical =
+    "the socket world has no hierarchical transport yet (the MPI world's needs MPI's cross "
+    "communicator); across hosts its ring runs over the sockets";
 
 }  // namespace
 
@@ -17,8 +19,22 @@ Status SocketFactory::native(std::unique_ptr<transport::Transport>* out) {
                      "and Adasum run over its point-to-point verbs");
 }
 
-Status SocketFactory::shared_memory(size_t, std::unique_ptr<transport::Transport>*) {
-  return unsupported(kNoNodeLayer);
+// The node layer was made with slots of `slot_bytes` (node_options in socket_node.cc).
+Status SocketFactory::shared_memory(size_t slot_bytes, std::unique_ptr<transport::Transport>* out) {
+  if (!node_ || node_->options().allreduce_slot_bytes == 0)
+    return unsupported("the socket world runs without the node layer (see the warning at init)");
+  if (shm::ShmAllreduce::slot_size(slot_bytes) !=
+      shm::ShmAllreduce::slot_size(node_->options().allreduce_slot_bytes)) {
+    return internal_error("shm: the node layer's slots are " +
+                          std::to_string(node_->options().allreduce_slot_bytes) + " bytes, not " +
+                          std::to_string(slot_bytes));
+  }
+  std::unique_ptr<shm::ShmAllreduce> engine;
+  KOLO_RETURN_IF_ERROR(shm::ShmAllreduce::create(node_, alive_, {}, &engine));
+  std::unique_ptr<shm::ShmCollectives> collectives;
+  KOLO_RETURN_IF_ERROR(shm::ShmCollectives::create(node_, alive_, {}, &collectives));
+  *out = std::make_unique<shm::ShmTransport>(std::move(engine), std::move(collectives));
+  return Status::OK();
 }
 
 // Equal iff every rank's local size is the first rank's: one allgather.
@@ -34,12 +50,12 @@ Status SocketFactory::equal_nodes(bool* out) {
 }
 
 Status SocketFactory::cross(std::shared_ptr<transport::CrossEngine>*) {
-  return unsupported(kNoNodeLayer);
+  return unsupported(kNoHierarchical);
 }
 
 Status SocketFactory::hierarchical(std::shared_ptr<transport::CrossEngine>,
                                    std::unique_ptr<transport::Transport>*) {
-  return unsupported(kNoNodeLayer);
+  return unsupported(kNoHierarchical);
 }
 
 }  // namespace kolo::socket

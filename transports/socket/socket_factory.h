@@ -1,22 +1,28 @@
 // SocketFactory: what only the socket world can build, for the registry to
 // compose (transport/factory.h). The registry makes kolo's ring and Adasum over
 // the world's point-to-point verbs and the device transport over its control
-// plane itself. There are no native collectives (that is MPI's), and the
-// shared-memory and hierarchical engines wait for the node layer
-// (transports/shm) to be wired in.
+// plane itself. The node layer (transports/shm, made by socket_node.h) gives
+// "shm" where the whole world is on one host. There are no native collectives
+// (that is MPI's), and no hierarchical transport yet: the MPI world's runs its
+// cross-node step and its other collectives on MPI's cross communicator.
 #pragma once
 
 #include <memory>
 
 #include "transport/control_plane.h"
 #include "transport/factory.h"
+#include "transport/liveness.h"
+#include "transports/shm/node.h"
 
 namespace kolo::socket {
 
 class SocketFactory : public transport::TransportFactory {
  public:
-  // `control` is the world's and outlives what this builds.
-  explicit SocketFactory(transport::ControlPlane& control) : control_(control) {}
+  // `control` and `alive` (the plane's Liveness) are the world's and outlive
+  // what this builds; `node` is its node layer, null without one.
+  SocketFactory(transport::ControlPlane& control, std::shared_ptr<shm::Node> node,
+                transport::Liveness* alive)
+      : control_(control), node_(std::move(node)), alive_(alive) {}
 
   Status native(std::unique_ptr<transport::Transport>* out) override;
   Status shared_memory(size_t slot_bytes, std::unique_ptr<transport::Transport>* out) override;
@@ -27,6 +33,8 @@ class SocketFactory : public transport::TransportFactory {
 
  private:
   transport::ControlPlane& control_;
+  std::shared_ptr<shm::Node> node_;
+  transport::Liveness* alive_;
 };
 
 }  // namespace kolo::socket

@@ -19,6 +19,7 @@
 #include "transports/socket/rendezvous.h"
 #include "transports/socket/socket_control_plane.h"
 #include "transports/socket/socket_factory.h"
+#include "transports/socket/socket_node.h"
 #include "transports/socket/socket_point_to_point.h"
 #include "transports/socket/tcp_store.h"
 
@@ -122,6 +123,12 @@ transport::Topology topology_of(const std::vector<std::string>& nodes, const std
     if (nodes[members[i]] == nodes[members[me]]) ++t.local_size;
   }
   t.local_rank = local_rank[me];
+  // The node's index: nodes in the order of their lowest member, as the MPI
+  // world numbers them (its local ranks 0 in rank order).
+  size_t first = 0;  // my node's lowest member
+  while (nodes[members[first]] != nodes[members[me]]) ++first;
+  t.node = 0;
+  for (size_t i = 0; i < first; ++i) t.node += local_rank[i] == 0 ? 1 : 0;
   t.cross_size = 0;
   for (size_t i = 0; i < members.size(); ++i) {
     if (local_rank[i] != t.local_rank) continue;
@@ -131,15 +138,23 @@ transport::Topology topology_of(const std::vector<std::string>& nodes, const std
   return t;
 }
 
-// The control plane, agreement, point-to-point verbs and transports of a plane.
+// The control plane, the node layer made through it (socket_node.h), the
+// agreement, point-to-point verbs and transports of a plane.
 Status assemble(const std::shared_ptr<Engine>& engine, uint32_t channel, std::vector<int> members,
                 const transport::Topology& topology, const SocketWorldOptions& o,
                 transport::World* built) {
   auto control = std::make_unique<SocketControlPlane>(engine, channel, members, topology);
+  NodeJoin join;
+  join.enabled = o.node_layer;
+  join.shm_slot_bytes = o.build.shm_slot_bytes;
+  join.peer_timeout = o.peer_timeout;
+  std::shared_ptr<shm::Node> node;
+  KOLO_RETURN_IF_ERROR_AS_IS(join_node(control.get(), join, &node));
   if (o.agree) KOLO_RETURN_IF_ERROR_AS_IS(o.agree(*control));
+  transport::Liveness* alive = control->liveness();
   built->control = std::move(control);
   built->p2p = std::make_unique<SocketPointToPoint>(engine, channel, std::move(members), topology.rank);
-  SocketFactory factory(*built->control);
+  SocketFactory factory(*built->control, std::move(node), alive);
   return transport::build_transports(factory, topology, o.build, built);
 }
 

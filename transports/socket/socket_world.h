@@ -16,9 +16,12 @@
 //   4. mesh.h: one connection per pair, with the handshake; rank 0 then
 //      deletes the world's keys (every rank has read them: it connected);
 //   5. the engine (its progress thread), the topology (Note [Hosts in the
-//      socket world]), the control plane, kolo_init's agreement (`agree`), the
-//      point-to-point verbs, and the transports the registry builds over
-//      SocketFactory. Process sets are channels over the same connections.
+//      socket world]), the control plane, the node layer made through it
+//      (socket_node.h: shared memory, doorbell, AND and board for the ranks on
+//      one host), kolo_init's agreement (`agree`), the point-to-point verbs,
+//      and the transports the registry builds over SocketFactory ("shm" on one
+//      host). Process sets are channels over the same connections, each with
+//      its own node layer.
 #pragma once
 
 #include <chrono>
@@ -50,6 +53,9 @@ struct SocketWorldOptions {
   int local_rank = -1;
   int local_size = -1;
   int test_node_size = 0;   // KOLO_TEST_NODE_SIZE: pretend nodes of this many ranks
+  // The node layer (socket_node.h) for ranks that share a host; false (tests):
+  // everything over the sockets. Must be the same on every rank.
+  bool node_layer = true;
   std::chrono::milliseconds init_timeout{300000};  // KOLO_INIT_TIMEOUT_SECONDS
   std::chrono::milliseconds peer_timeout{10000};   // KOLO_PEER_TIMEOUT_SECONDS
   transport::BuildOptions build{size_t{64} << 20, false};
@@ -76,8 +82,10 @@ Status create_world(const SocketWorldOptions& options, transport::World* world);
 // (torchrun gives both, and numbers a node's ranks consecutively) a rank's node
 // is the block of ranks from rank - LOCAL_RANK; without them, ranks on one host
 // name share a node; with KOLO_TEST_NODE_SIZE=k, as in the MPI world, ranks
-// r / k share a pretend node. Nodes are numbered by their lowest rank; a node's
-// ranks get local ranks in rank order; cross_rank/cross_size number the ranks of
-// equal local rank.
+// r / k share a pretend node. Nodes are numbered in the order of their lowest
+// rank (Topology::node); a node's ranks get local ranks in rank order;
+// cross_rank/cross_size number the ranks of equal local rank. A pretend node
+// is only a topology: its ranks still share one host's /dev/shm, so the node
+// layer works there as on a real one.
 
 }  // namespace kolo::socket

@@ -144,6 +144,65 @@ TEST(SocketLiveness, AKilledPeerIsSeenAtOnce) {
   one.reap();
 }
 
+// On one host the coordinator sleeps on the node layer's doorbell (a futex), not
+// on the engine: a killed host peer must still wake it at once (Note [One sleep
+// for both doorbells] in socket_control_plane.h), and the node's board joins
+// the verdict's names.
+TEST(SocketLiveness, AKilledHostPeerWakesASleeperOnTheNodeDoorbell) {
+  SocketJob job;
+  Forked zero = fork_rank(job, 0, 2, milliseconds(10000), [](transport::World& w, int fd) {
+    const bool on_node = w.control->carry_capacity(4) > 0;  // the node layer is in use
+    say(fd, on_node ? "on node" : "no node layer");
+    w.control->wait_for_ring(1, std::chrono::seconds(30), std::chrono::seconds(30));
+    const int64_t at = now_ns();
+    Status s = w.control->check_peers();
+    say(fd, "failed " + std::to_string(at) + " " + code_name(s.code()) + " " + s.message());
+  });
+  Forked one = fork_rank(job, 1, 2, milliseconds(10000), [](transport::World&, int) { pause(); });
+  ASSERT_EQ(zero.line(milliseconds(20000)), "ready");
+  ASSERT_EQ(one.line(milliseconds(20000)), "ready");
+  ASSERT_EQ(zero.line(milliseconds(5000)), "on node");
+  std::this_thread::sleep_for(milliseconds(200));  // rank 0 sleeps on the futex
+  const int64_t killed = now_ns();
+  kill(one.pid, SIGKILL);
+  const std::string failed = zero.line(milliseconds(5000));
+  ASSERT_EQ(failed.rfind("failed ", 0), 0u) << failed;
+  const int64_t seen = std::stoll(failed.substr(7));
+  EXPECT_LT(seen - killed, 500000000) << "noticed after " << (seen - killed) / 1e6 << " ms";
+  EXPECT_NE(failed.find("KOLO_ERR_RANK_FAILED"), std::string::npos) << failed;
+  EXPECT_NE(failed.find("rank 1"), std::string::npos) << failed;
+  zero.reap();
+  one.reap();
+}
+
+// A host peer that released its world (bye) and then exited, or stays silent
+// for longer than the timeout, left in order: the node's board must not call
+// that a failure.
+TEST(SocketLiveness, AHostPeerThatLeftInOrderAndExitedIsNoFailure) {
+  SocketJob job;
+  const milliseconds timeout(500);
+  Forked zero = fork_rank(job, 0, 2, timeout, [&](transport::World& w, int fd) {
+    std::this_thread::sleep_for(timeout * 3);  // rank 1 leaves, exits; its beats stop
+    for (int i = 0; i < 20; ++i) {
+      Status s = w.control->check_peers();
+      if (!s.ok()) {
+        say(fd, "failed " + s.message());
+        return;
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    say(fd, "still fine");
+  });
+  Forked one = fork_rank(job, 1, 2, timeout, [](transport::World& w, int) {
+    w.release_transports();
+  });
+  ASSERT_EQ(zero.line(milliseconds(20000)), "ready");
+  ASSERT_EQ(one.line(milliseconds(20000)), "ready");
+  EXPECT_EQ(zero.line(milliseconds(10000)), "still fine");
+  zero.reap();
+  one.reap();
+}
+
 TEST(SocketLiveness, AStoppedPeerFailsAfterTheTimeoutAndStaysFailedWhenItResumes) {
   SocketJob job;
   const milliseconds timeout(1000);

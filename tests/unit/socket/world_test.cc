@@ -1,7 +1,13 @@
 // Forming a socket world (transports/socket/socket_world.h): topology, the
 // rendezvous checks and the handshake's, with ranks as threads.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <atomic>
 
@@ -26,17 +32,76 @@ TEST_P(WorldSizes, EveryRankJoinsOneHost) {
     EXPECT_EQ(t.local_rank, r);
     EXPECT_EQ(t.local_size, n);
     EXPECT_EQ(t.cross_size, 1);
+    EXPECT_EQ(t.node, 0);
     ASSERT_NE(w.p2p, nullptr);
     std::vector<std::string> names;
     for (auto& t : w.transports) names.push_back(t->name());
-    // The ring and Adasum over the sockets; no native, shm or hierarchical ones
-    // (the device transport where this build has it).
-    ASSERT_GE(names.size(), 2u);
+    // The ring and Adasum over the sockets, and the node layer's shm (every rank
+    // is on this host); no native or hierarchical ones (the device transport
+    // where this build has it).
+    ASSERT_GE(names.size(), 3u);
     EXPECT_EQ(names[0], "ring");
     EXPECT_EQ(names[1], "adasum");
-    for (const std::string& name : names) EXPECT_TRUE(name == "ring" || name == "adasum" || name == "nccl");
+    EXPECT_EQ(names[2], "shm");
+    for (const std::string& name : names)
+      EXPECT_TRUE(name == "ring" || name == "adasum" || name == "shm" || name == "nccl");
+    // Data and the AND go through the node layer (carry_capacity > 0 only there).
+    if (n > 1) {
+      EXPECT_GT(w.control->carry_capacity(4), 0u);
+    }
     EXPECT_TRUE(w.control->barrier().ok());
   });
+}
+
+// Where the node's segment cannot be made (here /dev/shm is a read-only tmpfs
+// in each rank's own mount namespace), every rank gets the same verdict and
+// the world forms over the sockets alone. Ranks are forked processes (the
+// mount namespace is per process); skipped where this process may not unshare.
+TEST(SocketWorld, WithoutAUsableDevShmTheWorldRunsOverTheSockets) {
+  SocketJob job;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 2; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          mount("tmpfs", "/dev/shm", "tmpfs", MS_RDONLY, nullptr) != 0)
+        _exit(77);
+      transport::World w;
+      if (!create_world(job.options(r, 2), &w).ok()) _exit(1);
+      for (auto& t : w.transports)
+        if (std::string(t->name()) == "shm") _exit(2);
+      if (w.control->carry_capacity(4) != 0) _exit(3);
+      std::vector<uint64_t> bits{~uint64_t{0} ^ (uint64_t{1} << r)};
+      if (!w.control->bitwise_and(&bits).ok() || bits[0] != ~uint64_t{3}) _exit(4);
+      _exit(w.control->barrier().ok() ? 0 : 5);
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  if (codes[0] == 77 || codes[1] == 77) GTEST_SKIP() << "cannot mount a private /dev/shm here";
+  EXPECT_EQ(codes[0], 0);
+  EXPECT_EQ(codes[1], 0);
+}
+
+// Without the node layer (SocketWorldOptions::node_layer, as where /dev/shm
+// cannot be used) the world runs over the sockets alone.
+TEST(SocketWorld, WithoutTheNodeLayerEverythingGoesOverTheSockets) {
+  SocketJob job;
+  job.run(2, [](int, SocketWorldOptions* o) { o->node_layer = false; },
+          [](int r, const Status& s, transport::World& w) {
+            ASSERT_TRUE(s.ok()) << s.to_string();
+            for (auto& t : w.transports) EXPECT_STRNE(t->name(), "shm");
+            EXPECT_EQ(w.control->carry_capacity(4), 0u);
+            std::vector<uint64_t> bits{~uint64_t{0} ^ (uint64_t{1} << r)};
+            ASSERT_TRUE(w.control->bitwise_and(&bits).ok());
+            EXPECT_EQ(bits[0], ~uint64_t{3});
+          });
 }
 
 INSTANTIATE_TEST_SUITE_P(Socket, WorldSizes, ::testing::Values(1, 2, 3, 4));
@@ -52,6 +117,25 @@ TEST(SocketWorld, PretendNodesAndLauncherBlocksGiveTheTopology) {
             EXPECT_EQ(t.local_size, 2);
             EXPECT_EQ(t.cross_rank, r / 2);
             EXPECT_EQ(t.cross_size, 2);
+            EXPECT_EQ(t.node, r / 2);
+            // Several nodes: no shm (one node only), no hierarchical (not yet).
+            for (auto& tr : w.transports) {
+              EXPECT_STRNE(tr->name(), "shm");
+              EXPECT_STRNE(tr->name(), "hierarchical");
+            }
+            // The doorbell reaches node and remote peers alike, and a ring from
+            // another node wakes a sleeper on the node's futex at once.
+            ASSERT_TRUE(w.control->barrier().ok());
+            if (r == 3) {
+              std::this_thread::sleep_for(milliseconds(100));
+              ASSERT_TRUE(w.control->ring(5).ok());
+            } else {
+              const auto start = Clock::now();
+              w.control->wait_for_ring(5, std::chrono::seconds(10), std::chrono::seconds(10));
+              EXPECT_TRUE(w.control->rung(5)) << "rank " << r;
+              EXPECT_LT(Clock::now() - start, milliseconds(1000)) << "rank " << r;
+            }
+            EXPECT_TRUE(w.control->barrier().ok());
           });
   // LOCAL_RANK / LOCAL_WORLD_SIZE of 3 + 1 ranks.
   job.run(4, [](int r, SocketWorldOptions* o) {
@@ -64,6 +148,7 @@ TEST(SocketWorld, PretendNodesAndLauncherBlocksGiveTheTopology) {
             EXPECT_EQ(t.local_size, r < 3 ? 3 : 1);
             EXPECT_EQ(t.local_rank, r < 3 ? r : 0);
             EXPECT_EQ(t.cross_size, r == 0 || r == 3 ? 2 : 1);
+            EXPECT_EQ(t.node, r < 3 ? 0 : 1);
           });
 }
 
