@@ -4,7 +4,7 @@ Contract: ``start(store, rank, size)`` is called by the default group's creator
 (on every rank, from init_process_group); it returns once kolo runs here with
 torch's rank and size, or raises RuntimeError carrying kolo's message.
 
-- Under an MPI launcher (mpiexec, kolorun: PMI_RANK, PMIX_RANK, ... set), or with
+- Under an MPI launcher (mpiexec, kolorun through MPI: PMI_RANK, ... set), or with
   KOLO_WORLD=mpi: the MPI world (kolo.init()); torch's rank and size must be the
   MPI job's.
 - Otherwise (torchrun, torch.multiprocessing.spawn, any launcher that hands
