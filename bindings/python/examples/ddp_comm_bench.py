@@ -75,7 +75,8 @@ def run(rank, size, args):
             "gloo": torch.nn.parallel.DistributedDataParallel(model, process_group=gloo,
                                                               bucket_cap_mb=args.bucket_mb)}
     for ddp in ddps.values():
-        time_steps(ddp, args.warmup)
+        if args.warmup:
+            time_steps(ddp, args.warmup)
     rows = []
     for repeat in range(args.repeats):
         row = {name: time_steps(ddp, args.steps) for name, ddp in ddps.items()}
