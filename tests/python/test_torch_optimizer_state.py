@@ -106,6 +106,8 @@ def test_load_state_dict_forgets_a_step_in_progress(world, adasum):
     backward passes, so the next step runs whole instead of raising "computed more
     than backward_passes_per_step times"."""
     r, n = world
+    if adasum and n & (n - 1):
+        pytest.skip("Adasum needs a power-of-2 number of ranks")
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 2)
     optimizer = hvd.DistributedOptimizer(
