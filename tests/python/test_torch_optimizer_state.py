@@ -97,3 +97,29 @@ def test_frozen_and_unused_parameters_before_and_after_training(world, make):
         optimizer.zero_grad()
         model(torch.ones(1, 3)).sum().backward()
         optimizer.step()
+
+
+@pytest.mark.parametrize("adasum", [False, True], ids=["average", "adasum"])
+def test_load_state_dict_forgets_a_step_in_progress(world, adasum):
+    """As Horovod's: load_state_dict mid-step (kolo.torch.elastic's restore after a
+    broken world) drops the step's pending reductions and restarts the count of
+    backward passes, so the next step runs whole instead of raising "computed more
+    than backward_passes_per_step times"."""
+    r, n = world
+    if adasum and n & (n - 1):
+        pytest.skip("Adasum needs a power-of-2 number of ranks")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    optimizer = hvd.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1), named_parameters=model.named_parameters(),
+        backward_passes_per_step=2, op=hvd.Adasum if adasum else hvd.Average)
+    saved = optimizer.state_dict()
+    model(torch.ones(1, 3)).sum().backward()  # one of the step's two passes, then a restore
+    optimizer.load_state_dict(saved)
+    assert all(d == 2 for d in optimizer._allreduce_delay.values())
+    optimizer.zero_grad()
+    for _ in range(2):
+        model(torch.full((1, 3), float(r + 1))).sum().backward()
+    optimizer.step()
+    weights = hvd.allgather_object(model.weight.detach().clone())
+    assert all(torch.equal(w, weights[0]) for w in weights)

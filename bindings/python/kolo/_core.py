@@ -86,6 +86,24 @@ def init(comm=None, process_sets=None):
             add_process_set(process_set)
 
 
+def init_store(address, port, rank, size, job_token=None, generation=0):
+    """Starts kolo's socket world (no MPI): the ranks meet through kolo's rendezvous
+    store at ``address``:``port`` (rank 0 serves it there unless something already
+    listens), or through a file store with ``address`` "file:<directory>". Every
+    rank passes the same size, token and generation (kolo_init_store in kolo.h).
+    Collective, and a no-op while kolo runs here, as init()."""
+    global _atexit_registered
+    token = None if job_token is None else job_token.encode()
+    status = lib().kolo_init_store(address.encode(), int(port), int(rank), int(size), token,
+                                   int(generation))
+    if status == _lib.ERR_ALREADY_INITIALIZED:
+        return
+    check(status, "kolo.init_store")
+    if not _atexit_registered:
+        atexit.register(shutdown)
+        _atexit_registered = True
+
+
 def shutdown():
     """Stops kolo; pending operations complete with ShutdownError on every rank."""
     _topology.started = False

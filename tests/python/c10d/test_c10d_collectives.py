@@ -278,3 +278,15 @@ def test_new_group_runs_on_a_kolo_process_set(pgs):
     t = torch.ones(3)
     dist.all_reduce(t, group=whole)
     assert torch.equal(t, torch.full((3,), float(n)))
+
+
+@pytest.mark.parametrize("env, mpi", [
+    ({}, False),                                          # torchrun, mp.spawn: socket world
+    ({"PMI_RANK": "0"}, True),                            # mpiexec (MPICH's hydra)
+    ({"OMPI_COMM_WORLD_RANK": "1"}, True),                # Open MPI's mpirun
+    ({"PMI_RANK": "0", "KOLO_WORLD": "socket"}, False),   # KOLO_WORLD decides
+    ({"KOLO_WORLD": "mpi"}, True),
+])
+def test_which_world_the_default_group_starts(env, mpi):
+    from kolo.torch.distributed import _world
+    assert _world.wants_mpi(env) is mpi

@@ -79,6 +79,20 @@ class _HookedOptimizer(torch.optim.Optimizer):
         for p in self._allreduce_delay:
             self._allreduce_delay[p] = passes
 
+    def load_state_dict(self, *args, **kwargs):
+        """The wrapped optimizer's load_state_dict, after forgetting the reductions in
+        flight and restarting the count of backward passes, as Horovod's does: a
+        state loaded mid-step (elastic's restore after a broken world, whose handles
+        failed with it) starts a fresh step instead of tripping the hook's
+        "computed more than backward_passes_per_step times" check."""
+        self._reset_pending()
+        return super().load_state_dict(*args, **kwargs)
+
+    def _reset_pending(self):
+        self._handles.clear()
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
+
     def _make_hook(self, p):
         def hook(*ignore):
             if p in self._handles and self._handles[p][0] is not None:

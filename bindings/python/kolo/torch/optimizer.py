@@ -55,6 +55,11 @@ class _DistributedOptimizer(_HookedOptimizer):
         self._should_synchronize = True
         self._init_hooks(named_parameters, compression, backward_passes_per_step)
 
+    def _reset_pending(self):
+        super()._reset_pending()
+        self._synchronized = False
+        self._should_synchronize = True
+
     def _allreduce_grad_async(self, p):
         if p.grad is None:
             # Unused here, but another rank may have used it: contribute zeros.

@@ -8,10 +8,13 @@
 Every collective c10d calls runs on kolo (negotiation by name, fusion, the
 shared-memory engine, stall diagnosis, failure detection): _process_group.py has
 the table of which kolo call serves each (send and recv included, over a kolo
-set for each pair of ranks). CPU tensors. Today kolo's world is the
-MPI job, so every rank must run under ``mpiexec`` (or kolorun) with RANK and
-WORLD_SIZE equal to its MPI rank and size; torch's store is used for c10d's own
-barriers only. ``new_group`` maps to kolo process sets. Tested with torch 1.13.
+set for each pair of ranks). CPU tensors. The world (_world.py): under
+``mpiexec`` or kolorun, kolo's MPI world (RANK and WORLD_SIZE must equal the MPI
+rank and size; ``set_env_from_world`` sets them); otherwise - torchrun,
+``torch.multiprocessing.spawn``, any launcher that gives init_process_group a
+store, a rank and a size - kolo's socket world, whose rendezvous is agreed
+through torch's store. ``new_group`` maps to kolo process sets. Tested with
+torch 1.13.
 """
 
 import os

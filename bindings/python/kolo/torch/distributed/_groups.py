@@ -1,15 +1,8 @@
 """Which kolo world and process set each c10d group of backend "kolo" runs on.
 
-The world: the default group's creation starts kolo (``start_world``) unless it
-runs already, and checks that kolo's rank and size are those torch passed.
-
-Note [Where the store-based world plugs in]
-Today kolo's world is the MPI job (kolo_init under mpiexec or kolorun); torch's
-store, rank and size are only checked against it. Once the socket world lands
-(kolo_init_store, issue 29), ``start_world`` is the one place to change: without
-an MPI job around, it hands kolo the store torch passed (through a small adapter
-from c10d's Store: set/get/wait/add/compare_set) with this rank and size, instead
-of calling kolo.init().
+The world: the default group's creation starts kolo unless it runs already
+(_world.py: the MPI world under mpiexec or kolorun, else the socket world through
+torch's store), and checks that kolo's rank and size are those torch passed.
 
 Note [Process sets come from every rank]
 kolo_process_set_add is collective over every rank, but c10d calls a backend's
@@ -32,6 +25,7 @@ import torch.distributed.distributed_c10d as c10d
 
 from ... import _core
 from ..._process_sets import add_process_set, global_process_set
+from . import _world
 
 _serials = itertools.count()
 _sets = {}  # tuple of global ranks -> kolo ProcessSet
@@ -63,21 +57,8 @@ class GroupInfo:
 
 
 def start_world(store, rank, size):
-    """Starts kolo for the default group (see Note [Where the store-based world plugs
-    in]: `store`, torch's c10d Store, is unused until then); raises RuntimeError
-    when kolo's world is not the one torch describes."""
-    if not _core.is_initialized():
-        try:
-            _core.init()
-        except Exception as e:  # noqa: BLE001 - kolo's message, as a RuntimeError
-            raise RuntimeError("kolo backend: kolo.init() failed: %s" % e) from e
-    if (_core.rank(), _core.size()) != (rank, size):
-        raise RuntimeError(
-            "kolo backend: torch.distributed gave rank %d of %d, but kolo's world (the MPI "
-            "job) has rank %d of %d. Start every rank under mpiexec or kolorun with "
-            "RANK/WORLD_SIZE matching the MPI rank and size; the store-based world that "
-            "takes torch's store (kolo_init_store) is not available yet"
-            % (rank, size, _core.rank(), _core.size()))
+    """Starts kolo for the default group (_world.py says which world)."""
+    _world.start(store, rank, size)
 
 
 def _kolo_set(ranks):

@@ -86,28 +86,12 @@ class ModelStateHandler(StateHandler):
 
 
 class OptimizerStateHandler(StateHandler):
-    def restore(self):
-        super().restore()
-        _forget_pending(self.value)
+    """restore() is load_state_dict, which in a DistributedOptimizer also drops the
+    allreduces in flight when the world broke and restarts its count of backward
+    passes (as Horovod's does)."""
 
     def sync(self):
         broadcast_optimizer_state(self.value, root_rank=0)
-
-
-def _forget_pending(optimizer):
-    """Drops a DistributedOptimizer's allreduces that were in flight when the world
-    broke (their handles failed with it) and restarts its count of backward passes,
-    as Horovod's DistributedOptimizer.load_state_dict does; kolo's does not yet, and
-    without this the next backward pass trips its "computed more than
-    backward_passes_per_step times" check. Nothing for another optimizer."""
-    if not getattr(optimizer, "_kolo_distributed", False):
-        return
-    optimizer._handles.clear()
-    for p in optimizer._allreduce_delay:
-        optimizer._allreduce_delay[p] = optimizer.backward_passes_per_step
-    if hasattr(optimizer, "_synchronized"):
-        optimizer._synchronized = False
-        optimizer._should_synchronize = True
 
 
 class SamplerStateHandler(StateHandler):

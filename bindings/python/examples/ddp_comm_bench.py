@@ -1,0 +1,127 @@
+"""A DDP step's communication over ResNet-50's gradients: backend "kolo" against
+gloo in the same processes (issue 30, "Speed").
+
+    mpiexec.mpich -n 2 -bind-to core python3 ddp_comm_bench.py      # kolo's MPI world
+    python3 ddp_comm_bench.py --spawn 2                              # kolo's socket world
+
+The model has one parameter of each shape in bench/profiles/resnet50.txt (161
+tensors, 25.6 M float32, 102 MB; torchvision is not needed), and a loss whose
+backward pass is next to free (the sum of every parameter), so a step's time is
+DDP's bucketing and allreduce of the gradients. Each repeat times --steps
+forward+backward passes under DDP on kolo's default group, on a gloo group of
+the same ranks, and without communication (DDP's no_sync: the compute alone),
+in turns so that both backends see the same load. Rank 0 prints one row per
+repeat and the medians.
+"""
+
+import argparse
+import os
+import socket
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import kolo.torch.distributed  # noqa: F401 (registers backend "kolo")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROFILE = os.path.join(HERE, "..", "..", "..", "bench", "profiles", "resnet50.txt")
+
+
+def shapes(path):
+    out = []
+    for line in open(path):
+        if line.strip() and not line.startswith("#"):
+            out.append(tuple(int(d) for d in line.split()[2].split("x")))
+    return out
+
+
+class Gradients(torch.nn.Module):
+    """One parameter of each shape; forward is the sum of them all."""
+
+    def __init__(self, profile):
+        super().__init__()
+        self.params = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.zeros(s)) for s in shapes(profile))
+
+    def forward(self):
+        return torch.stack([p.sum() for p in self.params]).sum()
+
+
+def time_steps(ddp, steps, sync=True):
+    for p in ddp.parameters():
+        p.grad = None
+    start = time.perf_counter()
+    for _ in range(steps):
+        if sync:
+            ddp().backward()
+        else:
+            with ddp.no_sync():
+                ddp().backward()
+    dist.barrier()
+    return (time.perf_counter() - start) / steps * 1e3
+
+
+def run(rank, size, args):
+    torch.set_num_threads(1)
+    dist.init_process_group(backend="kolo", init_method="env://", rank=rank, world_size=size)
+    gloo = dist.new_group(list(range(size)), backend="gloo")
+    model = Gradients(args.profile)
+    n = sum(p.numel() for p in model.parameters())
+    ddps = {"kolo": torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_mb),
+            "gloo": torch.nn.parallel.DistributedDataParallel(model, process_group=gloo,
+                                                              bucket_cap_mb=args.bucket_mb)}
+    for ddp in ddps.values():
+        if args.warmup:
+            time_steps(ddp, args.warmup)
+    rows = []
+    for repeat in range(args.repeats):
+        row = {name: time_steps(ddp, args.steps) for name, ddp in ddps.items()}
+        row["compute"] = time_steps(ddps["kolo"], args.steps, sync=False)
+        rows.append(row)
+        if rank == 0:
+            print("repeat %d: kolo %.1f ms  gloo %.1f ms  compute %.1f ms  gloo/kolo %.2fx"
+                  % (repeat, row["kolo"], row["gloo"], row["compute"], row["gloo"] / row["kolo"]),
+                  flush=True)
+    if rank == 0:
+        med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+        world = "MPI" if os.environ.get("PMI_RANK") else "socket"
+        print("ddp_comm_bench: %d ranks (kolo's %s world), %d tensors, %.1f MB, bucket %g MB, "
+              "%d steps x %d repeats" % (size, world, len(list(model.parameters())), n * 4 / 1e6,
+                                         args.bucket_mb, args.steps, args.repeats))
+        print("median step: kolo %.1f ms  gloo %.1f ms  compute alone %.1f ms  "
+              "gloo/kolo %.2fx  (communication alone: gloo/kolo %.2fx)"
+              % (med["kolo"], med["gloo"], med["compute"], med["gloo"] / med["kolo"],
+                 (med["gloo"] - med["compute"]) / max(med["kolo"] - med["compute"], 1e-9)),
+              flush=True)
+    dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spawn", type=int, default=0,
+                        help="start this many ranks here (socket world) instead of under mpiexec")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--bucket-mb", type=float, default=25.0)
+    parser.add_argument("--profile", default=PROFILE)
+    args = parser.parse_args()
+    if args.spawn:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        mp.spawn(run, args=(args.spawn, args), nprocs=args.spawn, join=True)
+        return
+    if "PMI_RANK" not in os.environ:
+        sys.exit("run under mpiexec, or with --spawn N")
+    kolo.torch.distributed.set_env_from_world()
+    run(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
+
+
+if __name__ == "__main__":
+    main()
