@@ -80,7 +80,9 @@ TEST(SelectorTest, DeterministicBucketsGoToRankOrderTransportsOnly) {
   Fakes f;
   Transport* mpi = f.add("mpi");
   Transport* ring = f.add("ring");
-  Selector selector(f.offered, "mpi", Topology{});
+  SelectorOptions mpi_first;
+  mpi_first.rules = "allreduce host * * : mpi";
+  Selector selector(f.offered, mpi_first, Topology{});
   ASSERT_TRUE(selector.validate().ok());
   Bucket b = cpu_bucket(kLarge);
   b.reduction = decide_reduction(ReduceOp::kAverage, DataType::kFloat32, 1.0, 1.0, 2, true);
