@@ -92,8 +92,12 @@ SizeResult run_size(MPI_Comm comm, const PerfOptions& o, SweepCase* coll,
   if (o.with_deterministic)
     for (int i = 0; i < std::max(1, o.warmup_iters); ++i) deterministic(&r.wrong);
   for (int it = 0; it < o.iters; ++it) {
+    // Which of the two goes first alternates: a call right after another kolo
+    // call finds the coordinator awake, one after MPI's may not.
+    const bool det_first = o.with_deterministic && it % 2 == 1;
+    if (det_first) det_times[it] = deterministic(&r.wrong);
     times[it] = coll->run_kolo(name, &r.wrong);
-    if (o.with_deterministic) det_times[it] = deterministic(&r.wrong);
+    if (o.with_deterministic && !det_first) det_times[it] = deterministic(&r.wrong);
     if (o.reference == Reference::kNone) continue;
     ref_times[it] = coll->run_reference(&r.ref_wrong);
   }
