@@ -74,6 +74,8 @@ MPI_Comm use_process_set(MPI_Comm comm, const std::vector<int>& ranks) {
   return members;
 }
 
+void set_deterministic(bool on) { g_options.flags = on ? KOLO_OPTION_DETERMINISTIC : 0; }
+
 std::string effective_transport() {
   const char* value = std::getenv("KOLO_TRANSPORT");
   return value != nullptr && *value != '\0' ? value : "auto";

@@ -29,6 +29,10 @@ void stop_kolo(MPI_Comm comm);
 // Aborts the job with kolo's message when the set is refused.
 MPI_Comm use_process_set(MPI_Comm comm, const std::vector<int>& ranks);
 
+// Whether kolo_allreduce() sets KOLO_OPTION_DETERMINISTIC from now on
+// (--with-deterministic: the rank-order path timed beside the default).
+void set_deterministic(bool on);
+
 // The KOLO_TRANSPORT kolo will read: the environment's value, or "auto".
 std::string effective_transport();
 

@@ -263,6 +263,10 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
       o.breakdown = true;
       continue;
     }
+    if (arg == "--with-deterministic") {
+      o.with_deterministic = true;
+      continue;
+    }
     if (arg == "--autotune") {
       o.autotune = true;
       continue;
@@ -293,6 +297,11 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
     }
   }
   if (!check_consistency(o, error)) return false;
+  if (o.with_deterministic &&
+      (o.collective != Collective::kAllreduce || !o.model.empty() || uses_device(o))) {
+    *error = "--with-deterministic: the host allreduce sweep only (no -m, no -t nccl)";
+    return false;
+  }
   *options = o;
   return true;
 }
@@ -326,6 +335,9 @@ const char* perf_usage() {
          "      --autotune           with -m: also run with KOLO_AUTOTUNE=1 until the search\n"
          "                           freezes, then time the frozen setting (kolo_autotuned), and\n"
          "                           kolo with every tuned knob at its default (kolo_defaults)\n"
+         "      --with-deterministic allreduce sweep: after each kolo iteration one with\n"
+         "                           KOLO_OPTION_DETERMINISTIC (rank order), interleaved;\n"
+         "                           prints det_time_us and det/kolo\n"
          "      --breakdown          after each size, every rank's median time in each phase of\n"
          "                           an operation (submit, to_cycle, negotiate, to_transport,\n"
          "                           transport, to_complete, wake; kolo_handle_phases)\n"

@@ -52,6 +52,9 @@ struct PerfOptions {
   bool help = false;
   bool breakdown = false;  // --breakdown: per-phase medians after each size (perf_breakdown.h)
   bool autotune = false;  // --model with KOLO_AUTOTUNE=1: tune, then time the frozen setting
+  // --with-deterministic: each kolo allreduce iteration is followed by one with
+  // KOLO_OPTION_DETERMINISTIC (docs/deterministic.md), timed and checked alike.
+  bool with_deterministic = false;
 };
 
 // Parses argv. Returns false and sets *error on an unknown flag, a missing or

@@ -36,7 +36,7 @@ namespace {
 
 struct SizeResult {
   CollectiveShape shape;
-  double time_s = 0, ref_time_s = 0;
+  double time_s = 0, ref_time_s = 0, det_time_s = 0;
   int64_t wrong = 0, ref_wrong = 0;
 };
 
@@ -77,16 +77,32 @@ SizeResult run_size(MPI_Comm comm, const PerfOptions& o, SweepCase* coll,
   SizeResult r;
   r.shape = shape;
   coll->set_shape(shape);
-  std::vector<double> times(o.iters), ref_times(o.iters);
+  std::vector<double> times(o.iters), ref_times(o.iters), det_times(o.iters);
   const std::string name =
       std::string(collective_name(o.collective)) + "_perf." + std::to_string(shape.count);
+  // --with-deterministic: the same calls with the flag, under another name (a
+  // flagged and an unflagged request never share a bucket).
+  auto deterministic = [&](int64_t* wrong) {
+    set_deterministic(true);
+    const double t = coll->run_kolo(name + ".det", wrong);
+    set_deterministic(false);
+    return t;
+  };
   warm_up(comm, o, coll, name, &r.wrong, &r.ref_wrong);
+  if (o.with_deterministic)
+    for (int i = 0; i < std::max(1, o.warmup_iters); ++i) deterministic(&r.wrong);
   for (int it = 0; it < o.iters; ++it) {
+    // Which of the two goes first alternates: a call right after another kolo
+    // call finds the coordinator awake, one after MPI's may not.
+    const bool det_first = o.with_deterministic && it % 2 == 1;
+    if (det_first) det_times[it] = deterministic(&r.wrong);
     times[it] = coll->run_kolo(name, &r.wrong);
+    if (o.with_deterministic && !det_first) det_times[it] = deterministic(&r.wrong);
     if (o.reference == Reference::kNone) continue;
     ref_times[it] = coll->run_reference(&r.ref_wrong);
   }
   r.time_s = median(max_over_ranks(comm, times));
+  if (o.with_deterministic) r.det_time_s = median(max_over_ranks(comm, det_times));
   r.wrong = sum_over_ranks(comm, r.wrong);
   if (o.reference != Reference::kNone) {
     r.ref_time_s = median(max_over_ranks(comm, ref_times));
@@ -143,9 +159,11 @@ void print_header(const PerfOptions& o, int world_size, const CudaDevice* device
   std::printf("# %10s %12s %9s %6s %10s %10s %8s %8s %7s", "size", "count", "type", "redop",
               "transport", "time_us", "algbw", "busbw", "#wrong");
   if (with_reference) std::printf(" %11s %9s %8s", "ref_time_us", "ref_busbw", "speedup");
+  if (o.with_deterministic) std::printf(" %11s %8s %8s", "det_time_us", "det/kolo", "ref/det");
   std::printf("\n# %10s %12s %9s %6s %10s %10s %8s %8s %7s", "(B)", "(elements)", "", "", "",
               "(us)", "(GB/s)", "(GB/s)", "");
   if (with_reference) std::printf(" %11s %9s %8s", "(us)", "(GB/s)", "");
+  if (o.with_deterministic) std::printf(" %11s %8s %8s", "(us)", "", "");
   std::printf("\n");
 }
 
@@ -181,6 +199,11 @@ double report_row(const PerfOptions& o, const SizeResult& r, int world_size, Csv
     fields[9] = format("%.3f", r.ref_time_s * 1e6);
     fields[10] = format("%.6f", ref_busbw);
     fields[11] = format("%.4f", speedup);
+  }
+  if (o.with_deterministic) {
+    std::printf(" %11.2f %8.2f %8.2f", r.det_time_s * 1e6,
+                r.time_s > 0 ? r.det_time_s / r.time_s : 0.0,
+                r.det_time_s > 0 ? r.ref_time_s / r.det_time_s : 0.0);
   }
   std::printf("\n");
   std::fflush(stdout);

@@ -80,13 +80,19 @@ void BM_OwnShardTwoPass(benchmark::State& state) {
   set_counters(state, shard * sizeof(float));
 }
 
-// The engine's one pass (shm::reduce_shard, plain stores).
-void BM_OwnShardOnePass(benchmark::State& state) {
+// The engine's one pass (shm::reduce_shard, plain stores); `in_rank_order`: the
+// deterministic fold (own input at position 1 of the ranks, as rank 1 has it).
+void own_shard_one_pass(benchmark::State& state, bool in_rank_order) {
   const size_t shard = static_cast<size_t>(state.range(0)) / sizeof(float);
   const int npeers = static_cast<int>(state.range(1));
   const std::function<kolo::Status(void*, int64_t)> stage = halve;
   shm::ShardPass pass;
   pass.stage = state.range(2) != 0 ? &stage : nullptr;
+  std::vector<const void*> order(static_cast<size_t>(npeers) + 1);
+  if (in_rank_order) {
+    pass.order = order.data();
+    pass.own_at = 1;
+  }
   Buffers b(shard, npeers, static_cast<size_t>(state.range(3)) / sizeof(float));
   for (auto _ : state) {
     const size_t at = b.next(shard);
@@ -109,7 +115,10 @@ void shard_args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_OwnShardTwoPass)->Apply(shard_args);
+void BM_OwnShardOnePass(benchmark::State& state) { own_shard_one_pass(state, false); }
+void BM_OwnShardInRankOrder(benchmark::State& state) { own_shard_one_pass(state, true); }
 BENCHMARK(BM_OwnShardOnePass)->Apply(shard_args);
+BENCHMARK(BM_OwnShardInRankOrder)->Apply(shard_args);
 
 }  // namespace
 

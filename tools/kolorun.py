@@ -178,6 +178,10 @@ KNOB_SWITCHES = [
     ("--autotune", "KOLO_AUTOTUNE", "1",
      "tune fusion, sizes and transport order on the running job (docs/timeline-and-autotune.md)"),
     ("--no-autotune", "KOLO_AUTOTUNE", "0", "no autotune"),
+    ("--deterministic", "KOLO_DETERMINISTIC", "1",
+     "reduce floating sums, averages and products in rank order: the same bits whatever the "
+     "transport and sizes (docs/deterministic.md)"),
+    ("--no-deterministic", "KOLO_DETERMINISTIC", "0", "the default order (each path its own)"),
 ]
 TEST_ONLY_KNOBS = ("KOLO_TEST_NODE_SIZE",)
 # The socket world's knobs that kolorun sets itself for every worker (names.py):

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "bindings/c/firewall.h"
+#include "core/request.h"
 
 namespace kolo::c_api {
 namespace {
@@ -33,9 +34,15 @@ kolo_status_t read_shape(const std::string& what, const kolo_shape_t& shape,
 kolo_status_t read_options(const kolo_options_t* options, int n,
                            const std::function<std::string()>& owner, core::CollectiveArgs* a) {
   if (options == nullptr) return KOLO_OK;
-  if (options->reserved_ != 0)
-    return invalid("options.reserved_ must be 0, got " + std::to_string(options->reserved_) +
-                   " (initialise options with KOLO_OPTIONS_INIT or {0})");
+  if ((options->flags & ~KOLO_OPTION_DETERMINISTIC) != 0)
+    return invalid("options.flags has unknown bits " + std::to_string(options->flags) +
+                   " (KOLO_OPTION_* only; initialise options with KOLO_OPTIONS_INIT or {0})");
+  if ((options->flags & KOLO_OPTION_DETERMINISTIC) != 0) {
+    if (!core::is_allreduce(a->collective))
+      return invalid(owner() + ": options.flags KOLO_OPTION_DETERMINISTIC applies to allreduce "
+                     "only, not " + collective_name(a->collective));
+    a->deterministic = true;
+  }
   a->process_set = options->process_set;  // core::Runtime::submit checks it
   if (options->shapes == nullptr) return KOLO_OK;
   if (n == 0) return invalid(owner() + " takes no shapes: options.shapes must be NULL");

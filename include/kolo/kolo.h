@@ -191,12 +191,22 @@ typedef struct kolo_shape_t {
  * barrier and join take no shapes (shapes must be NULL). */
 typedef struct kolo_options_t {
   int32_t process_set;        /* 0: the global set; otherwise an id from kolo_process_set_add */
-  int32_t reserved_;          /* must be 0 */
+  int32_t flags;              /* KOLO_OPTION_* bits, 0: none (this field was reserved_, 0) */
   const kolo_shape_t* shapes; /* NULL: no shape given (ranks agree on counts only, as the
                                  plain calls); otherwise one shape per tensor (n of them
                                  for the grouped calls), negotiated in full */
 } kolo_options_t;
 #define KOLO_OPTIONS_INIT {0, 0, NULL}
+
+/* kolo_options_t.flags. KOLO_OPTION_DETERMINISTIC (allreduce and grouped
+ * allreduce only; another call fails with KOLO_ERR_INVALID_ARGUMENT): a floating
+ * SUM, AVERAGE or PRODUCT is reduced in rank order 0..n-1 for every element,
+ * float16/bfloat16 accumulated in float32, so the same inputs give the same bits
+ * whatever the transport, fusion and sizes (docs/deterministic.md). Every rank
+ * must pass the same flag for a name (else KOLO_ERR_MISMATCH); KOLO_DETERMINISTIC=1
+ * sets it on every allreduce. With NCCL or Adasum the call fails
+ * (KOLO_ERR_UNSUPPORTED): they do not reduce in rank order. */
+#define KOLO_OPTION_DETERMINISTIC 1
 
 /* ---- lifecycle ---------------------------------------------------------- */
 

@@ -119,6 +119,8 @@ struct Options {
   // number of shapes is KOLO_ERR_INVALID_ARGUMENT (kolo_last_error() is not
   // updated for it).
   std::vector<Shape> shapes;
+  // Allreduces: reduce in rank order (KOLO_OPTION_DETERMINISTIC in kolo.h).
+  bool deterministic = false;
 };
 
 namespace detail {
@@ -128,7 +130,7 @@ class COptions {
  public:
   explicit COptions(const Options& options) {
     c_.process_set = options.process_set;
-    c_.reserved_ = 0;
+    c_.flags = options.deterministic ? KOLO_OPTION_DETERMINISTIC : 0;
     c_.shapes = nullptr;
     if (options.shapes.empty()) return;
     shapes_.reserve(options.shapes.size());

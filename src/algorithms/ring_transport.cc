@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms/deterministic_allreduce.h"
 #include "algorithms/p2p_collectives.h"
 #include "algorithms/ring_allreduce.h"
 #include "transport/reduction.h"
@@ -16,7 +17,7 @@ using transport::CollectiveView;
 class RingTransport : public transport::Transport {
  public:
   RingTransport(transport::PointToPoint& p2p, RingOptions options)
-      : p2p_(p2p), ring_(p2p, options), collectives_(p2p, options) {}
+      : p2p_(p2p), ring_(p2p, options), in_order_(p2p, options), collectives_(p2p, options) {}
 
   const char* name() const override { return "ring"; }
   transport::Capabilities capabilities() const override {
@@ -25,12 +26,14 @@ class RingTransport : public transport::Transport {
     c.host = true;
     c.needs_p2p = true;
     c.chunk = transport::Chunk::kMessageSegment;
+    c.deterministic = true;  // DeterministicAllreduce
     return c;
   }
 
   void tune(const transport::Tuning& tuning) override {
     if (tuning.segment_bytes == 0) return;
     ring_.set_segment_bytes(tuning.segment_bytes);
+    in_order_.set_segment_bytes(tuning.segment_bytes);
     collectives_.set_segment_bytes(tuning.segment_bytes);
   }
 
@@ -41,10 +44,14 @@ class RingTransport : public transport::Transport {
     return Status::OK();
   }
 
+  // Note [Deterministic reductions] (transport.h): a marked bucket takes the
+  // rank-order allreduce instead of the ring.
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override {
+    const bool in_order = bucket.reduction.deterministic;
     return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
       return std::make_unique<transport::CompletedWork>(
-          ring_.run(in, out, count, bucket.dtype, bucket.reduction.op));
+          in_order ? in_order_.run(in, out, count, bucket.dtype, bucket.reduction.op)
+                   : ring_.run(in, out, count, bucket.dtype, bucket.reduction.op));
     });
   }
 
@@ -66,6 +73,7 @@ class RingTransport : public transport::Transport {
  private:
   transport::PointToPoint& p2p_;
   RingAllreduce ring_;
+  DeterministicAllreduce in_order_;
   P2PCollectives collectives_;
   std::vector<char> prescaled_;  // a reducescatter's prescaled input (grow-only)
 };

@@ -166,6 +166,13 @@ const Knob kKnobs[] = {
        return true;
      },
      [](const Config& c) { return c.select; }},
+    // Must agree: it decides which transports may serve a bucket.
+    {{"KOLO_DETERMINISTIC", KnobType::kBool, "0", "1/0, true/false, yes/no, on/off",
+      "1: every floating sum, average and product allreduce is reduced in rank order "
+      "0..n-1 (16-bit floats in float32): the same bits whatever the transport, fusion "
+      "and sizes (docs/deterministic.md)"},
+     [](const std::string& v, Config* c) { return parse_bool(v, &c->deterministic); },
+     [](const Config& c) { return std::string(c.deterministic ? "1" : "0"); }},
     // The flight recorder may differ between ranks: it shapes no plan and no data path.
     {{"KOLO_FLIGHT_RECORDER", KnobType::kInt, "1024",
       "an integer from 0 to 16777216 (operations); 0 disables",

@@ -33,6 +33,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarning;    // KOLO_LOG_LEVEL
   std::string transport = "auto";             // KOLO_TRANSPORT
   std::string select;                         // KOLO_SELECT: rules before the default table
+  bool deterministic = false;                 // KOLO_DETERMINISTIC (docs/deterministic.md)
   int64_t flight_recorder = 1024;             // KOLO_FLIGHT_RECORDER; 0 disables
   std::string flight_recorder_dir = ".";      // KOLO_FLIGHT_RECORDER_DIR
   double peer_timeout_seconds = 10.0;         // KOLO_PEER_TIMEOUT_SECONDS; > 0

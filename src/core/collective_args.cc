@@ -237,6 +237,7 @@ Status make_grouped(const CollectiveArgs& a, const transport::Topology& topo, Te
     p.op = a.op;
     p.prescale = a.prescale;
     p.postscale = a.postscale;
+    p.deterministic = a.deterministic && a.collective == Collective::kGroupedAllreduce;
   }
   // The grouped allreduce keeps its name ("group:"); the others say what they are.
   const std::string kind = rows ? what + " group:" : std::string("group:");
@@ -275,6 +276,7 @@ Status fill_params(const CollectiveArgs& a, const transport::Topology& topo, Ten
       p.op = a.op;
       p.prescale = a.prescale;
       p.postscale = a.postscale;
+      p.deterministic = a.deterministic;
       return check_buffers(prefix, a.input, a.output, n, a.dtype, true, true);
     case Collective::kAllgather:
       return check_buffers(prefix, a.input, nullptr, n, a.dtype, true, false);

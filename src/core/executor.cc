@@ -205,9 +205,10 @@ void Executor::record(const Batch& batch) {
     timeline_->bucket(batch.names,
                       Timeline::BucketInfo{context_.sequence, op_.bytes, collective_name(op_.kind),
                                            context_.transport_name, op_.start,
-                                           Timeline::Clock::now()});
+                                           Timeline::Clock::now(), context_.deterministic});
   }
   context_.transport_name = "none";
+  context_.deterministic = false;
   ++context_.sequence;
 }
 

@@ -11,6 +11,7 @@ Status AllreduceFamily::start(Batch& batch, std::unique_ptr<transport::Work>* wo
   bucket_.tensors.clear();
   bucket_.count = 0;
   Status described = describe(batch.entries, *batch.params);
+  context_.deterministic = bucket_.reduction.deterministic;
   if (context_.carried != nullptr) {  // Note [Data rides with the AND]: packed on every rank
     KOLO_RETURN_IF_ERROR(described);
     context_.transport_name = context_.carrier.name();
@@ -30,7 +31,8 @@ Status AllreduceFamily::describe(const std::vector<TensorEntry*>& entries,
   transport::Bucket* b = &bucket_;
   b->dtype = params.dtype;
   b->reduction = transport::decide_reduction(params.op, params.dtype, params.prescale,
-                                             params.postscale, context_.world_size);
+                                             params.postscale, context_.world_size,
+                                             params.deterministic);
   b->sequence = context_.sequence;
   const bool host = params.device_kind == DeviceKind::kCpu;
   b->device = Device{params.device_kind, host ? 0 : -1, nullptr};

@@ -110,6 +110,7 @@ struct ExecutionContext {
   // transport that took it (set by whoever starts it; the shell resets both).
   uint64_t sequence = 0;
   const char* transport_name = "none";
+  bool deterministic = false;  // the bucket was reduced in rank order (the timeline says so)
   // execute()'s carried parts while it runs (carried[r]: rank r's); null otherwise.
   const std::vector<const char*>* carried = nullptr;
 

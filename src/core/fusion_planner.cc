@@ -57,7 +57,10 @@ bool same_fusion_class(const TensorParams& a, const TensorParams& b) {
   if (a.collective != b.collective || a.dtype != b.dtype || a.device_kind != b.device_kind) return false;
   switch (a.collective) {
     case Collective::kAllreduce:
-      return a.op == b.op && a.prescale == b.prescale && a.postscale == b.postscale;
+      // Note [Deterministic reductions] (transport/transport.h): a bucket is
+      // reduced one way, so requests with and without the flag never share one.
+      return a.op == b.op && a.prescale == b.prescale && a.postscale == b.postscale &&
+             a.deterministic == b.deterministic;
     case Collective::kBroadcast: return a.root == b.root;
     case Collective::kAllgather: return true;
     default: return false;  // never fused

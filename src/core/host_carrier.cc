@@ -1,7 +1,9 @@
 #include "core/host_carrier.h"
 
 #include <cstring>
+#include <vector>
 
+#include "reduce/fold.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 
@@ -78,6 +80,10 @@ void HostCarrier::finish(const transport::Bucket& bucket,
     if (bytes == 0) continue;
     if (from.size() == 1) {
       std::memcpy(t.output, from[0] + at, bytes);
+    } else if (r.deterministic) {  // Note [Deterministic reductions] (transport/transport.h)
+      std::vector<const void*> in;
+      for (const char* f : from) in.push_back(f + at);
+      reduce::fold(t.output, in.data(), static_cast<int>(in.size()), t.count, bucket.dtype, r.op);
     } else {
       reduce::reduce(t.output, from[0] + at, from[1] + at, t.count, bucket.dtype, r.op);
       for (size_t p = 2; p < from.size(); ++p)

@@ -124,6 +124,7 @@ const std::vector<Field>& fields() {
       {"op", has_op, [](const TensorParams& p) { return op_name(p.op); }},
       {"prescale", has_op, [](const TensorParams& p) { return format_double(p.prescale); }},
       {"postscale", has_op, [](const TensorParams& p) { return format_double(p.postscale); }},
+      {"deterministic", is_allreduce, [](const TensorParams& p) { return std::string(p.deterministic ? "yes" : "no"); }},
       {"root", has_root, [](const TensorParams& p) { return std::to_string(p.root); }},
       {"group member counts", group_of_counts, [](const TensorParams& p) { return join_values(p.member_counts); }},
       {"group member row sizes", group_of_rows, [](const TensorParams& p) { return join_values(p.member_row_counts); }},

@@ -68,6 +68,9 @@ struct TensorParams {
   // a grouped call's members one after the other. Empty: none given. See Note
   // [Negotiated shapes].
   std::vector<int64_t> shapes;
+  // Allreduces: reduced in rank order (Note [Deterministic reductions] in
+  // transport/transport.h); the caller's flag or KOLO_DETERMINISTIC.
+  bool deterministic = false;
 
   bool operator==(const TensorParams& o) const {
     return collective == o.collective && dtype == o.dtype && op == o.op &&
@@ -75,7 +78,7 @@ struct TensorParams {
            postscale == o.postscale && root == o.root && row_count == o.row_count &&
            send_rows == o.send_rows && member_counts == o.member_counts &&
            names_hash == o.names_hash && shapes == o.shapes &&
-           member_row_counts == o.member_row_counts;
+           member_row_counts == o.member_row_counts && deterministic == o.deterministic;
   }
   bool operator!=(const TensorParams& o) const { return !(*this == o); }
 

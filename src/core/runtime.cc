@@ -98,6 +98,7 @@ Status Runtime::stream_wait(HandleState& handle, void* stream) {
 }
 
 Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle) {
+  if (config_.deterministic) args.deterministic = true;  // KOLO_DETERMINISTIC
   if (args.process_set != 0) {
     if (sets_ == nullptr) return internal_error("a process set's runtime has no process sets");
     std::shared_ptr<const ProcessSet> set;

@@ -46,6 +46,7 @@ struct CollectiveArgs {
   ReduceOp op = ReduceOp::kSum;
   double prescale = 1.0;
   double postscale = 1.0;
+  bool deterministic = false;              // allreduces: reduce in rank order (or KOLO_DETERMINISTIC)
   Device device;
   int root = 0;                            // broadcast (a rank of the process set's
                                            // runtime; Runtime::submit translates a

@@ -172,8 +172,11 @@ void Timeline::bucket(const std::vector<const std::string*>& names, const Bucket
                            ", \"bytes\": " + std::to_string(b.bytes) +
                            ", \"tensors\": " + std::to_string(names.size()) +
                            ", \"collective\": " + quoted(b.collective) +
-                           ", \"transport\": " + quoted(b.transport) + ", \"gbps\": " + number(gbps);
-  event("{\"name\": " + quoted(std::string(b.collective) + " " + b.transport) +
+                           ", \"transport\": " + quoted(b.transport) + ", \"gbps\": " + number(gbps) +
+                           (b.deterministic ? ", \"deterministic\": true" : "");
+  const std::string activity = std::string(b.collective) + " " + b.transport +
+                               (b.deterministic ? " deterministic" : "");
+  event("{\"name\": " + quoted(activity) +
         ", \"cat\": \"bucket\", \"ph\": \"X\", \"pid\": " + pid + ", \"tid\": " +
         std::to_string(kBucketsRow) + ", \"ts\": " + ts + ", \"dur\": " + dur +
         ", \"args\": {" + args + "}}");

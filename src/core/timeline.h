@@ -74,6 +74,7 @@ class Timeline {
     const char* transport = "";
     Clock::time_point start;
     Clock::time_point end;
+    bool deterministic = false;  // reduced in rank order: the name says "deterministic"
   };
   void bucket(const std::vector<const std::string*>& names, const BucketInfo& info);
 

@@ -35,16 +35,28 @@ void fold_half(uint16_t* dst, const uint16_t* const* in, int n, int64_t count, R
   }
 }
 
+// The first step reads in[0] and in[1] straight into the accumulator and the last
+// writes dst straight from it (no copy in or out): a block of dst aliases at most
+// the same block of one input, which its own steps have read by then, and reduce()
+// allows dst == an operand. Two inputs are one reduce() with no accumulator.
 void fold_plain(char* dst, const char* const* in, int n, int64_t count, DataType dtype, ReduceOp op) {
   alignas(64) char acc[kBlock * 8];
   const size_t elem = dtype_size(dtype);
   KOLO_CHECK_LE(elem, size_t{8});
+  if (n == 1) {
+    if (dst != in[0]) std::memmove(dst, in[0], static_cast<size_t>(count) * elem);
+    return;
+  }
+  if (n == 2) {
+    reduce(dst, in[0], in[1], count, dtype, op);
+    return;
+  }
   for (int64_t start = 0; start < count; start += kBlock) {
     const int64_t m = std::min(kBlock, count - start);
     const size_t offset = static_cast<size_t>(start) * elem;
-    std::memcpy(acc, in[0] + offset, static_cast<size_t>(m) * elem);
-    for (int r = 1; r < n; ++r) reduce(acc, acc, in[r] + offset, m, dtype, op);
-    std::memcpy(dst + offset, acc, static_cast<size_t>(m) * elem);
+    reduce(acc, in[0] + offset, in[1] + offset, m, dtype, op);
+    for (int r = 2; r < n - 1; ++r) reduce(acc, acc, in[r] + offset, m, dtype, op);
+    reduce(dst + offset, acc, in[n - 1] + offset, m, dtype, op);
   }
 }
 

@@ -51,6 +51,9 @@ struct Capabilities {
   // implements the Carrier face (carrier.h).
   bool carries = false;
   Chunk chunk = Chunk::kNone;
+  // Reduces a Reduction marked deterministic (Note [Deterministic reductions] in
+  // transport.h) in rank order; a bucket so marked goes to no other transport.
+  bool deterministic = false;
 
   bool moves(Collective c) const { return (collectives >> static_cast<int>(c)) & 1u; }
   bool takes(DataType t) const { return (dtypes >> static_cast<int>(t)) & 1u; }

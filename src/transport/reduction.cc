@@ -6,8 +6,10 @@
 namespace kolo::transport {
 
 Reduction decide_reduction(ReduceOp op, DataType dtype, double prescale, double postscale,
-                           int world_size) {
+                           int world_size, bool deterministic) {
   Reduction r;
+  r.deterministic = deterministic && is_floating(dtype) && op != ReduceOp::kMin &&
+                    op != ReduceOp::kMax;
   r.op = op == ReduceOp::kAverage ? ReduceOp::kSum : op;  // ADASUM stays: see reduction.h
   r.prescale = prescale;
   r.postscale = postscale;

@@ -21,9 +21,11 @@ namespace kolo::transport {
 // floating dtypes (one rounding in the output factor), a truncating division by
 // size for integers. ADASUM stays ADASUM with its factors as given: prescale
 // before the combination, postscale after, no 1/size (Horovod's Adasum does not
-// average). `op` must be valid; AVERAGE on bool never gets here.
+// average). `op` must be valid; AVERAGE on bool never gets here. `deterministic`
+// (the caller's flag) marks the Reduction only where order matters: a floating
+// SUM, AVERAGE, PRODUCT or ADASUM (Note [Deterministic reductions] in transport.h).
 Reduction decide_reduction(ReduceOp op, DataType dtype, double prescale, double postscale,
-                           int world_size);
+                           int world_size, bool deterministic = false);
 
 // Host memory: applies the output part of `r` (postscale or divide) in place.
 void finish_output(const Reduction& r, void* data, int64_t count, DataType dtype);

@@ -154,7 +154,7 @@ Status Selector::validate() const {
 }
 
 Status Selector::pick(const std::vector<Transport*>& order, Kind kind, DeviceKind memory,
-                      DataType dtype, size_t bytes, const std::string& what,
+                      DataType dtype, size_t bytes, bool deterministic, const std::string& what,
                       const std::function<Status(Transport*)>& supports,
                       Transport** chosen) const {
   *chosen = nullptr;
@@ -165,6 +165,7 @@ Status Selector::pick(const std::vector<Transport*>& order, Kind kind, DeviceKin
     if (!c.takes_memory(memory)) s = unsupported(std::string("no ") + (memory == DeviceKind::kCpu ? "host" : "device") + " memory");
     else if (!c.takes(dtype)) s = unsupported("no " + dtype_name(dtype));
     else if (bytes > c.max_bytes) s = unsupported("at most " + std::to_string(c.max_bytes) + " bytes");
+    else if (deterministic && !c.deterministic) s = unsupported("does not reduce in rank order");
     else s = supports(t);
     if (s.ok()) {
       KOLO_LOG(kDebug) << what << ": transport " << t->name()
@@ -176,15 +177,20 @@ Status Selector::pick(const std::vector<Transport*>& order, Kind kind, DeviceKin
     skipped += std::string(skipped.empty() ? "" : "; ") + t->name() + ": " + s.message();
   }
   (void)kind;
-  return unsupported("no transport serves " + what + " (offered: " + offered_names(offered_) +
-                     (skipped.empty() ? "" : "; " + skipped) + ")");
+  // Note [Deterministic reductions] (transport.h): say which knob asked.
+  const std::string why =
+      deterministic ? " deterministically (KOLO_DETERMINISTIC=1 or the call's deterministic "
+                      "flag asks for rank order; NCCL and Adasum do not offer it)"
+                    : "";
+  return unsupported("no transport serves " + what + why + " (offered: " +
+                     offered_names(offered_) + (skipped.empty() ? "" : "; " + skipped) + ")");
 }
 
 Status Selector::select(const Bucket& bucket, Transport** chosen) const {
   const Kind kind = bucket.reduction.op == ReduceOp::kAdasum ? Kind::kAdasum : Kind::kAllreduce;
   KOLO_RETURN_IF_ERROR(validate());
   return pick(order_for(kind, bucket.device.kind, bucket.bytes()), kind, bucket.device.kind,
-              bucket.dtype, bucket.bytes(), describe(bucket),
+              bucket.dtype, bucket.bytes(), bucket.reduction.deterministic, describe(bucket),
               [&](Transport* t) { return t->supports(bucket); }, chosen);
 }
 
@@ -210,7 +216,7 @@ Status Selector::select_collective(Collective op, const CollectiveView& view,
   const size_t bytes = call_bytes(op, view, topology_.size);
   const std::string what = std::string(collective_name(op)) + " " + std::to_string(view.sequence);
   return pick(order_for(kind_of(op), view.device.kind, bytes), kind_of(op), view.device.kind,
-              view.dtype, bytes, what,
+              view.dtype, bytes, false, what,
               [&](Transport* t) { return t->supports_collective(op, view); }, chosen);
 }
 

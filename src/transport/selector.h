@@ -87,8 +87,10 @@ class Selector {
   void refresh();
   std::vector<Transport*> candidates(const Rule* rule, Kind kind) const;
   const std::vector<Transport*>& order_for(Kind kind, DeviceKind memory, size_t bytes) const;
+  // `deterministic`: only transports that reduce in rank order (Note
+  // [Deterministic reductions] in transport.h).
   Status pick(const std::vector<Transport*>& order, Kind kind, DeviceKind memory, DataType dtype,
-              size_t bytes, const std::string& what,
+              size_t bytes, bool deterministic, const std::string& what,
               const std::function<Status(Transport*)>& supports, Transport** chosen) const;
 
   std::vector<Transport*> offered_;

@@ -41,10 +41,29 @@ struct Reduction {
   double prescale = 1.0;
   double postscale = 1.0;
   int64_t divide = 1;
+  // r is folded in rank order 0..n-1 (see Note [Deterministic reductions]); only
+  // transports whose capabilities say `deterministic` take such a bucket.
+  bool deterministic = false;
 
   bool scales_input() const { return prescale != 1.0; }
   bool scales_output() const { return postscale != 1.0 || divide != 1; }
 };
+
+// Note [Deterministic reductions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A floating SUM (so AVERAGE) or PRODUCT asked to be deterministic (the caller's
+// flag or KOLO_DETERMINISTIC) is reduced as reduce::fold() does: every element is
+// op(x_0, x_1, ..., x_{n-1}) left to right in rank order, float16/bfloat16 in a
+// float accumulator rounded once, the factors as for any bucket. So its bits
+// depend on the inputs and the world size only: not on the transport, the
+// fusion layout, the slice or segment sizes or the node split. decide_reduction()
+// sets Reduction::deterministic only where the order can change bits (MIN, MAX
+// and integers are exact in any order, so they stay free to take any path); the
+// selector then offers such a bucket only to transports that declare
+// Capabilities::deterministic, and fails it with a message naming the knob where
+// none does (NCCL, Adasum). The fusion planner never puts requests with and
+// without the flag in one bucket (a bucket is reduced one way), so a caller's
+// flag changes only its own tensors' path.
 
 // One tensor of a bucket: `count` elements reduced from `input` into `output`
 // (equal: in place). A rank that has joined contributes the executor's zeros and

@@ -288,3 +288,28 @@ def test_reducescatter(world, rows):
 def test_barrier(world):
     for _ in range(3):
         kolo.barrier()
+
+
+def _rank_order_sum(stack, acc_dtype, out_dtype):
+    """The reference of docs/deterministic.md: rank 0's value, then rank 1's, ... in
+    the accumulation type, rounded once."""
+    acc = stack[0].astype(acc_dtype)
+    for row in stack[1:]:
+        acc = (acc + row.astype(acc_dtype)).astype(acc_dtype)
+    return acc.astype(out_dtype)
+
+
+@pytest.mark.parametrize("dtype,acc", [(np.float32, np.float32), (np.float64, np.float64),
+                                       (np.float16, np.float32)], ids=["f32", "f64", "f16"])
+def test_deterministic_allreduce_is_the_rank_order_fold(world, dtype, acc):
+    r, n = world
+    rng = np.random.default_rng(1234 + r)
+    count = 70001
+    x = (rng.standard_normal(count) * np.exp2(rng.integers(-6, 7, count))).astype(dtype)
+    stack = kolo.allgather(x.reshape(1, count), name="np.det.inputs.%s" % np.dtype(dtype).name)
+    want = _rank_order_sum(stack, acc, dtype)
+    y = kolo.allreduce(x, op=kolo.Sum, name="np.det.%s" % np.dtype(dtype).name, deterministic=True)
+    assert y.tobytes() == want.tobytes()
+    ys = kolo.grouped_allreduce([x, x[:5]], op=kolo.Sum, name="np.det.group.%s" % np.dtype(dtype).name,
+                                deterministic=True)
+    assert ys[0].tobytes() == want.tobytes() and ys[1].tobytes() == want[:5].tobytes()

@@ -295,3 +295,18 @@ def test_join_with_uneven_batches(world):
 @needs("kolo_barrier")
 def test_barrier():
     hvd.barrier()
+
+
+def test_deterministic_allreduce_is_the_rank_order_fold(world):
+    r, n = world
+    g = torch.Generator().manual_seed(99 + r)
+    x = torch.randn(50001, generator=g) * torch.exp2(torch.randint(-6, 7, (50001,), generator=g).float())
+    stack = hvd.allgather(x.reshape(1, -1), name="torch.det.inputs")
+    want = stack[0].clone()
+    for row in stack[1:]:
+        want = want + row
+    y = hvd.allreduce(x, op=hvd.Sum, name="torch.det", deterministic=True)
+    assert torch.equal(y, want)
+    z = x.clone()
+    hvd.allreduce_(z, op=hvd.Sum, name="torch.det_", deterministic=True)
+    assert torch.equal(z, want)

@@ -56,6 +56,7 @@
 
 #include "common/check.h"
 #include "common/failpoint.h"
+#include "reduce/fold.h"
 #include "reduce/reduce.h"
 #include "transports/shm/core_distance.h"
 #include "transports/shm/counter.h"
@@ -172,6 +173,7 @@ struct ShmAllreduce::Slice {
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
   double prescale = 1.0;  // applied to every input element as it is first read
+  bool in_rank_order = false;
   size_t elem = 4;
 
   // Shard r is [begin(r), begin(r + 1)) elements, cut on 64-byte boundaries.
@@ -270,7 +272,7 @@ Status ShmAllreduce::decide_streaming(uint64_t bytes) {
 constexpr size_t kSmallBytes = size_t{4} << 10;
 
 Status ShmAllreduce::run_small(const Tensors& tensors, DataType dtype, ReduceOp op,
-                               const ShardStage& stage, double prescale) {
+                               const ShardStage& stage, double prescale, bool in_rank_order) {
   const int n = local_size();
   const int me = local_rank();
   const uint64_t g = next_slice_;
@@ -286,8 +288,14 @@ Status ShmAllreduce::run_small(const Tensors& tensors, DataType dtype, ReduceOp 
   Status status;
   tensors.visit(0, count, [&](const char*, char* out, int64_t at, int64_t k) {
     const size_t skip = static_cast<size_t>(at) * elem;
-    reduce::reduce(out, slot(0, g) + skip, slot(1, g) + skip, k, dtype, op);
-    for (int p = 2; p < n; ++p) reduce::reduce(out, out, slot(p, g) + skip, k, dtype, op);
+    if (in_rank_order) {  // Note [Deterministic reductions] (transport/transport.h)
+      order_.clear();
+      for (int p = 0; p < n; ++p) order_.push_back(slot(p, g) + skip);
+      reduce::fold(out, order_.data(), n, k, dtype, op);
+    } else {
+      reduce::reduce(out, slot(0, g) + skip, slot(1, g) + skip, k, dtype, op);
+      for (int p = 2; p < n; ++p) reduce::reduce(out, out, slot(p, g) + skip, k, dtype, op);
+    }
     if (stage && status.ok()) status = stage.apply(out, k);
   });
   publish_counter(counter(me, kReduced), g + 1);
@@ -343,6 +351,11 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage, bool st
   pass.stage = stage && !whole ? &stage.apply : nullptr;
   pass.stream_slot = stream;
   pass.stream_output = stream_output;
+  if (s.in_rank_order) {
+    order_.resize(static_cast<size_t>(n));
+    pass.order = order_.data();
+    pass.own_at = me;
+  }
   Status status;
   s.visit_shard(me, n, [&](const char* in, char* out, int64_t at, int64_t k) {
     const size_t skip = static_cast<size_t>(at) * s.elem;
@@ -388,18 +401,21 @@ Status ShmAllreduce::gather(const Slice& s, bool stream_output) {
 }
 
 Status ShmAllreduce::run(const void* input, void* output, int64_t count, DataType dtype,
-                         ReduceOp op, const ShardStage& stage, double prescale) {
+                         ReduceOp op, const ShardStage& stage, double prescale,
+                         bool in_rank_order) {
   const transport::BucketTensor one{input, output, count, nullptr};
-  return run_list(&one, 1, dtype, op, stage, prescale);
+  return run_list(&one, 1, dtype, op, stage, prescale, in_rank_order);
 }
 
 Status ShmAllreduce::run(const std::vector<transport::BucketTensor>& tensors, DataType dtype,
-                         ReduceOp op, const ShardStage& stage, double prescale) {
-  return run_list(tensors.data(), tensors.size(), dtype, op, stage, prescale);
+                         ReduceOp op, const ShardStage& stage, double prescale,
+                         bool in_rank_order) {
+  return run_list(tensors.data(), tensors.size(), dtype, op, stage, prescale, in_rank_order);
 }
 
 Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, DataType dtype,
-                              ReduceOp op, const ShardStage& stage, double prescale) {
+                              ReduceOp op, const ShardStage& stage, double prescale,
+                              bool in_rank_order) {
   if (!is_valid(dtype)) return invalid_argument("shm: invalid dtype " + dtype_name(dtype));
   if (!is_elementwise(op)) {
     return invalid_argument("shm: op must be sum, min, max or product, not " + op_name(op));
@@ -413,11 +429,12 @@ Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, 
                                      : "shm: null buffer" + which);
   }
   KOLO_RETURN_IF_ERROR(broken_);
-  return run_tensors(Tensors(tensors, n, dtype_size(dtype), &starts_), dtype, op, stage, prescale);
+  return run_tensors(Tensors(tensors, n, dtype_size(dtype), &starts_), dtype, op, stage, prescale,
+                     in_rank_order);
 }
 
 Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op,
-                                 const ShardStage& stage, double prescale) {
+                                 const ShardStage& stage, double prescale, bool in_rank_order) {
   const size_t elem = dtype_size(dtype);
   const int64_t count = tensors.count();
   if (local_size() == 1) {
@@ -432,7 +449,7 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
   // bucket and stage kind).
   if (static_cast<size_t>(count) * elem <= std::min(kSmallBytes, slot_bytes_) &&
       (!stage || stage.per_element)) {
-    Status status = run_small(tensors, dtype, op, stage, prescale);
+    Status status = run_small(tensors, dtype, op, stage, prescale, in_rank_order);
     if (!status.ok()) broken_ = status.with_context("shm is unusable after an earlier failure");
     return status;
   }
@@ -462,6 +479,7 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
     s.dtype = dtype;
     s.op = op;
     s.prescale = prescale;
+    s.in_rank_order = in_rank_order;
     s.elem = elem;
     return s;
   };

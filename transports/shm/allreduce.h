@@ -92,14 +92,17 @@ class ShmAllreduce {
   // Allreduce of `count` elements from `input` into `output` (may be equal) over
   // the ranks of the node, each input element multiplied by `prescale` first
   // (reduce::copy_scaled's rounding; 1: untouched). Any count, including 0.
+  // `in_rank_order`: every element folded in local rank order 0..n-1 as
+  // reduce::fold() does (Note [Deterministic reductions] in transport/transport.h);
+  // otherwise the own input first, then the peers.
   Status run(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op,
-             const ShardStage& stage = {}, double prescale = 1.0);
+             const ShardStage& stage = {}, double prescale = 1.0, bool in_rank_order = false);
   // The same over the concatenation of `tensors` (each reduced from its input into
   // its output, which may be equal), without packing them: slices and shards are
   // cut from the concatenation and may span tensors. Every rank passes the same
   // counts. The tensors' `ready` is ignored (CPU memory).
   Status run(const std::vector<transport::BucketTensor>& tensors, DataType dtype, ReduceOp op,
-             const ShardStage& stage = {}, double prescale = 1.0);
+             const ShardStage& stage = {}, double prescale = 1.0, bool in_rank_order = false);
 
   int local_rank() const { return node_->local_rank(); }
   int local_size() const { return node_->local_size(); }
@@ -110,12 +113,12 @@ class ShmAllreduce {
   ShmAllreduce(std::shared_ptr<Node> node, transport::Liveness* alive, const Options& options);
 
   Status run_list(const transport::BucketTensor* tensors, size_t n, DataType dtype, ReduceOp op,
-                  const ShardStage& stage, double prescale);
+                  const ShardStage& stage, double prescale, bool in_rank_order);
   Status run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage,
-                     double prescale);
+                     double prescale, bool in_rank_order);
   // Note [One round for small buckets] (allreduce.cc).
   Status run_small(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage,
-                   double prescale);
+                   double prescale, bool in_rank_order);
   Status post(const Slice& slice, bool stream);
   // `stream`: the slots, `stream_output`: the outputs are written with streaming
   // stores (Note [Streaming stores across distant cores]).
@@ -143,6 +146,7 @@ class ShmAllreduce {
   std::vector<int64_t> starts_;    // Tensors' offsets, reused by every run
   std::vector<char> piece_;        // scratch for one piece (pass.h)
   std::vector<const char*> peers_; // the peers' copies of the own shard, this slice
+  std::vector<const void*> order_; // a rank-order fold's inputs (pass.h's ShardPass::order)
   Status broken_;
 };
 

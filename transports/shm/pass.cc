@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "reduce/fold.h"
 #include "reduce/reduce.h"
 
 namespace kolo::shm {
@@ -72,9 +73,15 @@ Status reduce_shard(const ShardPass& pass, const char* input, const char* const*
       reduce::copy_scaled(acc, input + at, m, pass.dtype, pass.prescale);
       first = acc;
     }
-    reduce::reduce(acc, first, peers[0] + skip + at, m, pass.dtype, pass.op);
-    for (int p = 1; p < npeers; ++p)
-      reduce::reduce(acc, acc, peers[p] + skip + at, m, pass.dtype, pass.op);
+    if (pass.order != nullptr) {
+      for (int p = 0; p < npeers; ++p) pass.order[p < pass.own_at ? p : p + 1] = peers[p] + skip + at;
+      pass.order[pass.own_at] = first;
+      reduce::fold(acc, pass.order, npeers + 1, m, pass.dtype, pass.op);
+    } else {
+      reduce::reduce(acc, first, peers[0] + skip + at, m, pass.dtype, pass.op);
+      for (int p = 1; p < npeers; ++p)
+        reduce::reduce(acc, acc, peers[p] + skip + at, m, pass.dtype, pass.op);
+    }
     if (pass.stage != nullptr) KOLO_RETURN_IF_ERROR_AS_IS((*pass.stage)(acc, m));
     if (pass.stream_slot) stream_copy(slot + at, acc, bytes);
     if (output != nullptr) copy(output + at, acc, bytes, pass.stream_output);

@@ -40,6 +40,11 @@ struct ShardPass {
   const std::function<Status(void*, int64_t)>* stage = nullptr;
   bool stream_slot = false;    // the slot is written with streaming stores
   bool stream_output = false;  // the output too
+  // Rank order (Note [Deterministic reductions] in transport/transport.h): when
+  // set, `order` has room for npeers + 1 inputs and the own input is folded at
+  // position own_at among the peers (reduce::fold); else the own input first.
+  const void** order = nullptr;
+  int own_at = 0;
 };
 
 // Note [One pass over the own shard]
@@ -56,7 +61,8 @@ struct ShardPass {
 // way, so the result is bitwise the same.
 //
 // Reduces `count` elements: acc = input * prescale, then acc = op(acc, peer) for
-// peers[0 .. npeers) (each read at byte `skip` on), then the stage; acc goes to
+// peers[0 .. npeers) (each read at byte `skip` on) — or, with pass.order, the
+// fold of the peers with the own input at own_at — then the stage; acc goes to
 // `slot` and, unless `output` is null, to `output`. With plain stores acc is
 // the slot itself; streaming, it is `piece` (kPieceBytes of scratch). npeers >= 1.
 // Fails only when the stage does.

@@ -55,7 +55,7 @@ std::unique_ptr<transport::Work> ShmTransport::allreduce(const transport::Bucket
   const transport::Reduction& r = bucket.reduction;
   const ShmAllreduce::ShardStage stage = finish_stage(r, bucket.dtype, nullptr);
   return std::make_unique<transport::CompletedWork>(
-      engine_->run(bucket.tensors, bucket.dtype, r.op, stage, r.prescale));
+      engine_->run(bucket.tensors, bucket.dtype, r.op, stage, r.prescale, r.deterministic));
 }
 
 // Note [Which collectives shm takes]

@@ -34,6 +34,7 @@ class ShmTransport : public transport::Transport {
     c.reach = transport::Reach::kOneNode;
     c.carries = true;
     c.chunk = transport::Chunk::kNodeSlice;
+    c.deterministic = true;  // ShmAllreduce::run's in_rank_order
     return c;
   }
   Status supports(const transport::Bucket& bucket) const override;

@@ -258,7 +258,7 @@ def _reap_orphans():
                 _orphans.discard(st)
 
 
-def submit(fn_name, args, keep, finish, what, shapes=None, process_set=0):
+def submit(fn_name, args, keep, finish, what, shapes=None, process_set=0, deterministic=False):
     """Calls an async kolo function whose last argument is the handle out-pointer.
 
     keep: objects whose memory the operation uses (held until completion).
@@ -266,10 +266,11 @@ def submit(fn_name, args, keep, finish, what, shapes=None, process_set=0):
     shapes: the tensors' shapes (a list of tuples, one per tensor), which ranks then
     agree on in full (kolo.h, kolo_options_t): the call's *_ex form takes them.
     process_set: a process set's id; other than 0, the _ex form runs in that set.
+    deterministic: allreduces in rank order (KOLO_OPTION_DETERMINISTIC; the _ex form).
     """
     _reap_orphans()
-    if shapes is not None or process_set:
-        opts = _lib.options(shapes, process_set)
+    if shapes is not None or process_set or deterministic:
+        opts = _lib.options(shapes, process_set, deterministic)
         fn_name, args, keep = fn_name + "_ex", tuple(args) + (ctypes.byref(opts),), (keep, opts)
     fn = lib().fn(fn_name)
     ptr = ctypes.c_void_p()
@@ -348,7 +349,7 @@ def reducescatter_shard_rows(rows, rank_, size_):
 
 
 def submit_grouped(base, inputs, outputs, counts, dtype, op, prescale, postscale, device, keep,
-                   finish, shapes=None, process_set=0):
+                   finish, shapes=None, process_set=0, deterministic=False):
     """kolo_grouped_allreduce_async over raw addresses; tensor i is named "<base>.<i>"."""
     n = len(inputs)
     names = [("%s.%d" % (base, i)).encode() for i in range(n)]
@@ -360,7 +361,7 @@ def submit_grouped(base, inputs, outputs, counts, dtype, op, prescale, postscale
             float(postscale), device)
     return submit("kolo_grouped_allreduce_async", args,
                   (keep, names, c_names, c_in, c_out, c_counts), finish,
-                  "grouped_allreduce %r" % base, shapes, process_set)
+                  "grouped_allreduce %r" % base, shapes, process_set, deterministic)
 
 
 def submit_grouped_rows(kind, base, inputs, outputs, shapes, dtype, device, keep, finish,

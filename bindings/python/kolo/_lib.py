@@ -79,14 +79,18 @@ class Shape(ctypes.Structure):
 class Options(ctypes.Structure):
     """kolo_options_t (a NULL pointer means the defaults)."""
 
-    _fields_ = [("process_set", ctypes.c_int32), ("reserved_", ctypes.c_int32),
+    _fields_ = [("process_set", ctypes.c_int32), ("flags", ctypes.c_int32),
                 ("shapes", ctypes.POINTER(Shape))]
 
 
-def options(shapes=None, process_set=0):
+OPTION_DETERMINISTIC = 1  # KOLO_OPTION_DETERMINISTIC
+
+
+def options(shapes=None, process_set=0, deterministic=False):
     """A kolo_options_t for the *_ex calls: `shapes` is a list of shapes (tuples of
-    ints; one per tensor) or None. The returned object keeps its arrays alive."""
-    opts = Options(process_set, 0, None)
+    ints; one per tensor) or None; `deterministic` sets KOLO_OPTION_DETERMINISTIC.
+    The returned object keeps its arrays alive."""
+    opts = Options(process_set, OPTION_DETERMINISTIC if deterministic else 0, None)
     if shapes is not None:
         shape_array = (Shape * len(shapes))()
         keep = []

@@ -72,9 +72,11 @@ def _result(value):
 
 
 def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
-                    out=None, process_set=None):
+                    out=None, process_set=None, deterministic=False):
     """Starts an allreduce; the result (``out``, or a new array) comes from synchronize.
-    ``out=array`` reduces in place."""
+    ``out=array`` reduces in place. ``deterministic=True``: a floating sum, average or
+    product is reduced in rank order, the same bits whatever the transport and fusion
+    (docs/deterministic.md; KOLO_DETERMINISTIC=1 does it for every call)."""
     what = "allreduce"
     _core.require_initialized(what)
     ps = set_id(process_set, what)
@@ -85,17 +87,18 @@ def allreduce_async(array, op=Average, name=None, prescale_factor=1.0, postscale
             _core.check_op(op), float(prescale_factor), float(postscale_factor),
             _lib.CPU_DEVICE)
     return _core.submit("kolo_allreduce_async", args, (arr, out), _result(out),
-                        "allreduce %r" % name, [arr.shape], ps)
+                        "allreduce %r" % name, [arr.shape], ps, deterministic)
 
 
 def allreduce(array, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0, out=None,
-              process_set=None):
+              process_set=None, deterministic=False):
     return allreduce_async(array, op, name, prescale_factor, postscale_factor, out,
-                           process_set).wait()
+                           process_set, deterministic).wait()
 
 
 def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
-                            postscale_factor=1.0, out=None, process_set=None):
+                            postscale_factor=1.0, out=None, process_set=None,
+                            deterministic=False):
     """Starts one allreduce of a group of arrays (one dtype), negotiated and reduced as
     a unit. Names are "<name>.<i>"; the result is the list of outputs."""
     what = "grouped_allreduce"
@@ -121,13 +124,13 @@ def grouped_allreduce_async(arrays, op=Average, name=None, prescale_factor=1.0,
                                 [o.ctypes.data for o in outs], [a.size for a in arrs],
                                 dtypes.pop(), op, prescale_factor, postscale_factor,
                                 _lib.CPU_DEVICE, (arrs, outs), _result(outs),
-                                [a.shape for a in arrs], ps)
+                                [a.shape for a in arrs], ps, deterministic)
 
 
 def grouped_allreduce(arrays, op=Average, name=None, prescale_factor=1.0, postscale_factor=1.0,
-                      out=None, process_set=None):
+                      out=None, process_set=None, deterministic=False):
     return grouped_allreduce_async(arrays, op, name, prescale_factor, postscale_factor,
-                                   out, process_set).wait()
+                                   out, process_set, deterministic).wait()
 
 
 def _gathered(dtype, row_shape, nranks):

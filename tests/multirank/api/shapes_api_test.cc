@@ -103,11 +103,15 @@ TEST_F(Shapes, BadShapesAndOptionsAreRefusedByName) {
             KOLO_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(last_error_has("dims is NULL")) << kolo_last_error();
   o = KOLO_OPTIONS_INIT;
-  o.reserved_ = 1;
+  o.flags = 2;
   EXPECT_EQ(kolo_allreduce_async_ex("res", x, x, 4, KOLO_FLOAT32, KOLO_OP_SUM, 1.0, 1.0, cpu(), &o, &h),
             KOLO_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(last_error_has("reserved_ must be 0")) << kolo_last_error();
+  EXPECT_TRUE(last_error_has("options.flags has unknown bits 2")) << kolo_last_error();
   EXPECT_EQ(kolo_barrier_ex(&o), KOLO_ERR_INVALID_ARGUMENT);
+  o.flags = KOLO_OPTION_DETERMINISTIC;
+  EXPECT_EQ(kolo_barrier_ex(&o), KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(last_error_has("KOLO_OPTION_DETERMINISTIC applies to allreduce only"))
+      << kolo_last_error();
   o = KOLO_OPTIONS_INIT;
   o.process_set = 3;
   EXPECT_EQ(kolo_allreduce_async_ex("ps", x, x, 4, KOLO_FLOAT32, KOLO_OP_SUM, 1.0, 1.0, cpu(), &o, &h),

@@ -181,7 +181,7 @@ TEST_F(ProcessSets, ErrorsOnEveryRankAndTheJobGoesOn) {
   EXPECT_EQ(kolo_process_set_remove(0), KOLO_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(kolo_process_set_remove(99), KOLO_ERR_INVALID_ARGUMENT);
   kolo_options_t bad = in(0);
-  bad.reserved_ = 1;
+  bad.flags = 2;
   EXPECT_EQ(kolo_barrier_ex(&bad), KOLO_ERR_INVALID_ARGUMENT);
   // Removing a set with work in flight: rank 0 holds "held" in {0,2}.
   kolo_handle_t held = nullptr;

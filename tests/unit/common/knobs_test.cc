@@ -44,6 +44,7 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
       "KOLO_STALL_SHUTDOWN_TIME_SECONDS", "KOLO_HIERARCHICAL_ALLREDUCE",
       "KOLO_THREAD_AFFINITY",          "KOLO_LOG_LEVEL",
       "KOLO_TRANSPORT",                "KOLO_SELECT",
+      "KOLO_DETERMINISTIC",
       "KOLO_FLIGHT_RECORDER",
       "KOLO_FLIGHT_RECORDER_DIR",      "KOLO_PEER_TIMEOUT_SECONDS",
       "KOLO_TEST_NODE_SIZE",
@@ -126,7 +127,7 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   const std::vector<std::string> values = knob_values(env_of({}));
   const std::vector<std::string> expected = {"64M", "1",    "1024",    "",     "0",
                                              "60",  "0",    "0",       "-1",   "warning",
-                                             "auto", "",   "1024", ".",      "10",
+                                             "auto", "",   "0",    "1024", ".",      "10",
                                              "0",   "1M",   "512K",    "256K", "4K",
                                              "auto",
                                              "auto", "0",   "",        "3",    "0.5",
@@ -196,6 +197,8 @@ TEST(KnobsTest, ValidValues) {
   EXPECT_EQ(load_ok({{"KOLO_LOG_LEVEL", "trace"}}).log_level, LogLevel::kTrace);
   EXPECT_EQ(load_ok({{"KOLO_LOG_LEVEL", "fatal"}}).log_level, LogLevel::kFatal);
   EXPECT_FALSE(load_ok({{"KOLO_HIERARCHICAL_ALLREDUCE", "off"}}).hierarchical_allreduce);
+  EXPECT_TRUE(load_ok({{"KOLO_DETERMINISTIC", "1"}}).deterministic);
+  EXPECT_FALSE(load_ok({}).deterministic);
   EXPECT_EQ(load_ok({{"KOLO_CYCLE_TIME_MS", "5"}}).cycle_time_ms, 5.0);
 
   const std::vector<std::string> values = knob_values(env_of({{"KOLO_CACHE_CAPACITY", " 8 "}}));
@@ -322,7 +325,8 @@ TEST(KnobsTest, OnlyKnobsThatShapeNothingSharedMayDiffer) {
   EXPECT_EQ(agreed, (std::vector<std::string>{"KOLO_FUSION_THRESHOLD", "KOLO_CACHE_CAPACITY",
                                               "KOLO_STALL_SHUTDOWN_TIME_SECONDS",
                                               "KOLO_HIERARCHICAL_ALLREDUCE", "KOLO_TRANSPORT",
-                                              "KOLO_SELECT", "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_TEST_NODE_SIZE",
+                                              "KOLO_SELECT", "KOLO_DETERMINISTIC",
+                                              "KOLO_PEER_TIMEOUT_SECONDS", "KOLO_TEST_NODE_SIZE",
                                               "KOLO_LARGE_TENSOR_BYTES", "KOLO_SHM_SLICE_BYTES",
                                               "KOLO_RING_SEGMENT_BYTES", "KOLO_AND_CARRY_BYTES",
                                               "KOLO_TRANSPORT_SMALL",

@@ -73,6 +73,41 @@ TEST(SelectorTest, ExplicitPreferencePicksThatTransport) {
   }
 }
 
+// Note [Deterministic reductions] (transport.h): a marked bucket goes only to a
+// transport that folds in rank order, whatever the table asks first; where none
+// may take it, the error names the knob. MIN and integers are never marked.
+TEST(SelectorTest, DeterministicBucketsGoToRankOrderTransportsOnly) {
+  Fakes f;
+  Transport* mpi = f.add("mpi");
+  Transport* ring = f.add("ring");
+  SelectorOptions mpi_first;
+  mpi_first.rules = "allreduce host * * : mpi";
+  Selector selector(f.offered, mpi_first, Topology{});
+  ASSERT_TRUE(selector.validate().ok());
+  Bucket b = cpu_bucket(kLarge);
+  b.reduction = decide_reduction(ReduceOp::kAverage, DataType::kFloat32, 1.0, 1.0, 2, true);
+  ASSERT_TRUE(b.reduction.deterministic);
+  Transport* chosen = nullptr;
+  ASSERT_TRUE(selector.select(b, &chosen).ok());
+  EXPECT_EQ(chosen, ring);
+  for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+    EXPECT_FALSE(decide_reduction(op, DataType::kFloat32, 1.0, 1.0, 2, true).deterministic);
+  }
+  EXPECT_FALSE(decide_reduction(ReduceOp::kSum, DataType::kInt32, 1.0, 1.0, 2, true).deterministic);
+  b.reduction.deterministic = false;
+  ASSERT_TRUE(selector.select(b, &chosen).ok());
+  EXPECT_EQ(chosen, mpi);
+
+  SelectorOptions only;
+  only.rules = "allreduce host * * : mpi only";
+  Selector mpi_only(f.offered, only, Topology{});
+  b.reduction.deterministic = true;
+  const Status s = mpi_only.select(b, &chosen);
+  EXPECT_EQ(s.code(), Code::kUnsupported);
+  EXPECT_NE(s.message().find("KOLO_DETERMINISTIC"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("does not reduce in rank order"), std::string::npos) << s.message();
+}
+
 // Note [Adasum has an engine of its own]: an op=adasum bucket goes to "adasum"
 // whatever KOLO_TRANSPORT says, and "adasum" never takes another op's bucket.
 TEST(SelectorTest, AdasumBucketsGoToTheAdasumEngineOnly) {

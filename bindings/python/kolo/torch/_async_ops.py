@@ -19,7 +19,8 @@ from ._tensors import (_check_adasum, _check_process_set, _check_tensor, _copy_o
                        _split_group_output, _writable)
 
 
-def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, ps=0):
+def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor, ps=0,
+                     deterministic=False):
     what = "allreduce %r" % name
     _core.require_initialized("allreduce")
     _check_adasum(op, what, ps)
@@ -28,16 +29,18 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
     args = (name.encode(), src.data_ptr(), buffer.data_ptr(), src.numel(), dtype, op,
             float(prescale_factor), float(postscale_factor), device)
     return _core.submit("kolo_allreduce_async", args, (tensor, src, buffer, output),
-                        _finish_into(output, buffer, copy_back), what, [tuple(src.shape)], ps)
+                        _finish_into(output, buffer, copy_back), what, [tuple(src.shape)], ps,
+                        deterministic)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0, process_set=global_process_set):
-    """Starts an in-place allreduce of `tensor`; synchronize() returns it."""
+                     postscale_factor=1.0, process_set=global_process_set, deterministic=False):
+    """Starts an in-place allreduce of `tensor`; synchronize() returns it.
+    deterministic=True: reduced in rank order (docs/deterministic.md)."""
     ps = _check_process_set(process_set, "allreduce_async_")
     op = _op(average, op, "allreduce_async_")
     return _allreduce_async(tensor, tensor, _name("allreduce", name), op, prescale_factor,
-                            postscale_factor, ps)
+                            postscale_factor, ps, deterministic)
 
 
 def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postscale_factor,

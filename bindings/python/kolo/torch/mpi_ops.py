@@ -21,7 +21,7 @@ from .sparse import sparse_allreduce_async
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0, process_set=global_process_set):
+                    postscale_factor=1.0, process_set=global_process_set, deterministic=False):
     """Starts an allreduce of `tensor` into a new tensor; synchronize() returns it.
     A sparse COO tensor is allgathered (indices and values) as in Horovod: see
     kolo.torch.sparse."""
@@ -32,30 +32,32 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
                                       postscale_factor)
     output = _empty_like(tensor)
     return _allreduce_async(tensor, output, _name("allreduce", name), op, prescale_factor,
-                            postscale_factor, ps)
+                            postscale_factor, ps, deterministic)
 
 
 class HorovodAllreduce(torch.autograd.Function):
     """Allreduce whose gradient is the allreduce (same op and factors) of the gradient."""
 
     @staticmethod
-    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set):
+    def forward(ctx, tensor, name, op, prescale_factor, postscale_factor, process_set,
+                deterministic=False):
         ctx.op, ctx.prescale, ctx.postscale = op, prescale_factor, postscale_factor
-        ctx.process_set = process_set
+        ctx.process_set, ctx.deterministic = process_set, deterministic
         ps = _check_process_set(process_set, "allreduce")
         output = _empty_like(tensor)
         return _allreduce_async(tensor, output, _name("allreduce", name), op, prescale_factor,
-                                postscale_factor, ps).wait()
+                                postscale_factor, ps, deterministic).wait()
 
     @staticmethod
     def backward(ctx, grad_output):
         grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale,
-                         postscale_factor=ctx.postscale, process_set=ctx.process_set)
-        return grad, None, None, None, None, None
+                         postscale_factor=ctx.postscale, process_set=ctx.process_set,
+                         deterministic=ctx.deterministic)
+        return grad, None, None, None, None, None, None
 
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
-              postscale_factor=1.0, process_set=global_process_set):
+              postscale_factor=1.0, process_set=global_process_set, deterministic=False):
     """Allreduce of `tensor` into a new tensor (differentiable). `compression` (e.g.
     Compression.fp16) compresses for the wire and decompresses the result. A sparse
     COO tensor gives a sparse result (not differentiable, not compressed), as
@@ -68,17 +70,18 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     if compression is not None:
         compressed, ctx = compression.compress(tensor)
         summed = HorovodAllreduce.apply(compressed, name, op, prescale_factor, postscale_factor,
-                                        process_set)
+                                        process_set, deterministic)
         return compression.decompress(summed, ctx)
     return HorovodAllreduce.apply(tensor, name, op, prescale_factor, postscale_factor,
-                                  process_set)
+                                  process_set, deterministic)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-               postscale_factor=1.0, process_set=global_process_set):
-    """In-place allreduce of `tensor`; returns it."""
+               postscale_factor=1.0, process_set=global_process_set, deterministic=False):
+    """In-place allreduce of `tensor`; returns it. deterministic=True: reduced in rank
+    order (docs/deterministic.md; KOLO_DETERMINISTIC=1 does it for every call)."""
     return allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor,
-                            process_set).wait()
+                            process_set, deterministic).wait()
 
 
 class HorovodGroupedAllreduce(torch.autograd.Function):
