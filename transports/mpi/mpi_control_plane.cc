@@ -76,10 +76,15 @@ MpiControlPlane::~MpiControlPlane() {
   MPI_Finalized(&finalized);
   if (finalized) return;  // MPI has released everything already
   const bool peer_failed = alive() && alive()->failed();
+  if (peer_failed) {  // Note [No MPI progress after a verdict] (mpi_wait.h): leak, untouched
+    if (doorbell_recv_ != MPI_REQUEST_NULL) doorbell_in_.release();
+    if (!ringings_.empty()) new std::list<Ringing>(std::move(ringings_));
+    return;
+  }
   if (doorbell_recv_ != MPI_REQUEST_NULL) {
     MPI_Cancel(&doorbell_recv_);
     bool done = false;
-    wait_for(&doorbell_recv_, peer_failed ? kShutdownWait / 10 : kShutdownWait, &done).ignore();
+    wait_for(&doorbell_recv_, kShutdownWait, &done).ignore();
     if (!done) {
       MPI_Request_free(&doorbell_recv_);
       doorbell_in_.release();  // MPI may still write into it: leak, never free under it
@@ -318,9 +323,7 @@ Status MpiControlPlane::reap_ringings() {
 }
 
 void MpiControlPlane::release_ringings() {
-  const bool peer_failed = alive() && alive()->failed();  // sends to it never finish
-  const auto deadline =
-      std::chrono::steady_clock::now() + (peer_failed ? kShutdownWait / 10 : kShutdownWait);
+  const auto deadline = std::chrono::steady_clock::now() + kShutdownWait;
   bool all_done = true;
   for (Ringing& ringing : ringings_) {
     for (MPI_Request& request : ringing.sends) {

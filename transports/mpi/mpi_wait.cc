@@ -1,6 +1,7 @@
 #include "transports/mpi/mpi_wait.h"
 
 #include <atomic>
+#include <thread>
 
 #include "common/check.h"
 #include "transports/mpi/mpi_check.h"
@@ -12,6 +13,8 @@ namespace {
 std::atomic<bool> g_peer_failed{false};
 // The longest sleep on a counter between liveness checks (a wake-up ends it early).
 constexpr int64_t kSleepSliceUs = 2000;
+// How long an MPI error waits for liveness to name a failed peer.
+constexpr auto kExplainFor = std::chrono::milliseconds(200);
 }  // namespace
 
 void record_peer_failure() { g_peer_failed.store(true, std::memory_order_release); }
@@ -31,14 +34,31 @@ Status Deadline::check() {
 }
 
 Status wait(MPI_Request* request, Liveness* alive, MPI_Status* status) {
+  // Note [No MPI progress after a verdict].
+  if (alive && alive->failed()) return alive->check();
   Backoff backoff;
   for (;;) {
     int done = 0;
-    KOLO_MPI_CHECK(MPI_Test(request, &done, status));
-    if (done) return Status::OK();
+    const int rc = MPI_Test(request, &done, status);
+    if (rc != MPI_SUCCESS)
+      return explain_mpi_error(mpi_error(rc, "MPI_Test", __FILE__, __LINE__), alive);
+    // Note [A completed wait asks liveness too].
+    if (done) return alive ? alive->check() : Status::OK();
     if (alive) KOLO_RETURN_IF_ERROR_AS_IS(alive->check());
     backoff.pause();
   }
+}
+
+Status explain_mpi_error(Status error, Liveness* alive) {
+  if (alive == nullptr) return error;
+  // Note [An MPI error while a peer fails].
+  const auto until = std::chrono::steady_clock::now() + kExplainFor;
+  do {
+    Status verdict = alive->check();
+    if (!verdict.ok()) return verdict;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  } while (std::chrono::steady_clock::now() < until);
+  return error;
 }
 
 Status wait_all(MPI_Request* requests, int n, Liveness* alive) {

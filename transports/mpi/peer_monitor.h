@@ -10,30 +10,31 @@
 //   (kill(pid, 0) answers ESRCH; only for pids this process could see at
 //   create(), so separate pid namespaces fall back to the heartbeat) or when its
 //   heartbeat is older than the timeout (a stopped or hung process), unless a
-//   debugger holds it (Note [A debugger's stop is not a failure]).
-// - Ranks on other nodes exchange heartbeat messages on the monitor's own
-//   duplicate of the control communicator (one receive posted per remote peer,
-//   one send to each at least every beat interval). A remote peer has failed
-//   when nothing has arrived from it for the timeout.
-// - The heartbeats come from a small thread of the monitor (one beat per
+//   debugger holds it (Note [A debugger's stop is not a failure]) or this process
+//   was away itself (Note [Silence is counted only while this process listens],
+//   in transports/liveness/tcp_liveness.h, holds for the board too).
+// - Ranks on other nodes are watched by a TcpLiveness (transports/liveness/
+//   tcp_liveness.h), a TCP side channel of kolo's own whose addresses and job
+//   token are exchanged here over MPI: a closed connection is a dead process
+//   (noticed at once), silence for the timeout is a partition, and a verdict
+//   reached anywhere is passed to every rank that can be reached. Not MPI
+//   messages: Note [A side channel apart from MPI's progress].
+// - The board's heartbeats come from a small thread of the monitor (one beat per
 //   interval, a fifth of the timeout), so a process that runs beats whatever its
-//   other threads do, and a stopped or dead one does not. That thread also sends
-//   the remote heartbeats when MPI allows calls from several threads
-//   (MPI_THREAD_MULTIPLE, always so when kolo initialised MPI); otherwise check()
-//   sends them, and the coordinator calls check() between the tests of every
-//   wait and at least every check_every() while idle (MpiControlPlane caps its
-//   idle sleep at it).
+//   other threads do, and a stopped or dead one does not.
 //
 // Contract: create() is collective over the control communicator (kolo_init).
 // check() is called by one thread at a time (the thread in kolo_init, then the
 // coordinator). Once a peer has failed, check() returns the same
 // KOLO_ERR_RANK_FAILED error (naming the ranks) forever and failed() is true:
-// the world's teardown then skips collective frees. The destructor frees the
-// board collectively only if no peer failed.
+// the world's teardown then skips collective frees. A verdict of this node's
+// check is passed to the other nodes' ranks too. The destructor frees the board
+// collectively only if no peer failed.
 #pragma once
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -45,6 +46,7 @@
 
 #include "common/status.h"
 #include "transport/control_plane.h"
+#include "transports/liveness/tcp_liveness.h"
 #include "transports/mpi/mpi_wait.h"
 #include "transports/mpi/shm_window.h"
 
@@ -64,8 +66,6 @@ namespace kolo::mpi {
 
 class PeerMonitor : public Liveness {
  public:
-  static constexpr int kHeartbeatTag = 2;
-
   // `control`: the world's control communicator (duplicated here); `local`: the
   // node communicator or MPI_COMM_NULL. `timeout`: KOLO_PEER_TIMEOUT_SECONDS.
   // The steps before the monitor runs are bounded by `timeout` too.
@@ -74,45 +74,33 @@ class PeerMonitor : public Liveness {
   ~PeerMonitor() override;
 
   Status check() override;
-  bool failed() const override { return !failed_.ok(); }
+  bool failed() const override { return !failed_.ok() || (remote_ && remote_->failed()); }
   // The beat interval: a fifth of the timeout, at least 10 ms.
   std::chrono::milliseconds check_every() const override { return interval_; }
 
  private:
-  struct Remote {
-    int rank = 0;
-    uint64_t in = 0;   // the posted receive's buffer
-    uint64_t out = 0;  // the last send's buffer
-    MPI_Request recv = MPI_REQUEST_NULL;
-    MPI_Request send = MPI_REQUEST_NULL;
-    std::chrono::steady_clock::time_point heard;
-  };
   struct Board;
 
   PeerMonitor(std::chrono::milliseconds timeout, const transport::Topology& topology);
   Status start(MPI_Comm control, MPI_Comm local);
-  Status start_remote();
+  Status start_remote(Liveness* deadline);
   void beat_node();
-  void send_remote(std::chrono::steady_clock::time_point now);
   void beat_loop();
   // Appends "rank r ..." to `why` for each failed peer.
   void check_node(std::vector<std::string>* why);
-  Status check_remote(std::chrono::steady_clock::time_point now, std::vector<std::string>* why);
-  void release_requests();  // after the beater stopped
 
   const std::chrono::milliseconds timeout_;
   const std::chrono::milliseconds interval_;
   const transport::Topology topology_;
-  MPI_Comm comm_ = MPI_COMM_NULL;  // for the remote heartbeats
+  MPI_Comm comm_ = MPI_COMM_NULL;  // the exchange of the remote half's addresses
   std::unique_ptr<ShmWindow> window_;
   std::vector<bool> pid_visible_;  // by local rank
   std::vector<int64_t> traced_ns_;  // by local rank: when last seen held by a debugger
-  std::vector<Remote> remotes_;
+  std::unique_ptr<liveness::TcpLiveness> remote_;  // the ranks on other nodes
+  std::atomic<int64_t> last_alive_ns_{0};  // this process's last beat_node()
+  std::atomic<int64_t> resumed_ns_{0};  // when it came back from being away
   std::chrono::steady_clock::time_point next_check_{};
-  std::chrono::steady_clock::time_point next_send_{};
-  uint64_t beats_ = 0;
   Status failed_;
-  bool thread_sends_ = false;  // the beater sends the remote heartbeats
   std::thread beater_;
   std::mutex beater_mu_;
   std::condition_variable beater_cv_;
