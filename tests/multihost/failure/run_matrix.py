@@ -3,6 +3,7 @@
 (tools/pretend_cluster.sh), disrupted mid-run, and what every survivor saw.
 
   run_matrix.py --cluster TOOL --probe PROBE CASE... [--timeout S] [--stacks]
+  run_matrix.py --cluster TOOL --probe PROBE --group NAME | --ci | --all
   run_matrix.py --list [--all]          the cases (--all: the full matrix)
 
 A case is LAYOUT.DISRUPTION.PHASE, e.g. 2x1.partition.ring:
@@ -52,17 +53,22 @@ FAULTS = ("partition", "oneway", "kill", "stop")
 MORE_FAULTS = ("down", "blackhole")  # not in --all: other ways to cut both ways
 SOAKS = ("slowlink", "oversub")
 TRANSPORT = {"ring": "ring", "hierarchical": "hierarchical"}
-# The matrix CI runs (ctest -L multihost.failure): every phase under a partition at
-# both layouts, and the other disruptions where they differ most.
-CI_CASES = (
-    [f"2x1.partition.{p}" for p in PHASES if p != "hierarchical"] +
-    [f"2x2.partition.{p}" for p in ("init", "idle", "negotiate", "hierarchical", "join",
-                                    "shutdown")] +
-    [f"{l}.{f}.{p}" for l in ("2x1", "2x2") for f in ("oneway", "kill", "stop")
-     for p in ("negotiate", "idle")] +
-    ["2x2.oneway.hierarchical", "2x2.kill.hierarchical", "2x1.kill.ring", "2x1.stop.barrier",
-     "2x1.kill.join", "2x2.kill.init", "2x1.kill.shutdown", "2x1.oneway.ring"] +
-    ["2x1.slowlink.soak", "2x2.oversub.soak"])
+# The matrix CI runs (ctest -L multihost.failure), one CTest test per group, each
+# group in one cluster: every phase under a cut link at both layouts, and the
+# other disruptions where they differ most.
+GROUPS = {
+    "partition.2x1": [f"2x1.partition.{p}" for p in PHASES if p != "hierarchical"],
+    "partition.2x2": [f"2x2.partition.{p}" for p in ("init", "idle", "negotiate",
+                                                     "hierarchical", "join", "shutdown")],
+    "faults.2x1": [f"2x1.{f}.{p}" for f in ("oneway", "kill", "stop") for p in ("negotiate", "idle")] +
+                  ["2x1.oneway.ring", "2x1.kill.ring", "2x1.kill.join", "2x1.kill.shutdown",
+                   "2x1.stop.barrier", "2x1.stop.shutdown"],
+    "faults.2x2": [f"2x2.{f}.{p}" for f in ("oneway", "kill", "stop") for p in ("negotiate", "idle")] +
+                  ["2x2.oneway.hierarchical", "2x2.kill.hierarchical", "2x2.kill.init",
+                   "2x2.stop.init"],
+    "soak": ["2x1.slowlink.soak", "2x2.oversub.soak"],
+}
+CI_CASES = [c for group in GROUPS.values() for c in group]
 
 
 def all_cases():
@@ -186,7 +192,10 @@ def launch(case, args, tmp, log):
            "-genv", "KOLO_FLIGHT_RECORDER_DIR", tmp]
     if case.phase in TRANSPORT:
         cmd += ["-genv", "KOLO_TRANSPORT", TRANSPORT[case.phase]]
-    cmd += [args.probe, case.phase, tmp, str(args.soak_iterations)]
+    iterations = args.soak_iterations
+    if case.fault == "slowlink" and os.environ.get("KOLO_CLUSTER_NETEM") == "1":
+        iterations = args.slow_iterations
+    cmd += [args.probe, case.phase, tmp, str(iterations)]
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                             start_new_session=True)
 
@@ -246,7 +255,8 @@ def run_case(case, args, notes):
     try:
         limit = started + int(args.start_limit * 1e9)
         if not wait_until(lambda: all(read(tmp, f"ready.{r}") for r in every) or
-                          job.poll() is not None, limit):
+                          job.poll() is not None or
+                          any(read(tmp, f"verdict.{r}") for r in every), limit):
             failures.append(f"not every rank reached the phase within {args.start_limit:.0f} s")
         elif job.poll() is not None and not all(read(tmp, f"ready.{r}") for r in every):
             failures.append(f"the job ended (exit {job.returncode}) before every rank was ready")
@@ -430,13 +440,17 @@ def main():
     p.add_argument("cases", nargs="*")
     p.add_argument("--cluster", help="tools/pretend_cluster.sh")
     p.add_argument("--probe", help="host_failure_probe")
-    p.add_argument("--ci", action="store_true", help="the cases CI runs")
+    p.add_argument("--ci", action="store_true", help="the cases CI runs (every group)")
+    p.add_argument("--group", choices=sorted(GROUPS), help="one group of the CI cases")
     p.add_argument("--list", action="store_true")
     p.add_argument("--all", action="store_true", help="with --list or alone: the full matrix")
     p.add_argument("--timeout", type=float, default=2.0, help="KOLO_PEER_TIMEOUT_SECONDS")
     p.add_argument("--rate", default="10gbit", help="the links' rate outside slowlink")
     p.add_argument("--soak-iterations", type=int, default=600,
                    help="allreduces per soak case (the issue's full run: 10000)")
+    p.add_argument("--slow-iterations", type=int, default=100,
+                   help="allreduces of slowlink where netem delays (100 ms) and drops (5 %%): "
+                        "each small one costs a few round trips (the full run: 10000)")
     p.add_argument("--soak-limit", type=float, default=600, help="seconds a soak may take")
     p.add_argument("--start-limit", type=float, default=60)
     p.add_argument("--stacks", action="store_true", help="gdb backtraces of hung ranks")
@@ -446,6 +460,8 @@ def main():
     args = p.parse_args()
     if args.ci:
         args.cases += CI_CASES
+    if args.group:
+        args.cases += GROUPS[args.group]
     if args.all and not args.list:
         args.cases += all_cases()
     if args.list:
@@ -467,7 +483,8 @@ def main():
         sum(args.soak_limit for c in args.cases if Case(c).soak)
     inner = [sys.executable, os.path.abspath(__file__), "--inside", "--probe",
              os.path.abspath(args.probe), "--timeout", str(args.timeout), "--rate", args.rate,
-             "--soak-iterations", str(args.soak_iterations), "--soak-limit",
+             "--soak-iterations", str(args.soak_iterations), "--slow-iterations",
+             str(args.slow_iterations), "--soak-limit",
              str(args.soak_limit), "--start-limit", str(args.start_limit)]
     inner += ["--stacks"] * args.stacks + ["--verbose"] * args.verbose
     inner += ["--json", os.path.abspath(args.json)] if args.json else []
