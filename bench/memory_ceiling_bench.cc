@@ -13,7 +13,7 @@
 // cache line; the time per round trip is two cache-line transfers. On the 2-core
 // development VM it reads 75-135 ns or 355-430 ns depending on where the host has
 // put the vCPUs, which decides how fast the shm path can be (Note [Streaming
-// stores across distant cores] in transports/mpi/shm_transport.cc):
+// stores across distant cores] in transports/shm/allreduce.cc):
 //
 //   build/bin/memory_ceiling_bench --benchmark_filter=RoundTrip
 #include <benchmark/benchmark.h>
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "reduce/reduce.h"
-#include "transports/mpi/shm_pass.h"
+#include "transports/shm/pass.h"
 
 namespace {
 
@@ -84,7 +84,7 @@ BENCHMARK(BM_TwoThreadAllreduce)
 // reducescatter, the buffer for broadcast). No real collective between processes
 // moves less, so its time bounds kolo's and MPI's. Arg 1 picks plain (0) or
 // streaming (1) stores for the output (Note [Streaming the output] in
-// transports/mpi/shm_collectives.cc).
+// transports/shm/collectives.cc).
 //
 //   build/bin/memory_ceiling_bench --benchmark_filter=Ceiling
 enum class Kind { kAllgather, kAlltoall, kBroadcast, kReducescatter };
@@ -94,7 +94,7 @@ std::vector<char> g_in[2], g_out[2];  // the two "ranks'" buffers; set up by thr
 void put(char* dst, const char* src, size_t bytes, bool stream) {
   for (size_t at = 0; at < bytes; at += kChunk * sizeof(float)) {
     const size_t m = std::min(kChunk * sizeof(float), bytes - at);
-    kolo::mpi::shm::copy(dst + at, src + at, m, stream);
+    kolo::shm::copy(dst + at, src + at, m, stream);
   }
 }
 
@@ -130,7 +130,7 @@ void BM_Ceiling(benchmark::State& state, Kind kind) {
           kolo::reduce::reduce(piece.data(), g_in[0].data() + t * half + at,
                                g_in[1].data() + t * half + at, n, kolo::DataType::kFloat32,
                                kolo::ReduceOp::kSum);
-          kolo::mpi::shm::copy(out + at, reinterpret_cast<const char*>(piece.data()),
+          kolo::shm::copy(out + at, reinterpret_cast<const char*>(piece.data()),
                                static_cast<size_t>(n) * 4, stream);
         }
         break;

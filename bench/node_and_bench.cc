@@ -24,9 +24,10 @@
 
 #include "bench/rank0_reports.h"
 #include "reduce/reduce.h"
-#include "transports/mpi/node_and.h"
+#include "bench/node_over_mpi.h"
+#include "transports/shm/node_and.h"
 
-namespace kolo::mpi {
+namespace kolo::shm {
 namespace {
 
 constexpr int64_t kIterations = 20000;
@@ -110,10 +111,10 @@ void register_all() {
 }
 
 }  // namespace
-}  // namespace kolo::mpi
+}  // namespace kolo::shm
 
 int main(int argc, char** argv) {
-  using namespace kolo::mpi;
+  using namespace kolo::shm;
   MPI_Init(&argc, &argv);
   Setup& s = setup();
   MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
@@ -126,8 +127,14 @@ int main(int argc, char** argv) {
     if (s.rank == 0) fprintf(stderr, "node_and_bench: every rank must be on one node\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  kolo::Status made = NodeAnd::create(local, nullptr, &s.board);
-  if (made.ok()) made = NodeAnd::create(local, nullptr, &s.second);
+  // Two boards, each on a node layer of its own (a region serves one AND).
+  NodeOptions regions;
+  regions.node_and = true;
+  std::shared_ptr<Node> first_node, second_node;
+  kolo::Status made = kolo::bench::node_over_world(regions, &first_node);
+  if (made.ok()) made = kolo::bench::node_over_world(regions, &second_node);
+  if (made.ok()) made = NodeAnd::create(first_node, nullptr, &s.board);
+  if (made.ok()) made = NodeAnd::create(second_node, nullptr, &s.second);
   if (!made.ok()) {
     fprintf(stderr, "node_and_bench: %s\n", made.to_string().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -4,7 +4,7 @@
 // One timed operation is N tensors of the row's size, all submitted
 // (kolo_<collective>_async under N names), then all waited for: what negotiation
 // finds ready together is fused (allreduce into buckets; allgather and broadcast
-// too, Note [Fused allgather and broadcast] in src/core/executor.h). The MPI
+// too, Note [Fused allgather and broadcast] in src/core/executor_gather.h). The MPI
 // reference (-r mpi) is what a user without kolo writes: N blocking calls, one per
 // tensor, on the same buffers. The size column is one tensor's; algbw and busbw
 // count all N tensors (N * size / time). Allreduce, allgather and broadcast (root

@@ -1,4 +1,4 @@
-// The shm collectives engine (transports/mpi/shm_collectives.h) against MPI's
+// The shm collectives engine (transports/shm/collectives.h) against MPI's
 // blocking collectives, engine to engine: no coordinator, no negotiation, the
 // same pre-faulted buffers. Run under mpiexec on one node, e.g.
 //
@@ -37,9 +37,10 @@
 #include <vector>
 
 #include "bench/rank0_reports.h"
-#include "transports/mpi/shm_collectives.h"
+#include "bench/node_over_mpi.h"
+#include "transports/shm/collectives.h"
 
-namespace kolo::mpi {
+namespace kolo::shm {
 namespace {
 
 using transport::CollectiveOp;
@@ -141,9 +142,9 @@ void register_all() {
 }
 
 }  // namespace
-}  // namespace kolo::mpi
+}  // namespace kolo::shm
 
-namespace kolo::mpi {
+namespace kolo::shm {
 namespace {
 
 struct Flags {
@@ -188,10 +189,10 @@ bool parse_flags(int* argc, char** argv, Flags* f) {
 }
 
 }  // namespace
-}  // namespace kolo::mpi
+}  // namespace kolo::shm
 
 int main(int argc, char** argv) {
-  using namespace kolo::mpi;
+  using namespace kolo::shm;
   MPI_Init(&argc, &argv);
   Flags flags;
   if (!parse_flags(&argc, argv, &flags)) {
@@ -207,24 +208,26 @@ int main(int argc, char** argv) {
   // Pre-faulted, as kolo's own buffers are.
   s.in.assign(static_cast<size_t>(kMaxBytes), 1);
   s.out.assign(static_cast<size_t>(kMaxBytes), 2);
-  kolo::Status made = ShmCollectives::create(MPI_COMM_WORLD, flags.slot_bytes, nullptr, &s.engine);
+  ShmCollectives::Options o;
+  if (flags.engine == "slots") o.single_copy_min_bytes = SIZE_MAX;
+  if (flags.engine == "single") o.single_copy_min_bytes = 0;
+  if (flags.stream_from > 0) o.stream_output_min_bytes = o.broadcast_stream_output_min_bytes = flags.stream_from;
+  if (flags.stream_slot_from >= 0) o.stream_slot_min_bytes = static_cast<size_t>(flags.stream_slot_from);
+  if (flags.broadcast_pieces_max_bytes >= 0)
+    o.broadcast_pieces_max_bytes = static_cast<size_t>(flags.broadcast_pieces_max_bytes);
+  if (flags.far_broadcast_pieces_above >= 0)
+    o.far_broadcast_pieces_above_bytes = static_cast<size_t>(flags.far_broadcast_pieces_above);
+  if (flags.slot_stores == "plain") o.slot_stores = ShmCollectives::SlotStores::kPlain;
+  if (flags.slot_stores == "stream") o.slot_stores = ShmCollectives::SlotStores::kStreaming;
+  NodeOptions regions;
+  regions.collectives_slot_bytes = flags.slot_bytes;
+  std::shared_ptr<Node> node;
+  kolo::Status made = kolo::bench::node_over_world(regions, &node);
+  if (made.ok()) made = ShmCollectives::create(node, nullptr, o, &s.engine);
   if (!made.ok()) {
     fprintf(stderr, "shm_collectives_bench: %s\n", made.to_string().c_str());
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  if (flags.engine == "slots") s.engine->set_single_copy_min_bytes(SIZE_MAX);
-  if (flags.engine == "single") s.engine->set_single_copy_min_bytes(0);
-  if (flags.stream_from > 0) s.engine->set_stream_output_min_bytes(flags.stream_from);
-  if (flags.stream_slot_from >= 0)
-    s.engine->set_stream_slot_min_bytes(static_cast<size_t>(flags.stream_slot_from));
-  if (flags.broadcast_pieces_max_bytes >= 0)
-    s.engine->set_broadcast_pieces_max_bytes(static_cast<size_t>(flags.broadcast_pieces_max_bytes));
-  if (flags.far_broadcast_pieces_above >= 0)
-    s.engine->set_far_broadcast_pieces_above_bytes(
-        static_cast<size_t>(flags.far_broadcast_pieces_above));
-  if (flags.slot_stores == "plain") s.engine->set_slot_stores(ShmCollectives::SlotStores::kPlain);
-  if (flags.slot_stores == "stream")
-    s.engine->set_slot_stores(ShmCollectives::SlotStores::kStreaming);
   benchmark::AddCustomContext("slot_stores", flags.slot_stores);
   benchmark::AddCustomContext("engine", flags.engine);
   benchmark::AddCustomContext("slot_bytes", std::to_string(s.engine->slot_bytes()));

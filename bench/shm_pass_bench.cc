@@ -1,4 +1,4 @@
-// The shm allreduce's reduction of a rank's own shard (transports/mpi/shm_pass.h,
+// The shm allreduce's reduction of a rank's own shard (transports/shm/pass.h,
 // Note [One pass over the own shard]), alone on one core: one pass in L1-sized
 // pieces into the slot and the output (shm::reduce_shard, what the engine runs)
 // against the two passes it replaced (reduce the whole shard into the slot, apply
@@ -21,13 +21,13 @@
 
 #include "common/status.h"
 #include "reduce/reduce.h"
-#include "transports/mpi/shm_pass.h"
+#include "transports/shm/pass.h"
 
 namespace {
 
 using kolo::DataType;
 using kolo::ReduceOp;
-namespace shm = kolo::mpi::shm;
+namespace shm = kolo::shm;
 
 struct Buffers {
   Buffers(size_t shard, int npeers, size_t bucket)

@@ -26,6 +26,9 @@ if(TARGET kolo-info)
 endif()
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/kolorun.py DESTINATION ${CMAKE_INSTALL_BINDIR}
         RENAME kolorun)
+# kolorun's package, where kolorun looks for it: ../share/kolo from its own folder.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/tools/kololaunch DESTINATION ${CMAKE_INSTALL_DATADIR}/kolo
+        FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 
 # The CMake package.
 install(EXPORT koloTargets NAMESPACE kolo:: FILE koloTargets.cmake

@@ -5,7 +5,7 @@
 # a crash or broken invariant lands in build-fuzz/crashes/ and is printed.
 #   tools/fuzz.sh [SECONDS] [TARGET...]   SECONDS per target (default 60), one after
 #                                         another, at nice 19; targets: wire knobs
-#                                         fusion_planner schedule (default: all)
+#                                         fusion_planner schedule frame (default: all)
 #   tools/fuzz.sh --merge [TARGET...]     adds to the committed corpus the inputs of
 #                                         build-fuzz/corpus/ that reach new coverage
 # The committed corpus runs as plain tests under any compiler: ctest -L fuzz.
@@ -22,7 +22,7 @@ elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then
   shift
 fi
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(wire knobs fusion_planner schedule)
+[[ ${#targets[@]} -gt 0 ]] || targets=(wire knobs fusion_planner schedule frame)
 
 tools/setup-deps.sh --fuzz
 if [[ ! -f build-fuzz/build.ninja ]]; then

@@ -1,26 +1,37 @@
 #!/usr/bin/python3
-"""kolorun: start a kolo program on one host or many through MPICH's mpiexec (Hydra).
+"""kolorun: start a kolo program on one host or many: through MPICH's mpiexec (Hydra),
+or without it in kolo's socket world, of fixed size or elastic.
 
 usage: kolorun [options] [--] PROGRAM [ARGS...]
 
   kolorun -np 8 -H a:4,b:4 ./train --epochs 10
   kolorun --hostfile hosts.txt python3 train.py
   kolorun ./train                    inside a bsub, sbatch or qsub job: its allocation
+  kolorun --world socket -np 2 python3 train.py         no mpiexec
+  kolorun --elastic -np 4 --min-np 2 --host-discovery-script ./hosts.sh python3 train.py
 
 Where the ranks go, first match wins: -H / --hostfile; else the scheduler's
 allocation (LSF: LSB_DJOB_HOSTFILE or LSB_MCPU_HOSTS; Slurm: SLURM_JOB_NODELIST with
 SLURM_TASKS_PER_NODE; PBS: PBS_NODEFILE); else this machine alone. Ranks fill each
-host's slots in order (block placement); -np defaults to every slot. Each rank is
-bound to a core of its host (Hydra's -bind-to core) unless --no-bind. kolo's knobs
-are flags here and reach every rank as KOLO_* variables (-genv); -x passes others.
+host's slots in order (block placement); -np defaults to every slot. kolo's knobs
+are flags here and reach every rank as KOLO_* variables; -x passes others.
 
-kolorun builds one mpiexec.mpich command and execs it, so the job's exit status and
-signals are mpiexec's. --dry-run prints that command (shell-quoted) instead.
+The world (--world): mpi builds one mpiexec.mpich command and execs it, so the
+job's exit status and signals are mpiexec's; each rank is bound to a core (Hydra's
+-bind-to core) unless --no-bind. socket starts every rank itself (this host: fork
+and exec; others: ssh or --launcher-exec), with torchrun's, kolo's and horovodrun's
+variables, forwards signals, stops the others when one fails and exits with the
+job's status. auto (the default) is mpi when mpiexec.mpich is on PATH, else
+socket, as horovodrun falls back to Gloo without mpirun. --elastic (Horovod's
+flags) runs the socket world's elastic driver. --dry-run prints the mpiexec
+command, or each worker's environment and command, and runs nothing.
 A mistake in the command line or the allocation is one line on stderr and exit 2.
 
 Python standard library only, for /usr/bin/python3: the parsing (bracket ranges,
 repeat counts, hostfiles, shell quoting) is kept in small functions that
-tools/kolorun_test.py tests one by one.
+tests/kolorun/kolorun_test.py tests one by one; the socket world's launcher and
+the elastic driver are the package kololaunch beside this script (share/kolo
+when installed). See docs/kolorun.md.
 """
 
 import os
@@ -29,220 +40,30 @@ import shlex
 import shutil
 import sys
 
+
+def _find_kololaunch():
+    """The folder holding kololaunch: beside this script (the source tree), or
+    ../share/kolo (the build tree's bin/ and an installation's)."""
+    here = os.path.dirname(os.path.realpath(__file__))
+    for folder in (here, os.path.join(here, "..", "share", "kolo")):
+        if os.path.isfile(os.path.join(folder, "kololaunch", "__init__.py")):
+            return os.path.normpath(folder)
+    sys.exit("kolorun: its package kololaunch is not beside it nor in %s" %
+             os.path.normpath(os.path.join(here, "..", "share", "kolo")))
+
+
+sys.dont_write_bytecode = True  # no __pycache__ beside an installed script
+sys.path.insert(0, _find_kololaunch())
+from kololaunch import elastic_driver, processes, static_job  # noqa: E402
+from kololaunch.common import UsageError, positive_int  # noqa: E402,F401
+from kololaunch.discovery import check_cooldown_range  # noqa: E402
+from kololaunch.hosts import (  # noqa: E402,F401 (tests use them as kolorun.X)
+    count_slot_lines, expand_hostlist, expand_range_list, format_hosts, merge_hosts,
+    parse_host_list, parse_hostfile, parse_lsf_mcpu_hosts, parse_tasks_per_node, place_ranks,
+    read_lines, scheduler_hosts, split_outside_brackets)
+
 MPIEXEC = "mpiexec.mpich"
-MAX_HOSTS = 100000  # a bracket range past this is a typo, not a cluster
-
-
-class UsageError(Exception):
-    """A mistake the caller can fix: printed as one line, exit status 2."""
-
-
-# --- hosts ----------------------------------------------------------------------
-# A host list is a list of (name, slots) pairs in placement order, names unique.
-
-HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
-HOST_FORMAT = "expected NAME or NAME:SLOTS (SLOTS a positive integer), separated by commas"
-
-
-def positive_int(text):
-    """The value of a decimal integer > 0, or None."""
-    return int(text) if re.fullmatch(r"[0-9]+", text) and int(text) > 0 else None
-
-
-def merge_hosts(pairs):
-    """Adds up the slots of a host named more than once; keeps first-seen order."""
-    merged = {}
-    for name, slots in pairs:
-        merged[name] = merged.get(name, 0) + slots
-    return list(merged.items())
-
-
-def parse_host_list(text, what="-H"):
-    """'a:4,b:4' -> [('a', 4), ('b', 4)]; a bare NAME has one slot."""
-    pairs = []
-    for item in text.split(","):
-        name, sep, slots_text = item.strip().partition(":")
-        slots = positive_int(slots_text) if sep else 1
-        if not HOST_NAME.match(name) or slots is None:
-            raise UsageError(f"{what}: {item.strip()!r} is not a host: {HOST_FORMAT}")
-        pairs.append((name, slots))
-    return merge_hosts(pairs)
-
-
-def parse_hostfile(lines, path):
-    """'HOST slots=N' lines (or HOST, HOST:N); '#' starts a comment; blank lines skipped."""
-    pairs = []
-    for number, raw in enumerate(lines, 1):
-        words = raw.split("#", 1)[0].split()
-        if not words:
-            continue
-        name, sep, slots_text = words[0].partition(":")
-        slots = positive_int(slots_text) if sep else 1
-        for word in words[1:]:
-            key, _, value = word.partition("=")
-            slots = positive_int(value) if key == "slots" and not sep else None
-        if not HOST_NAME.match(name) or slots is None:
-            raise UsageError(f"hostfile {path} line {number}: {raw.strip()!r}: expected "
-                             "'HOST slots=N' (N a positive integer)")
-        pairs.append((name, slots))
-    if not pairs:
-        raise UsageError(f"hostfile {path} names no host")
-    return merge_hosts(pairs)
-
-
-def count_slot_lines(lines, what):
-    """One line per slot (LSB_DJOB_HOSTFILE, PBS_NODEFILE) -> hosts with their counts."""
-    names = [line.strip() for line in lines if line.strip()]
-    for name in names:
-        if not HOST_NAME.match(name):
-            raise UsageError(f"{what}: {name!r} is not a host name")
-    if not names:
-        raise UsageError(f"{what} names no host")
-    return merge_hosts((name, 1) for name in names)
-
-
-def parse_lsf_mcpu_hosts(text):
-    """LSB_MCPU_HOSTS 'h1 4 h2 4' -> [('h1', 4), ('h2', 4)]."""
-    words = text.split()
-    pairs = [(words[i], positive_int(words[i + 1])) for i in range(0, len(words) - 1, 2)]
-    if not words or len(words) % 2 or any(s is None or not HOST_NAME.match(h) for h, s in pairs):
-        raise UsageError(f"LSB_MCPU_HOSTS={text!r}: expected 'HOST SLOTS HOST SLOTS ...'")
-    return merge_hosts(pairs)
-
-
-def split_outside_brackets(text):
-    """'node[01-03,07],gpu5' -> ['node[01-03,07]', 'gpu5']."""
-    items, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        depth += (c == "[") - (c == "]")
-        if c == "," and depth == 0:
-            items.append(text[start:i])
-            start = i + 1
-    items.append(text[start:])
-    return items
-
-
-def expand_range_list(ranges, what):
-    """'01-03,7' -> ['01', '02', '03', '7']: a range keeps its low bound's width."""
-    out = []
-    for part in ranges.split(","):
-        m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part)
-        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
-            raise UsageError(f"{what}: [{ranges}] is not a list of numbers and ranges (1-4,7)")
-        low, high = m.group(1), m.group(2) or m.group(1)
-        if len(out) + int(high) - int(low) >= MAX_HOSTS:
-            raise UsageError(f"{what}: [{ranges}] names more than {MAX_HOSTS} hosts")
-        out += [str(n).zfill(len(low)) for n in range(int(low), int(high) + 1)]
-    return out
-
-
-def expand_hostlist(text, what="SLURM_JOB_NODELIST"):
-    """Slurm's hostlist: 'node[01-03,07],gpu5' -> node01 node02 node03 node07 gpu5.
-
-    Several bracket groups in one name give every combination (Slurm's
-    multi-dimensional names: 'r[1-2]n[1-2]' -> r1n1 r1n2 r2n1 r2n2).
-    """
-    hosts = []
-    for item in split_outside_brackets(text.strip()):
-        names = [""]
-        rest = item
-        while rest:
-            m = re.match(r"([^\[\]]*)\[([^\[\]]*)\]", rest)
-            if not m:
-                if "[" in rest or "]" in rest:
-                    raise UsageError(f"{what}={text!r}: unbalanced brackets in {item!r}")
-                names, rest = [n + rest for n in names], ""
-                break
-            names = [n + m.group(1) + v for n in names for v in expand_range_list(m.group(2), what)]
-            rest = rest[m.end():]
-        for name in names:
-            if not HOST_NAME.match(name):
-                raise UsageError(f"{what}={text!r}: {item!r} is not a host or a host range")
-        hosts += names
-    return hosts
-
-
-def parse_tasks_per_node(text, what="SLURM_TASKS_PER_NODE"):
-    """Slurm's counts: '2(x3),1' -> [2, 2, 2, 1]."""
-    counts = []
-    for item in text.split(","):
-        m = re.fullmatch(r"\s*([0-9]+)(?:\(x([0-9]+)\))?\s*", item)
-        if not m or int(m.group(1)) < 1 or (m.group(2) and int(m.group(2)) < 1):
-            raise UsageError(f"{what}={text!r}: expected counts like 2(x3),1")
-        counts += [int(m.group(1))] * int(m.group(2) or 1)
-    return counts
-
-
-def read_lines(path, what):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.readlines()
-    except OSError as e:
-        raise UsageError(f"{what} {path}: {e.strerror}")
-
-
-def lsf_hosts(env):
-    if env.get("LSB_DJOB_HOSTFILE"):
-        path = env["LSB_DJOB_HOSTFILE"]
-        return "LSB_DJOB_HOSTFILE", count_slot_lines(read_lines(path, "LSB_DJOB_HOSTFILE"),
-                                                     f"LSB_DJOB_HOSTFILE {path}")
-    if env.get("LSB_MCPU_HOSTS"):
-        return "LSB_MCPU_HOSTS", parse_lsf_mcpu_hosts(env["LSB_MCPU_HOSTS"])
-    return None
-
-
-def slurm_hosts(env):
-    nodelist_var = next((v for v in ("SLURM_JOB_NODELIST", "SLURM_NODELIST") if env.get(v)), None)
-    if nodelist_var is None:
-        return None
-    nodes = expand_hostlist(env[nodelist_var], nodelist_var)
-    counts_var = next((v for v in ("SLURM_TASKS_PER_NODE", "SLURM_JOB_CPUS_PER_NODE")
-                       if env.get(v)), None)
-    if counts_var is None:
-        raise UsageError(f"{nodelist_var} is set but neither SLURM_TASKS_PER_NODE nor "
-                         "SLURM_JOB_CPUS_PER_NODE says how many ranks each node takes")
-    counts = parse_tasks_per_node(env[counts_var], counts_var)
-    if len(counts) != len(nodes):
-        raise UsageError(f"{counts_var}={env[counts_var]!r} gives {len(counts)} counts for the "
-                         f"{len(nodes)} nodes of {nodelist_var}={env[nodelist_var]!r}")
-    return f"{nodelist_var} and {counts_var}", merge_hosts(zip(nodes, counts))
-
-
-def pbs_hosts(env):
-    if not env.get("PBS_NODEFILE"):
-        return None
-    path = env["PBS_NODEFILE"]
-    return "PBS_NODEFILE", count_slot_lines(read_lines(path, "PBS_NODEFILE"),
-                                            f"PBS_NODEFILE {path}")
-
-
-def scheduler_hosts(env):
-    """(source, hosts) from the first scheduler whose allocation is in env, or None."""
-    for find in (lsf_hosts, slurm_hosts, pbs_hosts):
-        found = find(env)
-        if found:
-            return found
-    return None
-
-
-def format_hosts(hosts):
-    return ",".join(f"{name}:{slots}" for name, slots in hosts)
-
-
-def place_ranks(hosts, np, source):
-    """The first np slots in order, as hosts; more ranks than slots is an error."""
-    total = sum(slots for _, slots in hosts)
-    if np > total:
-        raise UsageError(f"-np {np} is more than the {total} slot{'s' * (total != 1)} of "
-                         f"{format_hosts(hosts)} (from {source})")
-    placed, left = [], np
-    for name, slots in hosts:
-        if left == 0:
-            break
-        placed.append((name, min(slots, left)))
-        left -= placed[-1][1]
-    return placed
-
+WORLDS = ("auto", "mpi", "socket")
 
 # --- kolo's knobs as flags ----------------------------------------------------------
 # One row per knob in src/common/knobs.cc (kolorun_test.py checks the list against
@@ -335,6 +156,15 @@ KNOB_FLAGS = [
     ("--autotune-max-samples", "KOLO_AUTOTUNE_MAX_SAMPLES", "N",
      number_check(2, "an integer from 2 to 1000", True, 1000),
      "autotune freezes after at most N scored samples"),
+    # The socket world's (transports/socket/launch_env.h).
+    ("--socket-ifname", "KOLO_SOCKET_IFNAME", "NAME", non_empty("a network interface name"),
+     "socket world: listen on this interface's address (default: the one that reaches the "
+     "store)"),
+    ("--init-timeout-seconds", "KOLO_INIT_TIMEOUT_SECONDS", "S",
+     number_check(0.001, "a number > 0", high=1e6),
+     "socket world: how long kolo_init waits for the store and every rank"),
+    ("--store-dir", "KOLO_STORE_DIR", "DIR", non_empty("a directory"),
+     "socket world on one host: meet through a file store in DIR (one per job)"),
 ]
 # Flags with a fixed value: (flag, variable, value, help).
 KNOB_SWITCHES = [
@@ -346,10 +176,17 @@ KNOB_SWITCHES = [
     ("--timeline-mark-cycles", "KOLO_TIMELINE_MARK_CYCLES", "1",
      "mark each negotiation cycle in the timeline"),
     ("--autotune", "KOLO_AUTOTUNE", "1",
-     "tune fusion, sizes and transport order on the running job (README: Autotune)"),
+     "tune fusion, sizes and transport order on the running job (docs/timeline-and-autotune.md)"),
     ("--no-autotune", "KOLO_AUTOTUNE", "0", "no autotune"),
 ]
 TEST_ONLY_KNOBS = ("KOLO_TEST_NODE_SIZE",)
+# The socket world's knobs that kolorun sets itself for every worker (names.py):
+# the world, the job's secret, the store's port and the generation.
+LAUNCHER_KNOBS = ("KOLO_WORLD", "KOLO_JOB_TOKEN", "KOLO_STORE_PORT", "KOLO_GENERATION")
+# Every knob of the socket world, flag or set by kolorun: kolo-info lists them once
+# libkolo has the socket world (kolorun_test.py allows their absence before).
+SOCKET_WORLD_KNOBS = LAUNCHER_KNOBS + ("KOLO_SOCKET_IFNAME", "KOLO_INIT_TIMEOUT_SECONDS",
+                                       "KOLO_STORE_DIR")
 
 
 def knob_variables():
@@ -377,6 +214,20 @@ class Options:
         self.verbose = False
         self.help = False
         self.program = []        # PROGRAM ARGS...
+        self.world = "auto"
+        self.given = set()       # the flags given, by their main name
+        self.prepend_rank = False
+        self.master_port = None
+        self.launcher_address = None
+        # --elastic (Horovod's flags); None: not given.
+        self.elastic = False
+        self.min_np = None
+        self.max_np = None
+        self.discovery_script = None
+        self.slots = None
+        self.reset_limit = None
+        self.cooldown_range = None
+        self.elastic_timeout = None
 
 
 def set_genv(opts, name, value, flag):
@@ -415,7 +266,41 @@ def switch(attribute, value):
     return take
 
 
-# flag -> (metavar or None for a switch, action, help)
+def count(attribute, low, what, high=None):
+    def take(opts, text, flag, env):
+        value = int(text) if re.fullmatch(r"[0-9]+", text) else None
+        if value is None or value < low or (high is not None and value > high):
+            raise UsageError(f"{flag} {text!r}: expected {what}")
+        setattr(opts, attribute, value)
+    return take
+
+
+def take_world(opts, text, flag, env):
+    if text not in WORLDS:
+        raise UsageError(f"{flag} {text!r}: expected one of {', '.join(WORLDS)}")
+    opts.world = text
+
+
+def take_seconds(opts, text, flag, env):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1
+    if not 0 < value < 1e7:
+        raise UsageError(f"{flag} {text!r}: expected a number of seconds > 0")
+    opts.elastic_timeout = value
+
+
+def take_cooldown(opts, text, flag, env):
+    low, high = (int(t) if re.fullmatch(r"[0-9]+", t) else None for t in text.split())
+    if low is None or high is None:
+        raise UsageError(f"{flag} {text!r}: expected MIN MAX, two whole numbers of seconds")
+    check_cooldown_range(low, high)
+    opts.cooldown_range = (low, high)
+
+
+# flag -> (metavar or None for a switch, action, help); a metavar of two words
+# takes two arguments.
 OPTIONS = {
     "-np": ("N", take_np, "number of ranks (default: every slot of the hosts)"),
     "-H": ("HOSTS", store("hosts"), "hosts and their slots: a:4,b:4 (a bare name has 1 slot)"),
@@ -429,12 +314,48 @@ OPTIONS = {
     "--mpi-args": ("ARGS", lambda o, t, f, e: o.mpi_args.extend(shlex.split(t)),
                    "more mpiexec options, shell-quoted, e.g. '-localhost 10.0.0.1'"),
     "--mpiexec": ("PATH", store("mpiexec"), f"the mpiexec to run (default {MPIEXEC})"),
-    "--dry-run": (None, switch("dry_run", True), "print the mpiexec command and exit"),
+    "--world": ("WORLD", take_world, "auto (default: mpi when mpiexec.mpich is on PATH, else "
+                "socket), mpi (through mpiexec) or socket (kolorun starts every rank)"),
+    "--prepend-rank": (None, switch("prepend_rank", True),
+                       "start each output line with its rank: [3] (mpiexec's -prepend-rank)"),
+    "--master-port": ("PORT", count("master_port", 1, "a port from 1 to 65534", 65534),
+                      "socket world: MASTER_PORT (kolo's store then listens on PORT+1); "
+                      "default: two ports free here, or 29500 when rank 0 is elsewhere"),
+    "--launcher-address": ("ADDR", store("launcher_address"),
+                           "socket world: this host's address as the others reach it "
+                           "(default: the one on the route to them)"),
+    "--elastic": (None, switch("elastic", True),
+                  "an elastic job (Horovod's): workers come and go, the world re-forms"),
+    "--min-np": ("N", count("min_np", 1, "a number of ranks >= 1"),
+                 "elastic: fewer ranks than this for --elastic-timeout ends the job "
+                 "(default -np)"),
+    "--max-np": ("N", count("max_np", 1, "a number of ranks >= 1"),
+                 "elastic: never more ranks than this (default: every slot)"),
+    "--host-discovery-script": ("SCRIPT", store("discovery_script"),
+                                "elastic: prints the available hosts, HOST or HOST:SLOTS a "
+                                "line; run every second"),
+    "--slots": ("N", count("slots", 1, "a number of slots >= 1"),
+                "elastic: slots of a host the discovery script prints without :SLOTS"),
+    "--reset-limit": ("N", count("reset_limit", 0, "a number of re-formations >= 0"),
+                      "elastic: the job fails rather than re-form more than N times"),
+    "--blacklist-cooldown-range": ("MIN MAX", take_cooldown,
+                                   "elastic: a failed host returns after MIN to MAX seconds "
+                                   "(default: never)"),
+    "--elastic-timeout": ("S", take_seconds,
+                          "elastic: how long to wait for --min-np slots, and for every worker "
+                          "to re-form (default 600, or HOROVOD_ELASTIC_TIMEOUT)"),
+    "--dry-run": (None, switch("dry_run", True),
+                  "print the mpiexec command (socket world: each worker's) and exit"),
     "--verbose": (None, switch("verbose", True), "say where the hosts came from, and the command"),
     "--help": (None, switch("help", True), "this text"),
 }
 ALIASES = {"-n": "-np", "--num-proc": "-np", "--hosts": "-H", "-hostfile": "--hostfile",
-           "--env": "-x", "-v": "--verbose", "-h": "--help"}
+           "--env": "-x", "-v": "--verbose", "-h": "--help", "-prepend-rank": "--prepend-rank",
+           "-l": "--prepend-rank", "--min-num-proc": "--min-np", "--max-num-proc": "--max-np",
+           "--slots-per-host": "--slots"}
+ELASTIC_ONLY = ("--max-np", "--slots", "--reset-limit", "--blacklist-cooldown-range",
+                "--elastic-timeout")
+MPI_ONLY = ("--mpi-args", "--mpiexec", "--bind-to", "--launcher")
 
 
 def knob_action(variable, check, flag):
@@ -468,16 +389,19 @@ def parse_args(argv, env):
         if flag not in OPTIONS:
             raise UsageError(f"unknown option {arg!r} (kolorun --help lists them)")
         metavar, action, _ = OPTIONS[flag]
+        opts.given.add(flag)
         if metavar is None:
             if has_value:
                 raise UsageError(f"{flag} takes no value")
             action(opts, flag, env)
         else:
-            if not has_value:
-                if i + 1 >= len(argv):
-                    raise UsageError(f"{flag} needs a value ({metavar})")
-                i += 1
-                value = argv[i]
+            words = len(metavar.split())
+            if not has_value or words > 1:
+                if has_value or i + words >= len(argv):
+                    raise UsageError(f"{flag} needs {'a value' if words == 1 else 'values'} "
+                                     f"({metavar})")
+                value = " ".join(argv[i + 1:i + 1 + words])
+                i += words
             action(opts, value, flag, env)
         i += 1
     return opts
@@ -532,16 +456,44 @@ def build_command(opts, hosts):
         cmd += ["-hosts", format_hosts(hosts)]
     if opts.bind:
         cmd += ["-bind-to", opts.bind]
+    if opts.prepend_rank:
+        cmd += ["-prepend-rank"]
     for name, value in opts.genv.items():
         cmd += ["-genv", name, value]
     return cmd + ["-n", str(opts.np)] + opts.program
 
 
-def plan(argv, env):
-    """(options, mpiexec argv, notes for --verbose) for kolorun's command line."""
-    opts = parse_args(argv, env)
-    if opts.help:
-        return opts, None, []
+def choose_world(opts, env):
+    """"mpi" or "socket" for the options, or UsageError for options of the other."""
+    opts.elastic = opts.elastic or opts.discovery_script is not None or opts.min_np is not None
+    if not opts.elastic and opts.given & set(ELASTIC_ONLY):
+        flag = next(f for f in ELASTIC_ONLY if f in opts.given)
+        raise UsageError(f"{flag} is for elastic jobs: add --elastic")
+    mpi_flags = [f for f in MPI_ONLY if f in opts.given and
+                 not (f == "--launcher" and opts.launcher == "ssh")]
+    if opts.elastic and opts.world == "mpi":
+        raise UsageError("--elastic needs --world socket: MPICH cannot re-form a world in "
+                         "process (MPIX_Comm_shrink is a stub in MPICH 4.0.2)")
+    world = "socket" if opts.elastic else opts.world
+    if world == "auto":
+        found = shutil.which(opts.mpiexec, path=env.get("PATH", os.defpath))
+        world = "mpi" if mpi_flags or found else "socket"
+    if world == "socket" and mpi_flags:
+        raise UsageError(f"{mpi_flags[0]} is mpiexec's: not for the socket world "
+                         "(--world socket or --elastic)")
+    if world == "mpi":
+        socket_flags = [f for f in ("--master-port", "--launcher-address") if f in opts.given]
+        if socket_flags:
+            raise UsageError(f"{socket_flags[0]} is for the socket world: add --world socket")
+    for name in LAUNCHER_KNOBS:
+        if world == "socket" and name in opts.genv:
+            raise UsageError(f"{name} is kolorun's to set in the socket world "
+                             f"(given by {opts.genv_from[name]})")
+    return world
+
+
+def plan_mpi(opts, env):
+    """(mpiexec argv, notes for --verbose) for kolorun's command line."""
     source, hosts = resolve_hosts(opts, env)
     check_program(opts.program, env)
     notes = []
@@ -557,32 +509,96 @@ def plan(argv, env):
     cmd = build_command(opts, hosts)
     notes.append(f"{opts.np} rank{'s' * (opts.np != 1)}"
                  + (f" on {format_hosts(hosts)}" if hosts else "") + ": " + shlex.join(cmd))
-    return opts, cmd, notes
+    return cmd, notes
+
+
+def run_mpi(opts, env, out, err, execv):
+    cmd, notes = plan_mpi(opts, env)
+    if opts.verbose:
+        for note in notes:
+            err.write(f"kolorun: {note}\n")
+    if opts.dry_run:
+        out.write(shlex.join(cmd) + "\n")
+        return 0
+    path = shutil.which(opts.mpiexec, path=env.get("PATH", os.defpath))
+    if path is None:
+        raise UsageError(f"{opts.mpiexec} is not found on PATH (MPICH's launcher: "
+                         "install the mpich package, or give --mpiexec PATH)")
+    out.flush()
+    err.flush()
+    try:
+        execv(path, cmd)
+    except OSError as e:
+        raise UsageError(f"cannot start {path}: {e.strerror}")
+    return 0  # only a test's execv returns
+
+
+def run_socket(opts, env, out, err):
+    """A socket-world job of fixed size (kololaunch/static_job.py)."""
+    source, hosts = resolve_hosts(opts, env)
+    check_program(opts.program, env)
+    if opts.launcher not in (None, "ssh"):
+        raise UsageError(f"--launcher {opts.launcher}: the socket world reaches other hosts "
+                         "with ssh, or --launcher-exec PATH")
+    if hosts:
+        opts.np = opts.np or sum(slots for _, slots in hosts)
+        placed = place_ranks(hosts, opts.np, source)
+    elif opts.np is None:
+        raise UsageError("-np is needed when no hosts are given (-H, --hostfile or a "
+                         "scheduler's allocation)")
+    else:
+        placed = [("localhost", opts.np)]
+    labels = processes.OutputLabels(getattr(out, "buffer", out), getattr(err, "buffer", err)) \
+        if opts.prepend_rank else None
+    workers = static_job.plan_workers(opts, placed, env, static_job.new_token(), labels)
+    if opts.verbose:
+        err.write(f"kolorun: the socket world, {opts.np} rank{'s' * (opts.np != 1)} on "
+                  f"{format_hosts(placed)}" + (f" (hosts from {source})" if source else "") + "\n")
+    if opts.dry_run:
+        out.write("".join(line + "\n" for line in static_job.describe(workers)))
+        return 0
+    out.flush()
+    err.flush()
+    return static_job.run(workers, err)
+
+
+def run_elastic(opts, env, out, err):
+    """An elastic job (kololaunch/elastic_driver.py): Horovod's driver over the socket
+    world."""
+    if opts.discovery_script is not None and (opts.hosts or opts.hostfile):
+        raise UsageError("give --host-discovery-script or -H/--hostfile, not both")
+    fixed = []
+    if opts.discovery_script is None:
+        source, fixed = resolve_hosts(opts, env)
+        if not fixed:
+            if opts.np is None and opts.min_np is None:
+                raise UsageError("-np is needed when no hosts are given (-H, --hostfile, a "
+                                 "scheduler's allocation or --host-discovery-script)")
+            fixed = [("localhost", opts.np or opts.min_np)]
+    elastic_driver.check_options(opts, fixed, env)
+    check_program(opts.program, env)
+    if opts.dry_run:
+        out.write("".join(line + "\n" for line in elastic_driver.describe(opts, fixed)))
+        return 0
+    out.flush()
+    err.flush()
+    return elastic_driver.run(opts, fixed, env, err)
 
 
 def main(argv, env, out=sys.stdout, err=sys.stderr, execv=os.execv):
     try:
-        opts, cmd, notes = plan(argv, env)
+        opts = parse_args(argv, env)
         if opts.help:
             out.write(usage())
             return 0
-        if opts.verbose:
-            for note in notes:
-                err.write(f"kolorun: {note}\n")
-        if opts.dry_run:
-            out.write(shlex.join(cmd) + "\n")
-            return 0
-        path = shutil.which(opts.mpiexec, path=env.get("PATH", os.defpath))
-        if path is None:
-            raise UsageError(f"{opts.mpiexec} is not found on PATH (MPICH's launcher: "
-                             "install the mpich package, or give --mpiexec PATH)")
-        out.flush()
-        err.flush()
-        try:
-            execv(path, cmd)
-        except OSError as e:
-            raise UsageError(f"cannot start {path}: {e.strerror}")
-        return 0  # only a test's execv returns
+        world = choose_world(opts, env)
+        if world == "mpi":
+            return run_mpi(opts, env, out, err, execv)
+        if opts.verbose and opts.world == "auto" and not opts.elastic:
+            err.write(f"kolorun: {opts.mpiexec} is not on PATH: the socket world\n")
+        if opts.elastic:
+            return run_elastic(opts, env, out, err)
+        return run_socket(opts, env, out, err)
     except UsageError as e:
         err.write(f"kolorun: {e}\n")
         return 2

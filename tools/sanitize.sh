@@ -3,9 +3,10 @@
 # no benchmarks), builds only what the job runs, and runs it. Exit code is ctest's.
 #   tools/sanitize.sh asan [ctest args]   AddressSanitizer + UBSan: unit, multi-rank
 #                                         (2 and 3 ranks), multihost (2 x 1, 2 + 1),
-#                                         fuzz replay, soak tests
+#                                         fuzz replay, soak and socket-world tests
 #   tools/sanitize.sh tsan [ctest args]   ThreadSanitizer: unit tests (the core over the
 #                                         loopback transport, ranks as threads; no MPI)
+#                                         and the socket world's (ranks as threads)
 # Extra arguments go to ctest after the job's own selection (e.g. `-R Fusion`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,15 +22,18 @@ case "$job" in
     # The failure tests (label failure) kill ranks and time detection: not under ASan.
     # multihost: the pretend cluster's 2 x 1 and 2 + 1 runs (2 x 2 is 4 ranks, left
     # out like np4); it skips without root, as in the main job.
-    select=(-L 'unit|mpi|fuzz|soak|multihost' -LE failure -E '\.np4$|\.2x2$')
+    select=(-L 'unit|mpi|fuzz|soak|multihost|socket' -LE failure -E '\.np4$|\.2x2$')
     ;;
   tsan)
     sanitize=thread
-    targets=(kolo_unit_tests)
+    targets=(kolo_unit_tests kolo_socket_tests)
     # Unit tests only: they run the coordinator with ranks as threads over the
     # loopback transport, where TSan sees every synchronisation. MPICH is not
     # instrumented (Note [Sanitizer suppressions]); kolo-info's check is a script.
-    select=(-L unit -LE tools)
+    # The socket world's unit tests too, but not those that fork a rank out of a
+    # process with threads (TSan does not follow a multithreaded fork) nor the C API
+    # tests the socket launcher starts (their programs are not built here).
+    select=(-L 'unit|socket' -LE tools -E 'SocketLiveness\.A(Killed|Stopped)|\.socket\.np')
     # The unit tests under unit/mpi link libmpich, whose UCX (libucm) patches madvise
     # at load time; glibc madvises a thread's stack as the thread exits, after TSan
     # has torn down the thread's state, and TSan's interceptor of UCX's lock then

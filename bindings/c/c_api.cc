@@ -1,4 +1,4 @@
-// The C API (include/kolo/kolo.h) over core::Runtime and the MPI world.
+// The C API (include/kolo/kolo.h) over core::Runtime and the MPI or socket world.
 //
 // Every entry point runs inside guarded() (firewall.h): no exception crosses this
 // boundary. Bad input is refused before anything is touched: a NULL handle or
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -31,6 +32,8 @@
 #include "kolo_build_config.h"
 #include "transport/registry.h"
 #include "transports/mpi/mpi_world.h"
+#include "transports/socket/launch_env.h"
+#include "transports/socket/socket_world.h"
 
 namespace kolo::c_api {
 std::mutex g_lifecycle_mu;
@@ -115,7 +118,28 @@ kolo::core::Fingerprint fingerprint_of(const kolo::Config& config) {
 // answers KOLO_ERR_SHUTDOWN, not KOLO_ERR_ALREADY_INITIALIZED: "already
 // initialised" is what a binding may treat as success (kolo.init() does, as
 // Horovod's hvd.init() does), and a stopped kolo must not pass for a running one.
-kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
+// The socket world's options, from the configuration (kolo_init: from the
+// environment; kolo_init_store: from its arguments). Empty: the MPI world.
+using SocketOptions =
+    std::function<Status(const kolo::Config&, kolo::socket::SocketWorldOptions*)>;
+
+// Which world kolo_init starts (Note [Which world kolo_init starts] in
+// transports/socket/launch_env.h): the socket world's options, or empty for MPI.
+SocketOptions chosen_world(const kolo::Config& config) {
+  std::string why;
+  const bool socket = kolo::socket::choose_world(config, kolo::process_env(), &why) ==
+                      kolo::socket::WorldChoice::kSocket;
+  KOLO_LOG(kDebug) << "kolo_init: the " << (socket ? "socket" : "MPI") << " world (" << why << ")";
+  if (!socket) return nullptr;
+  return [](const kolo::Config& c, kolo::socket::SocketWorldOptions* o) {
+    return kolo::socket::options_from_env(c, kolo::process_env(), o);
+  };
+}
+
+// `socket` set: the socket world with those options; else the MPI world with
+// `options`; `choose` (kolo_init): KOLO_WORLD and the launcher's variables decide.
+kolo_status_t init_with(const kolo::mpi::WorldOptions& options, SocketOptions socket = nullptr,
+                        bool choose = false) {
   std::lock_guard<std::mutex> lock(g_lifecycle_mu);
   if (g_runtime && g_runtime->running())
     return report(Code::kAlreadyInitialized, "kolo is already initialised in this process");
@@ -143,7 +167,22 @@ kolo_status_t init_with(const kolo::mpi::WorldOptions& options) {
   with_config.agree = [&local, &fingerprint](kolo::transport::ControlPlane& control) {
     return kolo::core::agree_at_init(control, local, fingerprint);
   };
-  if (Status s = kolo::mpi::create_world(with_config, &world); !s.ok()) return report(s);
+  // How this rank finds the others, even when another knob is bad.
+  kolo::Config meeting = config;
+  if (!local.ok() && !kolo::load_config(kolo::socket::meeting_env(kolo::process_env()), &meeting).ok())
+    meeting = kolo::Config();
+  if (choose) socket = chosen_world(meeting);
+  if (socket) {
+    kolo::socket::SocketWorldOptions socket_options;
+    Status s = socket(meeting, &socket_options);
+    if (!s.ok()) return report(s);
+    socket_options.build = with_config.build;
+    socket_options.agree = with_config.agree;
+    s = kolo::socket::create_world(socket_options, &world);
+    if (!s.ok()) return report(s);
+  } else if (Status s = kolo::mpi::create_world(with_config, &world); !s.ok()) {
+    return report(s);
+  }
   std::unique_ptr<kolo::core::Runtime> runtime;
   if (Status s = kolo::core::Runtime::start(std::move(world), config, &runtime); !s.ok())
     return report(s);
@@ -251,7 +290,21 @@ extern "C" {
 kolo_status_t kolo_init(void) {
   return guarded([] {
     kolo::mpi::WorldOptions options;
-    return init_with(options);
+    return init_with(options, nullptr, true);
+  });
+}
+
+kolo_status_t kolo_init_store(const char* address, int port, int rank, int size,
+                              const char* job_token, int64_t generation) {
+  return guarded([&] {
+    if (address == nullptr) return invalid("address is NULL (the store's host, or file:<directory>)");
+    const std::string where = address;
+    const std::string token = job_token == nullptr ? std::string() : std::string(job_token);
+    return init_with(kolo::mpi::WorldOptions{}, [=](const kolo::Config& c,
+                                                    kolo::socket::SocketWorldOptions* o) {
+      return kolo::socket::options_for_store(c, kolo::process_env(), where, port, rank, size,
+                                             token, generation, o);
+    });
   });
 }
 

@@ -221,6 +221,22 @@ typedef struct kolo_options_t {
  *   kolo_init again on every rank. */
 KOLO_API kolo_status_t kolo_init(void);
 
+/* As kolo_init, in the socket world (no MPI, no mpiexec): the ranks meet through
+ * kolo's rendezvous store at `address`:`port` — rank 0 serves it there unless
+ * something already listens (a launcher's kolo store) — or, with `address`
+ * "file:<directory>" (port ignored), through a file store in that directory (one
+ * host; one directory per job). `rank` is this rank (0 <= rank < size); every
+ * rank passes the same `size`, `job_token` and `generation`. `job_token` is the
+ * job's secret (up to 256 bytes): a connection that does not present it is
+ * dropped; NULL or "" means no token. `generation` (>= 0) numbers this forming
+ * of the world: ranks of different generations never join each other.
+ * kolo_init picks this world by itself when torchrun's variables are set
+ * (docs/socket-world.md). Collective like kolo_init; KOLO_INIT_TIMEOUT_SECONDS
+ * bounds the wait for the store and the other ranks, and a failure names what was
+ * missing (the store's address, the ranks that did not arrive). */
+KOLO_API kolo_status_t kolo_init_store(const char* address, int port, int rank, int size,
+                                       const char* job_token, int64_t generation);
+
 /* As kolo_init, on a communicator the caller created and owns, passed as its
  * Fortran handle (MPI_Comm_c2f(comm)), which must fit an MPI_Fint (32 bits).
  * kolo duplicates it; MPI must already be initialised; the caller finalises MPI
@@ -252,7 +268,7 @@ KOLO_API int kolo_local_size(void);
 KOLO_API int kolo_cross_rank(void);
 KOLO_API int kolo_cross_size(void);
 
-/* Autotune (KOLO_AUTOTUNE=1; README "Autotune"): *frozen = 1 once this rank has
+/* Autotune (KOLO_AUTOTUNE=1; docs/timeline-and-autotune.md): *frozen = 1 once this rank has
  * applied the setting the search froze (or one read back from KOLO_AUTOTUNE_LOG),
  * *changes = how many settings it has applied, *digest = a hash of every (cycle,
  * setting) it applied: equal on every rank, as every rank applies rank 0's
@@ -454,8 +470,8 @@ KOLO_API kolo_status_t kolo_join_ex(const kolo_options_t* options, int* last_ran
 
 /* ---- timeline ------------------------------------------------------------- */
 
-/* Starts this rank's Chrome-trace timeline (chrome://tracing, Perfetto; the README's
- * "Timeline" section shows what it records). Per rank, not collective: a rank
+/* Starts this rank's Chrome-trace timeline (chrome://tracing, Perfetto;
+ * docs/timeline-and-autotune.md shows what it records). Per rank, not collective: a rank
  * records from its own start to its own stop, and may start while others do not.
  * Which file: a `path` with "%r" in it is every rank's, %r replaced by the rank; a
  * path ending in '/' or naming a directory gets kolo-timeline-rank<r>.json there,

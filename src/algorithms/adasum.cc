@@ -41,6 +41,7 @@
 
 #include <string>
 
+#include "algorithms/tags.h"
 #include "common/check.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
@@ -52,8 +53,8 @@ using adasum::Segment;
 using transport::PointToPoint;
 using transport::RequestId;
 
-constexpr int kDataTag = 0x6164;  // "ad"
-constexpr int kSumsTag = 0x6173;  // "as"
+constexpr int kDataTag = tags::kAdasumData;  // Note [Tag spaces] in tags.h
+constexpr int kSumsTag = tags::kAdasumSums;
 
 // Receives `recv_bytes` from `peer` while sending `send_bytes` to it, and waits
 // for both; both requests are waited on even when one fails (PointToPoint's

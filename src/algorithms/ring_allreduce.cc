@@ -45,16 +45,19 @@
 // Every chunk of `output` is written: n-1 of them by the reduce-scatter, and the
 // chunk a rank sent first (chunk r) by the allgather's first step.
 //
-// Messages all use one tag: between one pair of ranks messages with equal tags
-// arrive in order, every rank posts the segments in the same order, and calls
-// happen in the same order on every rank.
+// Messages all use one tag (tags::kRing, Note [Tag spaces] in tags.h): between
+// one pair of ranks messages with equal tags arrive in order, every rank posts
+// the segments in the same order, and calls happen in the same order on every
+// rank.
 #include "algorithms/ring_allreduce.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "algorithms/p2p_requests.h"
 #include "algorithms/ring_schedule.h"
+#include "algorithms/tags.h"
 #include "common/check.h"
 #include "common/failpoint.h"
 #include "reduce/reduce.h"
@@ -65,51 +68,6 @@ namespace {
 
 using transport::PointToPoint;
 using transport::RequestId;
-
-constexpr int kRingTag = 0x6b72;  // "kr"
-
-// The outstanding requests of one step. Every request is waited on exactly once
-// (PointToPoint contract), also when a step fails half-way: the destructor drains
-// what is left, so no buffer is touched after the step returns.
-class Pending {
- public:
-  explicit Pending(PointToPoint& p2p) : p2p_(p2p) {}
-  ~Pending() {
-    for (RequestId id : ids_) p2p_.wait(id).ignore();
-  }
-
-  Status send(int peer, const void* data, size_t bytes, RequestId* id = nullptr) {
-    RequestId r = 0;
-    KOLO_RETURN_IF_ERROR(p2p_.isend(peer, data, bytes, kRingTag, &r));
-    ids_.push_back(r);
-    if (id) *id = r;
-    return Status::OK();
-  }
-
-  Status recv(int peer, void* data, size_t bytes, RequestId* id = nullptr) {
-    RequestId r = 0;
-    KOLO_RETURN_IF_ERROR(p2p_.irecv(peer, data, bytes, kRingTag, &r));
-    ids_.push_back(r);
-    if (id) *id = r;
-    return Status::OK();
-  }
-
-  Status wait(RequestId id) {
-    auto it = std::find(ids_.begin(), ids_.end(), id);
-    KOLO_CHECK(it != ids_.end());
-    ids_.erase(it);
-    return p2p_.wait(id);
-  }
-
-  Status wait_all() {
-    while (!ids_.empty()) KOLO_RETURN_IF_ERROR(wait(ids_.front()));
-    return Status::OK();
-  }
-
- private:
-  PointToPoint& p2p_;
-  std::vector<RequestId> ids_;
-};
 
 // One call of RingAllreduce::run, once the trivial cases are out of the way.
 class RingRun {
@@ -142,7 +100,7 @@ class RingRun {
   char* slot(int64_t k) { return scratch_ + (k % 2) * segment_elems_ * elem_; }
 
   // Posts a send of every segment of `chunk`, read from `base`.
-  Status send_chunk(Pending& pending, const Range& chunk, const char* base) {
+  Status send_chunk(Requests& pending, const Range& chunk, const char* base) {
     const int64_t n = RingSchedule::num_segments(chunk.count, segment_elems_);
     for (int64_t k = 0; k < n; ++k) {
       const Range seg = RingSchedule::segment(chunk, segment_elems_, k);
@@ -154,7 +112,7 @@ class RingRun {
   // Step s of phase 1: send a partial chunk, receive the next one segment by
   // segment into scratch and combine it with our input into output.
   Status reduce_scatter_step(int s) {
-    Pending pending(p2p_);
+    Requests pending(p2p_, tags::kRing);
     const Range send = schedule_.chunk(schedule_.reduce_scatter_send(s));
     const Range recv = schedule_.chunk(schedule_.reduce_scatter_recv(s));
     const int64_t n = RingSchedule::num_segments(recv.count, segment_elems_);
@@ -178,7 +136,7 @@ class RingRun {
 
   // Step s of phase 2: forward a finished chunk, receive one straight into output.
   Status allgather_step(int s) {
-    Pending pending(p2p_);
+    Requests pending(p2p_, tags::kRing);
     const Range send = schedule_.chunk(schedule_.allgather_send(s));
     const Range recv = schedule_.chunk(schedule_.allgather_recv(s));
     const int64_t n = RingSchedule::num_segments(recv.count, segment_elems_);
@@ -238,52 +196,6 @@ Status RingAllreduce::run(const void* input, void* output, int64_t count, DataTy
   if (scratch_.size() < scratch_bytes) scratch_.resize(scratch_bytes);  // grow-only
   RingRun ring(p2p_, schedule, input, output, dtype, op, segment_elems, scratch_.data());
   return ring.run();
-}
-
-namespace {
-
-// The "ring" transport: CPU memory only, ops the reduce kernels implement.
-class RingTransport : public transport::Transport {
- public:
-  RingTransport(transport::PointToPoint& p2p, RingOptions options) : ring_(p2p, options) {}
-
-  const char* name() const override { return "ring"; }
-  transport::Capabilities capabilities() const override {
-    transport::Capabilities c;
-    c.collectives = transport::collective_bit(Collective::kAllreduce);
-    c.host = true;
-    c.needs_p2p = true;
-    c.chunk = transport::Chunk::kMessageSegment;
-    return c;
-  }
-
-  void tune(const transport::Tuning& tuning) override {
-    if (tuning.segment_bytes > 0) ring_.set_segment_bytes(tuning.segment_bytes);
-  }
-
-  Status supports(const transport::Bucket& bucket) const override {
-    if (bucket.device.kind != DeviceKind::kCpu) {
-      return unsupported("ring: CPU memory only, the bucket is on " + device_name(bucket.device));
-    }
-    return Status::OK();
-  }
-
-  std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override {
-    return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
-      return std::make_unique<transport::CompletedWork>(
-          ring_.run(in, out, count, bucket.dtype, bucket.reduction.op));
-    });
-  }
-
- private:
-  RingAllreduce ring_;
-};
-
-}  // namespace
-
-std::unique_ptr<transport::Transport> make_ring_transport(transport::PointToPoint& p2p,
-                                                          RingOptions options) {
-  return std::make_unique<RingTransport>(p2p, options);
 }
 
 }  // namespace kolo::algorithms

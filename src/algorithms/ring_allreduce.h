@@ -46,7 +46,10 @@ class RingAllreduce {
   std::vector<char> scratch_;
 };
 
-// The "ring" transport: RingAllreduce behind the Transport seam (CPU memory).
+// The "ring" transport (ring_transport.cc): RingAllreduce for buckets and
+// P2PCollectives (p2p_collectives.h) for allgather, broadcast, alltoall and
+// reducescatter, over the same verbs, CPU memory only. So every world with
+// point-to-point verbs has every collective.
 std::unique_ptr<transport::Transport> make_ring_transport(transport::PointToPoint& p2p,
                                                           RingOptions options = {});
 

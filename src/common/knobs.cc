@@ -299,6 +299,70 @@ const Knob kKnobs[] = {
        return parse_int_at_least(v, 2, 1000, &c->autotune_max_samples);
      },
      [](const Config& c) { return std::to_string(c.autotune_max_samples); }},
+    // The socket world (transports/socket). All may differ: they decide how a rank
+    // finds the others, and ranks that differ in them never meet (or meet alike:
+    // auto and socket, or a port given and the same port derived), so comparing
+    // them after the world is formed could only fail ranks that work together.
+    {{"KOLO_WORLD", KnobType::kChoice, "auto", "one of auto, mpi, socket",
+      "which world kolo_init starts: auto picks the socket world when torchrun's variables "
+      "(MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE) are set and no MPI launcher's are, else MPI",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       c->world = lower(v);
+       return c->world == "auto" || c->world == "mpi" || c->world == "socket";
+     },
+     [](const Config& c) { return c.world; }},
+    {{"KOLO_SOCKET_IFNAME", KnobType::kString, "", "empty, or a network interface name (e.g. eth0)",
+      "socket world: listen on this interface's address; empty: the address that reaches the "
+      "store (never every interface)",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       c->socket_ifname = v;
+       return true;
+     },
+     [](const Config& c) { return c.socket_ifname; }},
+    {{"KOLO_STORE_PORT", KnobType::kInt, "0", "an integer from 0 to 65535",
+      "socket world: the port of kolo's rendezvous store at MASTER_ADDR (rank 0 serves it unless "
+      "something listens there); 0: MASTER_PORT + 1 (torchrun's own store holds MASTER_PORT)",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) { return parse_int_at_least(v, 0, 65535, &c->store_port); },
+     [](const Config& c) { return std::to_string(c.store_port); }},
+    {{"KOLO_STORE_DIR", KnobType::kString, "", "empty, or a directory",
+      "socket world on one host: meet through a file store in this directory (one per job) "
+      "instead of a TCP store",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       c->store_dir = v;
+       return true;
+     },
+     [](const Config& c) { return c.store_dir; }},
+    {{"KOLO_JOB_TOKEN", KnobType::kString, "", "empty, or up to 256 bytes (never printed)",
+      "socket world: the job's secret; a connection that does not present it is dropped. Empty: "
+      "derived from the launcher's variables (keeps jobs apart, but is no secret)",
+      Agreement::kMayDiffer, true},
+     [](const std::string& v, Config* c) {
+       c->job_token = v;
+       return v.size() <= 256;
+     },
+     [](const Config& c) { return std::string(c.job_token.empty() ? "" : "(set)"); }},
+    {{"KOLO_GENERATION", KnobType::kInt, "-1", "an integer >= -1",
+      "socket world: this forming of the world (elastic jobs count up); -1: "
+      "TORCHELASTIC_RESTART_COUNT, else 0",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       return parse_int_at_least(v, -1, std::numeric_limits<int64_t>::max(), &c->generation);
+     },
+     [](const Config& c) { return std::to_string(c.generation); }},
+    {{"KOLO_INIT_TIMEOUT_SECONDS", KnobType::kDouble, "300", "a finite number > 0 (seconds)",
+      "socket world: how long kolo_init waits for the store and for every rank to arrive",
+      Agreement::kMayDiffer},
+     [](const std::string& v, Config* c) {
+       double seconds = 0;
+       if (!parse_double(v, &seconds) || seconds <= 0 || seconds > 1e6) return false;
+       c->init_timeout_seconds = seconds;
+       return true;
+     },
+     [](const Config& c) { return number(c.init_timeout_seconds); }},
 };
 
 // The value a knob has under `env`: trimmed; unset or blank means the default.
@@ -333,8 +397,9 @@ Status load_config(const EnvLookup& env, Config* config) {
     const std::string value = effective_value(env, k.spec);
     // An empty string default (KOLO_TIMELINE) is applied like any other value.
     if (!k.apply(value, &next)) {
-      return invalid_argument(std::string(k.spec.name) + "=\"" + value +
-                              "\" is not valid: expected " + k.spec.accepted);
+      const std::string shown = k.spec.secret ? " (value not shown)" : "=\"" + value + "\"";
+      return invalid_argument(std::string(k.spec.name) + shown + " is not valid: expected " +
+                              k.spec.accepted);
     }
   }
   *config = next;
@@ -355,7 +420,10 @@ const char* agreement_name(Agreement agreement) {
 
 std::vector<std::string> knob_values(const EnvLookup& env) {
   std::vector<std::string> values;
-  for (const Knob& k : kKnobs) values.push_back(effective_value(env, k.spec));
+  for (const Knob& k : kKnobs) {
+    const std::string value = effective_value(env, k.spec);
+    values.push_back(k.spec.secret && !value.empty() ? "(set)" : value);
+  }
   return values;
 }
 

@@ -50,6 +50,15 @@ struct Config {
   int64_t autotune_warmup_samples = 3;        // KOLO_AUTOTUNE_WARMUP_SAMPLES (rank 0)
   double autotune_sample_seconds = 0.5;       // KOLO_AUTOTUNE_SAMPLE_SECONDS (rank 0)
   int64_t autotune_max_samples = 40;          // KOLO_AUTOTUNE_MAX_SAMPLES (rank 0)
+  // Which world kolo_init starts, and the socket world's rendezvous
+  // (transports/socket/launch_env.h says how kolo_init reads them).
+  std::string world = "auto";                 // KOLO_WORLD: auto, mpi or socket
+  std::string socket_ifname;                  // KOLO_SOCKET_IFNAME; empty: the store's route
+  int64_t store_port = 0;                     // KOLO_STORE_PORT; 0: MASTER_PORT + 1
+  std::string store_dir;                      // KOLO_STORE_DIR; empty: a TCP store
+  std::string job_token;                      // KOLO_JOB_TOKEN (secret: never printed)
+  int64_t generation = -1;                    // KOLO_GENERATION; -1: TORCHELASTIC_RESTART_COUNT or 0
+  double init_timeout_seconds = 300.0;        // KOLO_INIT_TIMEOUT_SECONDS
 };
 
 enum class KnobType { kBytes, kDouble, kInt, kBool, kString, kChoice };
@@ -64,6 +73,7 @@ struct KnobSpec {
   const char* accepted;       // human description of accepted values
   const char* doc;            // one line
   Agreement agreement = Agreement::kMustAgree;
+  bool secret = false;        // its value is never printed (knob_values says "(set)")
 };
 
 // A knob's effective value in one spelling per value ("64M" and "67108864" both
@@ -85,7 +95,7 @@ EnvLookup process_env();
 Status load_config(const EnvLookup& env, Config* config);
 
 // The current textual value of each knob (default if unset), same order as
-// knob_specs().
+// knob_specs(); a secret knob that is set reads "(set)".
 std::vector<std::string> knob_values(const EnvLookup& env);
 
 // The canonical effective value of every knob that must agree, in knob_specs()

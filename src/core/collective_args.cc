@@ -178,12 +178,12 @@ Status check_member(const std::string& prefix, const CollectiveArgs& a, size_t i
                     const transport::Topology& topo, int64_t* elements) {
   CollectiveArgs m = a;
   m.collective = member_collective(a.collective);
-  m.rows = a.members[i].count;
+  m.rows = a.members[i].rows;
   m.row_count = a.member_row_counts.empty() ? 1 : a.member_row_counts[i];
   KOLO_RETURN_IF_ERROR_AS_IS(check_shape(prefix, m, elements));
   if (!a.member_shapes.empty())
     KOLO_RETURN_IF_ERROR_AS_IS(check_given_shape(prefix, m, a.member_shapes[i]));
-  const TensorEntry::Member& t = a.members[i];
+  const CollectiveArgs::Member& t = a.members[i];
   switch (m.collective) {
     case Collective::kAllgather:
       return check_buffers(prefix, t.input, nullptr, *elements, a.dtype, true, false);
@@ -199,7 +199,7 @@ Status check_member(const std::string& prefix, const CollectiveArgs& a, size_t i
 }
 
 // A group: its members checked one by one, negotiated under one name. See Note
-// [Grouped collectives] in executor.h.
+// [Grouped collectives] in executor_context.h.
 Status make_grouped(const CollectiveArgs& a, const transport::Topology& topo, TensorEntry* e) {
   const std::string what = collective_name(a.collective);
   const bool rows = a.collective != Collective::kGroupedAllreduce;
@@ -327,7 +327,7 @@ Status make_entry(CollectiveArgs&& a, const transport::Topology& topo, TensorEnt
   TensorParams& p = e->request.params;
   p.collective = a.collective;
   p.dtype = a.dtype;
-  p.device = a.device.kind;
+  p.device_kind = a.device.kind;
   e->input = a.input;
   e->output = a.output;
   e->device = a.device;

@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "common/check.h"
 #include "common/logging.h"
@@ -19,22 +18,6 @@ std::vector<transport::Transport*> offered(transport::World& world) {
   for (auto& t : world.transports) out.push_back(t.get());
   return out;
 }
-
-// See Note [Waking up]: poll this long before sleeping.
-constexpr auto kSpinFor = std::chrono::microseconds(50);
-// Note [The coordinator dozes while waiters run cycles]: how long after the last
-// helper left, and how long each doze.
-constexpr auto kDozeWindow = std::chrono::milliseconds(1);
-constexpr auto kDoze = std::chrono::microseconds(100);
-constexpr auto kLongestDoze = std::chrono::microseconds(800);
-// While device work is in flight the coordinator polls it (yielding) this long
-// before it sleeps: a wake-up from the transport's host callback costs two
-// thread wake-ups, tens of microseconds each in a VM, on every bucket. Only
-// machines with GPUs take this path, and there cores are not scarce.
-constexpr auto kSpinWhileDeviceBusy = std::chrono::milliseconds(2);
-// The longest sleep while device work is in flight (a safety net: the device
-// transport wakes the coordinator when work finishes).
-constexpr auto kDeviceRecheck = std::chrono::milliseconds(1);
 
 }  // namespace
 
@@ -53,15 +36,15 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       negotiator_(*world.control, config),
       executor_(selector_, fusion_, world.control->topology().rank, world.control->topology().size,
                 [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_,
-                world.device),
+                world.device_support),
       flight_(static_cast<size_t>(config.flight_recorder)),
-      crowded_(world.control->topology().local_size >
-               static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
-      gate_(std::make_shared<CycleGate>(this, crowded_)),
-      doze_length_(kDoze, kLongestDoze),
       // See Note [The waiter runs the cycle]: on one node the idle checks make no
       // foreign calls, so a cycle may run on any thread that holds the gate.
-      helping_(world.control->topology().local_size == world.control->topology().size) {}
+      policy_(WaitPolicy::for_node(
+          world.control->topology().local_size,
+          world.control->topology().local_size == world.control->topology().size)),
+      gate_(std::make_shared<CycleGate>(this, policy_)),
+      doze_(policy_.profile(WaitFor::kDoze)) {}
 
 Status Coordinator::init() {
   transport::ControlPlane* control = world_.control.get();
@@ -226,9 +209,11 @@ bool Coordinator::has_news_now(uint64_t next) {
 }
 
 Status Coordinator::wait_for_news(std::unique_lock<std::mutex>& lock) {
-  auto idle_start = Clock::now();
   transport::ControlPlane& control = *world_.control;
   const auto poll = std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 1000));
+  const WaitProfile& news = policy_.profile(WaitFor::kNews);
+  Waiter idle(news);
+  idle.restart(Clock::now());  // the yields count from here
   while (true) {
     if (!lock.owns_lock()) lock.lock();
     const bool helping = gate_->helping();
@@ -238,41 +223,44 @@ Status Coordinator::wait_for_news(std::unique_lock<std::mutex>& lock) {
       dump_if_signalled();
       if (has_news_now(next)) return Status::OK();
     }
-    // Note [Crowded nodes wait in the kernel]: there, dozes only while a thread helps.
-    if (gate_->helped_within(crowded_ ? std::chrono::microseconds(0) : kDozeWindow)) {
-      // Note [The coordinator dozes while waiters run cycles]; after the doze,
-      // look at once, without the spin.
+    if (gate_->helped_within(policy_.doze_window())) {
       lock.unlock();
-      // See Note [The coordinator dozes while waiters run cycles]: not on mu() while one helps.
-      // Each doze that ends while a thread still helps is twice as long, up to
-      // kLongestDoze: a long cycle is not interrupted every kDoze; nor is the
-      // caller's time between operations (DozeLength).
-      for (auto doze = doze_length_.next(gate_->helping()); !gate_->doze(doze) && gate_->helping();)
-        doze = std::min(2 * doze, kLongestDoze);
-      idle_start = Clock::now() - kSpinFor;
+      doze_while_helped();
+      idle.restart(Clock::now() - news.yield_for);  // then look at once, without the yields
       continue;
     }
-    executor_.poll();  // Note [Device work in flight]
+    executor_.poll();  // Note [One execution model] in executor.h
     KOLO_RETURN_IF_ERROR_AS_IS(control.check_peers());
     const auto now = Clock::now();
     negotiator_.warn_stalls(now);  // a stall report due is news
     if (negotiator_.has_news(now)) return Status::OK();
+    // Device work in flight is polled longer, and sleeps are capped in case a
+    // wake-up is lost (its transport wakes the coordinator when it finishes).
     const bool busy = executor_.busy();
+    const WaitProfile& profile = busy ? policy_.profile(WaitFor::kDeviceInFlight) : news;
     auto until = negotiator_.next_deadline(now);
-    if (busy) until = std::min(until, now + kDeviceRecheck);
+    if (busy) until = std::min<Clock::time_point>(until, now + profile.max_sleep);
     lock.unlock();
-    const Clock::duration spin =
-        busy ? Clock::duration(kSpinWhileDeviceBusy) : crowded_ ? Clock::duration(0) : kSpinFor;
-    if (now - idle_start < spin) {
-      sched_yield();
-      continue;
-    }
-    // Sleep until a peer rings, an enqueue wakes us, device work finishes (its
-    // transport wakes us), or the stall timers are due. With device work in flight
-    // the sleep is also capped, in case a wake-up is lost.
+    idle.use(profile);
+    if (idle.pause_awake(now)) continue;  // yields
+    // Sleep until a peer rings, an enqueue wakes us, device work finishes, or the
+    // stall timers are due.
     control.wait_for_ring(next, std::chrono::duration_cast<std::chrono::microseconds>(until - now),
                           poll);
   }
+}
+
+// Note [The coordinator dozes while waiters run cycles]: not on the gate's mutex
+// while one helps. Each doze that ends while a thread still helps is twice as
+// long as the last, up to the profile's longest: a long cycle is not interrupted
+// at every doze's end, nor is the caller's time between operations.
+void Coordinator::doze_while_helped() {
+  if (gate_->helping()) doze_.restart();
+  Clock::duration doze = doze_.take_sleep();
+  const WaitProfile& profile = policy_.profile(WaitFor::kDoze);
+  while (!gate_->doze(std::chrono::duration_cast<std::chrono::microseconds>(doze)) &&
+         gate_->helping())
+    doze = profile.after(doze);
 }
 
 void Coordinator::fail_everything(const Status& status) {

@@ -2,9 +2,11 @@
 // execute what is ready, repeat — until some rank asks to stop.
 //
 // The idle wait (see Note [Waking up]) is where kolo decides between latency and
-// CPU: it spins briefly, then sleeps in the control plane's wait_for_ring, and
-// starts a cycle as soon as this rank has news (a local enqueue wakes it at once)
-// or a peer has rung the doorbell for the next cycle.
+// CPU: it looks for news between yields briefly, then sleeps in the control
+// plane's wait_for_ring, as the world's WaitPolicy says (WaitFor::kNews,
+// kDeviceInFlight, kDoze in common/wait_policy.h), and starts a cycle as soon as
+// this rank has news (a local enqueue wakes it at once) or a peer has rung the
+// doorbell for the next cycle.
 #pragma once
 
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <string>
 
 #include "common/knobs.h"
+#include "common/wait_policy.h"
 #include "core/autotune.h"
 #include "core/coordinator_gate.h"
 #include "core/executor.h"
@@ -50,9 +53,12 @@ class Coordinator {
   // What autotune has done on this rank; it outlives the coordinator.
   std::shared_ptr<const AutotuneRecord> autotune_record() const { return autotune_record_; }
 
-  // Who may run cycles for a thread that waits on a host tensor's handle (Note
-  // [The waiter runs the cycle]); null where only the coordinator may.
-  std::shared_ptr<CycleHelper> helper() const { return helping_ ? gate_ : nullptr; }
+  // How this world waits, and whether a waiter runs the cycle (the runtime asks
+  // it at each submission).
+  const WaitPolicy& wait_policy() const { return policy_; }
+  // Who runs cycles for a thread that waits on a handle, where the policy says
+  // it may (Note [The waiter runs the cycle]).
+  std::shared_ptr<CycleHelper> helper() const { return gate_; }
   // CycleGate only, with its mutex held: one cycle if this rank has news.
   enum class Helped { kIdle, kRan, kEnded };
   Helped help_once();
@@ -70,6 +76,8 @@ class Coordinator {
   // Returns (with the gate held) OK when there is news, or the liveness check's
   // failure.
   Status wait_for_news(std::unique_lock<std::mutex>& lock);
+  // Dozes until no thread helps or a helper hands back. Gate not held.
+  void doze_while_helped();
   // Fails everything with `failure` (or, when a peer failed, with the liveness
   // check's own status) and reports a peer failure once.
   void stop_for(const Status& failure);
@@ -121,10 +129,12 @@ class Coordinator {
   std::shared_ptr<AutotuneRecord> autotune_record_ = std::make_shared<AutotuneRecord>();
   std::vector<Response> ready_;  // the cycle's responses (scratch)
   std::vector<const char*> carried_;  // every rank's carried bucket, when the cycle has them
-  const bool crowded_;  // Note [Crowded nodes wait in the kernel] (coordinator_gate.h)
+  const WaitPolicy policy_;  // common/wait_policy.h
   std::shared_ptr<CycleGate> gate_;
-  DozeLength doze_length_;  // Note [The coordinator dozes while waiters run cycles]
-  const bool helping_;     // Note [The waiter runs the cycle]
+  // The length of the next doze that begins (Note [The coordinator dozes while
+  // waiters run cycles]): WaitFor::kDoze, from its first after one that began
+  // while a thread helped.
+  Waiter doze_;
   bool ended_ = false;     // a cycle stopped kolo or failed: finish() is due
   bool end_failed_ = false;  // ...by a failure (end_), not a stop
   Status end_;

@@ -1,15 +1,9 @@
 #include "core/coordinator_gate.h"
 
-#include <sched.h>
-
 #include "core/coordinator.h"
 
 namespace kolo::core {
 namespace {
-
-// How long a helper looks for news (the peer's ring, its own submission) before
-// it leaves the rest to the coordinator: as long as the coordinator's own spin.
-constexpr auto kHelpIdle = std::chrono::microseconds(50);
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -21,9 +15,10 @@ int64_t now_ns() {
 
 void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
   helpers_.fetch_add(1, std::memory_order_acq_rel);
-  // The idle time counts from the last pass that ran a cycle (or the first
-  // pass): a cycle that completes the handle at once costs no clock read here.
-  Clock::time_point idle_since{};
+  // Looks for news between yields, as kHelperNews says, from the first pass or
+  // the last one that ran a cycle: a cycle that completes the handle at once
+  // costs no clock read here.
+  Waiter idle(policy_.profile(WaitFor::kHelperNews), deadline);
   while (!handle.done()) {
     bool ran = false;
     {
@@ -33,15 +28,13 @@ void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
         const Coordinator::Helped helped = coordinator_->help_once();
         if (helped == Coordinator::Helped::kEnded) break;
         ran = helped == Coordinator::Helped::kRan;
-        // Note [Crowded nodes wait in the kernel]: no polling for news here.
-        if (helped == Coordinator::Helped::kIdle && crowded_) break;
+        // Note [Crowded nodes wait in the kernel]: no looking for news there.
+        if (helped == Coordinator::Helped::kIdle && policy_.helper_hands_back_when_idle()) break;
       }
     }
     if (handle.done()) break;
-    const auto now = Clock::now();
-    if (ran || idle_since == Clock::time_point{}) idle_since = now;
-    if (now >= deadline || now - idle_since > kHelpIdle) break;
-    sched_yield();
+    if (ran) idle.restart();
+    if (!idle.pause_awake()) break;  // no news for a while, or the deadline passed
   }
   if (handle.done()) {
     // The common case costs no lock and no wake-up: the coordinator dozes on.

@@ -8,12 +8,12 @@
 // detach() has run, help() returns at once.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 
+#include "common/wait_policy.h"
 #include "core/handle.h"
 
 namespace kolo::core {
@@ -22,15 +22,14 @@ class Coordinator;
 
 class CycleGate : public CycleHelper {
  public:
-  // `crowded`: the node runs more ranks than it has CPUs (Note [Crowded nodes
-  // wait in the kernel]).
-  explicit CycleGate(Coordinator* coordinator, bool crowded = false)
-      : coordinator_(coordinator), crowded_(crowded) {}
-  bool crowded() const override { return crowded_; }
+  // `policy`: how a helper looks for news (WaitFor::kHelperNews, and Note
+  // [Crowded nodes wait in the kernel] in common/wait_policy.h).
+  explicit CycleGate(Coordinator* coordinator, WaitPolicy policy = WaitPolicy())
+      : coordinator_(coordinator), policy_(policy) {}
 
   // Runs cycles on the calling thread while the handle is not done, the
-  // coordinator is not in a cycle, and there is news (kHelpIdle without news
-  // ends it); then leaves the rest to the coordinator thread.
+  // coordinator is not in a cycle, and there is news (kHelperNews's yield phase
+  // without news ends it); then leaves the rest to the coordinator thread.
   void help(const HandleState& handle, Clock::time_point deadline) override;
 
   std::mutex& mu() { return mu_; }
@@ -50,7 +49,7 @@ class CycleGate : public CycleHelper {
  private:
   std::mutex mu_;
   Coordinator* coordinator_;  // guarded by mu_; null once detached
-  const bool crowded_;
+  const WaitPolicy policy_;
   std::atomic<int> helpers_{0};
   std::atomic<int64_t> last_help_end_{0};  // steady-clock ns; 0: none, or handed back
   std::mutex idle_mu_;
@@ -71,21 +70,11 @@ class CycleGate : public CycleHelper {
 // the same, only the thread differs. Meanwhile the coordinator thread sleeps
 // until the helper leaves. Helpers run only where the control plane's idle
 // checks make no foreign calls (every rank on one node, host tensors), so the
-// MPI calls of a cycle still come from one thread at a time. A helper gives up
-// after kHelpIdle without news (the peer is late): the coordinator takes over,
-// so progress never depends on a user thread waiting.
-
-// Note [Crowded nodes wait in the kernel]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// With more ranks than CPUs on the node (4 ranks on 2 cores in CI) every thread
-// that polls or yields takes the core from the one thread that must run next.
-// There a helper that finds no news hands back at once instead of yielding for
-// kHelpIdle, its user thread sleeps on the handle's condition variable at once,
-// and the coordinator neither spins before sleeping on the doorbell nor dozes
-// after the helpers left (a doze wakes every kDoze): each waiter sleeps in the
-// kernel until the thread that has what it needs wakes it. The shared-memory
-// engines' waits between ranks are the exception: they yield before they sleep
-// (Note [Waiting for a counter in the kernel] has the measurements).
+// MPI calls of a cycle still come from one thread at a time; whether a waiter
+// helps is decided in one place, WaitPolicy::waiter_runs_cycle()
+// (common/wait_policy.h). A helper gives up after WaitFor::kHelperNews's yield
+// phase without news (the peer is late): the coordinator takes over, so
+// progress never depends on a user thread waiting.
 
 // Note [The coordinator dozes while waiters run cycles]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -93,50 +82,25 @@ class CycleGate : public CycleHelper {
 // every peer's ring would wake a coordinator asleep on the doorbell: a futex
 // wake-up, and on a rank bound to one core a context switch away from the very
 // thread that runs the cycle, twice per operation. So while a thread helps, and
-// for kDozeWindow after the last one left with its handle done, the coordinator
-// dozes instead: it sleeps kDoze at a time without announcing itself on the
-// doorbell (rings and submits then make no system call), and between dozes
-// looks for news as usual, so whatever nobody waits for still starts within
-// kDoze. A helper that leaves with its handle not done ends the doze at once.
+// for WaitPolicy::doze_window() after the last one left with its handle done,
+// the coordinator dozes instead (WaitFor::kDoze): it sleeps without announcing
+// itself on the doorbell (rings and submits then make no system call), and
+// between dozes looks for news as usual, so whatever nobody waits for still
+// starts within one doze. A helper that leaves with its handle not done ends the
+// doze at once.
 // A doze that ends while a thread still helps starts the next one without
 // taking the gate's mutex: the helper holds it for its whole cycle, and a
-// coordinator blocked on it is woken by the helper's unlock, right after the
-// handle completed, and takes the core from the waiter before kolo_wait
-// returns (the breakdown's "wake": 12-15 us where the cycle ran past a doze,
-// e.g. a 1 MiB alltoall or a far 128 KiB allreduce, against 0.3-0.9 us).
-// Each such doze is twice as long as the last, up to kLongestDoze (800 us): a
-// doze's end is a timer wake-up that takes the helper's core, every 100 us of a
-// 20 ms allreduce otherwise. Work nobody waits for, submitted just after the
-// helpers left, then starts within kLongestDoze instead of kDoze.
-// Dozes that begin while no thread helps lengthen too (DozeLength): each is
-// twice the last such one, up to kLongestDoze, counting from kDoze after one
-// that began while a thread helped. At kDoze each, operations a few hundred
-// microseconds apart had the coordinator wake every 100 us inside the caller's
-// time between them, on the same core. kolo-allreduce-perf -r mpi, 2 near
-// ranks, libkolo before / after in one binary, 5 pairs (-b 32K -e 2M -f 4 -w
-// 500 -n 100), median us of kolo and of the MPI_Allreduce beside it: 512 KiB
-// 62.6 / 35.2 and 127 / 101, 2 MiB 237 / 195 and 498 / 415, 32 and 128 KiB
-// within the noise; 8 B allreduce 2.36-2.42 / 2.37-2.43 us (4 pairs), 16 KiB
-// allgather 3.64 / 3.62 (3). Work nobody waits for starts within kLongestDoze
-// here too.
-// Past the window the coordinator sleeps on the doorbell again, and a submit
-// wakes it at once (Note [Waking up]).
-
-// The length of the coordinator's next doze (Note [The coordinator dozes while
-// waiters run cycles]): `first` when a thread helps as it begins, else twice
-// the last one that began so, up to `longest`, counting from `first` after a
-// doze that began while a thread helped.
-class DozeLength {
- public:
-  DozeLength(std::chrono::microseconds first, std::chrono::microseconds longest)
-      : first_(first), longest_(longest), idle_(first / 2) {}
-  std::chrono::microseconds next(bool helping) {
-    idle_ = helping ? first_ : std::min(2 * idle_, longest_);
-    return helping ? first_ : idle_;
-  }
-
- private:
-  std::chrono::microseconds first_, longest_, idle_;
-};
+// coordinator blocked on it, woken by the helper's unlock right after the handle
+// completed, takes the core from the waiter before kolo_wait returns (12-15 us
+// against under 1 us). Each such doze is twice as long as the last, up to the
+// profile's longest (800 us): a doze's end is a timer wake-up that takes the
+// helper's core, every 100 us of a 20 ms allreduce otherwise.
+// Dozes that begin while no thread helps lengthen the same way, counting from
+// the first (100 us) after one that began while a thread helped: at 100 us
+// each, operations a few hundred microseconds apart had the coordinator wake
+// inside the caller's time between them, on the same core. Work nobody waits
+// for, submitted just after the helpers left, so starts within 800 us.
+// docs/perf/waiting.md has the runs. Past the window the coordinator sleeps on
+// the doorbell again, and a submit wakes it at once (Note [Waking up]).
 
 }  // namespace kolo::core

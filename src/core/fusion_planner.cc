@@ -46,7 +46,7 @@ bool fusable(const TensorParams& p) {
   switch (p.collective) {
     case Collective::kAllreduce: return true;
     case Collective::kAllgather:
-    case Collective::kBroadcast: return p.device == DeviceKind::kCpu;
+    case Collective::kBroadcast: return p.device_kind == DeviceKind::kCpu;
     default: return false;
   }
 }
@@ -54,7 +54,7 @@ bool fusable(const TensorParams& p) {
 }  // namespace
 
 bool same_fusion_class(const TensorParams& a, const TensorParams& b) {
-  if (a.collective != b.collective || a.dtype != b.dtype || a.device != b.device) return false;
+  if (a.collective != b.collective || a.dtype != b.dtype || a.device_kind != b.device_kind) return false;
   switch (a.collective) {
     case Collective::kAllreduce:
       return a.op == b.op && a.prescale == b.prescale && a.postscale == b.postscale;

@@ -8,7 +8,7 @@
 // bucket as one operation: an allreduce bucket reduces the concatenation; an
 // allgather bucket gathers per rank the concatenation of the tensors' blocks; a
 // broadcast bucket broadcasts the concatenation (Note [Fused allgather and
-// broadcast] in executor.h).
+// broadcast] in executor_gather.h).
 //
 // Invariants (asserted by tests/unit/core/fusion_planner_test.cc):
 // - Identical input gives identical output, so every rank cuts the same buckets

@@ -2,9 +2,10 @@
 // handle (kolo_handle_t) and the coordinator.
 //
 // The coordinator calls complete() exactly once; any thread may poll or wait.
-// Waiting spins briefly (a small allreduce completes within microseconds), then
-// sleeps on a condition variable, so a waiting user thread does not starve the
-// coordinator or the peer rank on a machine with few cores.
+// Waiting spins and yields briefly (a small allreduce completes within
+// microseconds), then sleeps on a condition variable, as the handle's wait
+// profile says (common/wait_policy.h), so a waiting user thread does not starve
+// the coordinator or the peer rank on a machine with few cores.
 #pragma once
 
 #include <array>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/wait_policy.h"
 #include "core/output_pool.h"
 #include "transport/device.h"
 
@@ -33,10 +35,6 @@ class CycleHelper {
   // Runs cycles for `handle` until it is done, `deadline` passes, or nothing is
   // left to do for now; returns at once when another thread runs the cycle.
   virtual void help(const HandleState& handle, Clock::time_point deadline) = 0;
-  // True when the node runs more ranks than it has CPUs: a waiter then sleeps
-  // instead of yielding (Note [Crowded nodes wait in the kernel] in
-  // coordinator_gate.h).
-  virtual bool crowded() const { return false; }
 };
 
 class HandleState {
@@ -71,7 +69,10 @@ class HandleState {
   int last_joined = -1;         // join: the last rank to join
   // Set at submission: the operation works on device memory.
   bool on_device = false;
-  // Set at submission: who runs cycles for a waiter; null: the coordinator only.
+  // Set at submission, by the world's WaitPolicy: how a waiter polls before it
+  // sleeps (WaitFor::kHostHandle or kDeviceHandle), and who runs cycles for it
+  // (null: the coordinator only).
+  const WaitProfile* waits = &wait_profile(WaitFor::kHostHandle);
   std::shared_ptr<CycleHelper> helper;
 
   // Note [Where a small operation's time goes]: when the operation passed each

@@ -48,7 +48,7 @@ std::string describe_ranks(const std::vector<int>& ranks);
 // Note [One verdict at init]
 // A rank whose kolo_init fails and returns alone leaves the others waiting: they go
 // on into their first negotiation, while it (releasing what it had built) waits in a
-// collective free (MPI_Win_free of the shared windows) that they skip. So no init
+// collective free (the MPI world's communicators) that they skip. So no init
 // failure is returned alone. Each rank first checks what it can without its peers
 // (the knobs' values, the transport's name); then every rank's status and
 // configuration fingerprint go through one exchange, before any transport is built

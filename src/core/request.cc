@@ -113,7 +113,7 @@ bool group_of_rows(Collective c) { return is_group(c) && c != Collective::kGroup
 const std::vector<Field>& fields() {
   static const std::vector<Field> kFields = {
       {"collective", always, [](const TensorParams& p) { return std::string(collective_name(p.collective)); }},
-      {"device", always, [](const TensorParams& p) { return std::string(p.device == DeviceKind::kCuda ? "cuda" : "cpu"); }},
+      {"device", always, [](const TensorParams& p) { return std::string(p.device_kind == DeviceKind::kCuda ? "cuda" : "cpu"); }},
       {"dtype", has_dtype, [](const TensorParams& p) { return dtype_name(p.dtype); }},
       {"shape", has_dtype, show_shapes,
        [](const TensorParams& p) {

@@ -35,7 +35,7 @@ inline bool is_cacheable(Collective c) {
   return c != Collective::kBarrier && c != Collective::kJoin;
 }
 // Several named tensors negotiated as one unit (one name in the tables, see
-// Note [Grouped collectives] in executor.h).
+// Note [Grouped collectives] in executor_context.h).
 inline bool is_group(Collective c) {
   return c == Collective::kGroupedAllreduce || c == Collective::kGroupedAllgather ||
          c == Collective::kGroupedReducescatter;
@@ -50,7 +50,7 @@ struct TensorParams {
   Collective collective = Collective::kAllreduce;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
-  DeviceKind device = DeviceKind::kCpu;
+  DeviceKind device_kind = DeviceKind::kCpu;
   int64_t count = 0;
   double prescale = 1.0;
   double postscale = 1.0;
@@ -71,7 +71,7 @@ struct TensorParams {
 
   bool operator==(const TensorParams& o) const {
     return collective == o.collective && dtype == o.dtype && op == o.op &&
-           device == o.device && count == o.count && prescale == o.prescale &&
+           device_kind == o.device_kind && count == o.count && prescale == o.prescale &&
            postscale == o.postscale && root == o.root && row_count == o.row_count &&
            send_rows == o.send_rows && member_counts == o.member_counts &&
            names_hash == o.names_hash && shapes == o.shapes &&

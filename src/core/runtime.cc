@@ -36,6 +36,7 @@ Status Runtime::launch(std::unique_ptr<Runtime> rt, std::unique_ptr<Runtime>* ou
   rt->coordinator_ = std::make_unique<Coordinator>(rt->world_, rt->config_, rt->queue_,
                                                    rt->shutdown_requested_, rt->timeline_);
   rt->autotune_record_ = rt->coordinator_->autotune_record();
+  rt->waits_ = rt->coordinator_->wait_policy();
   rt->helper_ = rt->coordinator_->helper();
   // Every rank's status, before any coordinator runs: all start or none (Note [One
   // verdict at init]); those that fail release the world together.
@@ -87,13 +88,13 @@ Status Runtime::stop_timeline() { return timeline_.stop(); }
 
 Status Runtime::stream_wait(HandleState& handle, void* stream) {
   std::lock_guard<std::mutex> lock(device_mu_);
-  if (!handle.on_device || world_.device == nullptr)
+  if (!handle.on_device || world_.device_support == nullptr)
     return invalid_argument("kolo_handle_stream_wait: the handle is not a CUDA operation");
   std::shared_ptr<transport::DeviceEvent> done = handle.wait_launched();
   if (done == nullptr) {  // completed without device work queued: it failed (or had none)
     return handle.code() == Code::kOk ? Status::OK() : Status(handle.code(), handle.message());
   }
-  return world_.device->stream_wait(*done, stream);
+  return world_.device_support->stream_wait(*done, stream);
 }
 
 Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle) {
@@ -120,8 +121,8 @@ Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle
     device_lock.lock();
     if (!running()) return Status(Code::kShutdown, "kolo has stopped on this rank");
     const std::string prefix = "tensor '" + args.name + "': ";
-    if (world_.device == nullptr) return unsupported(prefix + "CUDA memory needs " + nccl_unavailable());
-    if (Status s = world_.device->resolve(&args.device); !s.ok())
+    if (world_.device_support == nullptr) return unsupported(prefix + "CUDA memory needs " + nccl_unavailable());
+    if (Status s = world_.device_support->resolve(&args.device); !s.ok())
       return Status(s.code(), prefix + s.message());
   }
   TensorEntry entry;
@@ -130,12 +131,15 @@ Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle
   if (entry.device.kind == DeviceKind::kCuda) {
     // Note [Device streams]: the inputs are ready after what the caller's stream
     // holds now, whenever the coordinator gets to them.
-    if (Status s = world_.device->record_ready(entry.device, &entry.ready); !s.ok())
+    if (Status s = world_.device_support->record_ready(entry.device, &entry.ready); !s.ok())
       return Status(s.code(), "tensor '" + entry.request.name + "': " + s.message());
   }
   entry.handle = std::make_shared<HandleState>();
-  entry.handle->on_device = entry.device.kind == DeviceKind::kCuda;
-  if (!entry.handle->on_device) entry.handle->helper = helper_;
+  const bool on_device = entry.device.kind == DeviceKind::kCuda;
+  entry.handle->on_device = on_device;
+  entry.handle->waits =
+      &waits_.profile(on_device ? WaitFor::kDeviceHandle : WaitFor::kHostHandle);
+  if (waits_.waiter_runs_cycle(on_device)) entry.handle->helper = helper_;
   entry.enqueued = Clock::now();
   entry.handle->stamp(HandleState::kSubmitted, entry.enqueued);
   auto h = entry.handle;

@@ -22,6 +22,7 @@
 
 #include "common/knobs.h"
 #include "common/status.h"
+#include "common/wait_policy.h"
 #include "core/coordinator.h"
 #include "core/handle.h"
 #include "core/process_sets.h"
@@ -50,11 +51,17 @@ struct CollectiveArgs {
                                            // runtime; Runtime::submit translates a
                                            // global rank given with process_set)
   const int64_t* send_rows = nullptr;      // alltoall: rows per destination, or null (even)
-  // Groups: each member's name and buffers; members[i].count is its element count
-  // (grouped allreduce) or its rows (grouped allgather and reducescatter, whose
-  // rows are member_row_counts[i] elements each).
+  // Groups: each member's name and buffers, and its size in `rows` as for a
+  // tensor alone (a grouped allreduce's members are flat: rows are elements; a
+  // grouped allgather's or reducescatter's rows are member_row_counts[i] elements
+  // each). The entry's members (TensorEntry::Member) count elements.
+  struct Member {
+    const void* input;
+    void* output;
+    int64_t rows;
+  };
   std::vector<std::string> member_names;
-  std::vector<TensorEntry::Member> members;
+  std::vector<Member> members;
   std::vector<int64_t> member_row_counts;
   int32_t process_set = 0;                 // 0: the global set
   // The caller's shape (dimensions), when given: checked against rows and
@@ -127,7 +134,7 @@ class Runtime {
   static std::string nccl_unavailable();
 
   transport::World world_;
-  std::mutex device_mu_;  // world_.device may go while a user thread asks it
+  std::mutex device_mu_;  // world_.device_support may go while a user thread asks it
   const Config config_;
   const transport::Topology topology_;
   TensorQueue queue_;
@@ -136,7 +143,10 @@ class Runtime {
   std::atomic<bool> shutdown_requested_{false};
   std::unique_ptr<Coordinator> coordinator_;
   std::shared_ptr<const AutotuneRecord> autotune_record_;
-  std::shared_ptr<CycleHelper> helper_;  // given to host handles; may be null
+  // The coordinator's: how a handle's waiter waits, and who runs cycles for it
+  // where the policy says a waiter may (Note [The waiter runs the cycle]).
+  WaitPolicy waits_;
+  std::shared_ptr<CycleHelper> helper_;
   std::thread thread_;
   std::mutex shutdown_mu_;
   std::atomic<uint64_t> barriers_{0};
@@ -148,8 +158,8 @@ class Runtime {
 
 // Note [Shutdown without waiting for the others]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Freeing a world is collective (MPI_Win_free of the shared windows waits for
-// every rank of the node). If each rank freed its world in kolo_shutdown, one
+// Freeing a world may be collective (the MPI world frees its communicators, which
+// MPI defines as collective). If each rank freed its world in kolo_shutdown, one
 // rank's shutdown would wait until every other rank had called kolo_shutdown too.
 // Instead every rank's coordinator stops at the same negotiation cycle (one
 // rank's request to stop reaches all), and each coordinator thread then frees

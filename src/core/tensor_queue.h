@@ -30,12 +30,12 @@ struct TensorEntry {
   struct Member {  // one tensor of a group
     const void* input;
     void* output;
-    int64_t count;
+    int64_t elements;
   };
   Request request;
   const void* input = nullptr;
   void* output = nullptr;
-  std::vector<Member> members;  // groups only; count in elements
+  std::vector<Member> members;  // groups only
   Device device;
   // Device tensors: the point on the caller's stream after which the inputs are
   // ready, recorded at submission (Note [Device streams]); null otherwise.

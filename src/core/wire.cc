@@ -89,7 +89,7 @@ void write_request(Writer* w, const std::string& name, const TensorParams& p) {
   w->put<uint8_t>(static_cast<uint8_t>(p.collective));
   w->put<int32_t>(static_cast<int32_t>(p.dtype));
   w->put<int32_t>(static_cast<int32_t>(p.op));
-  w->put<int32_t>(static_cast<int32_t>(p.device));
+  w->put<int32_t>(static_cast<int32_t>(p.device_kind));
   w->put<int64_t>(p.count);
   w->put<double>(p.prescale);
   w->put<double>(p.postscale);
@@ -131,10 +131,10 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
   p->collective = static_cast<Collective>(collective);
   p->dtype = static_cast<DataType>(dtype);
   p->op = static_cast<ReduceOp>(op);
-  p->device = static_cast<DeviceKind>(device);
+  p->device_kind = static_cast<DeviceKind>(device);
   if (!is_valid(p->dtype)) return corrupt("bad dtype");
   if (!is_valid(p->op)) return corrupt("bad op");
-  if (!is_valid(p->device)) return corrupt("bad device");
+  if (!is_valid(p->device_kind)) return corrupt("bad device");
   if (p->count < 0) return corrupt("negative count");
   if (p->row_count < 1) return corrupt("row size below 1");
   std::vector<std::vector<int64_t>> dims;

@@ -1,20 +1,20 @@
 #include "transport/control_plane.h"
 
-#include <algorithm>
+#include "common/wait_policy.h"
 
 namespace kolo::transport {
 
 void ControlPlane::wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
                                  std::chrono::microseconds poll) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + timeout;
-  auto nap = std::chrono::microseconds(10);
+  // Naps as WaitFor::kRingPoll says, up to the poll interval.
+  WaitProfile naps = wait_profile(WaitFor::kRingPoll);
+  naps.max_sleep = poll;
+  Waiter waiter(naps, std::chrono::steady_clock::now() + timeout);
   std::unique_lock<std::mutex> lock(wake_mu_);
   while (!woken_ && !rung(cycle)) {
-    const auto now = Clock::now();
-    if (now >= deadline) break;
-    wake_cv_.wait_until(lock, std::min<Clock::time_point>(deadline, now + nap), [this] { return woken_; });
-    nap = std::max(std::min(nap * 2, poll), std::chrono::microseconds(1));
+    const auto nap = waiter.take_sleep();  // zero once the timeout has passed
+    if (nap <= nap.zero()) break;
+    wake_cv_.wait_for(lock, nap, [this] { return woken_; });
   }
   woken_ = false;
 }

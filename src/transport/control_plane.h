@@ -28,8 +28,10 @@ namespace kolo::transport {
 using Bytes = std::string;  // an opaque blob of bytes
 
 // Where this rank sits. Ranks on one node are numbered local_rank 0..local_size-1;
-// cross_rank/cross_size number the nodes (the ranks with equal local_rank form a
-// cross communicator).
+// cross_rank/cross_size number the ranks with this rank's local_rank, one per
+// node that has such a rank (they form a cross communicator); `node` numbers the
+// nodes themselves, 0..nodes-1, the same on every rank of a node (the node
+// layer, transports/shm, tells nodes apart by it).
 struct Topology {
   int rank = 0;
   int size = 1;
@@ -37,6 +39,7 @@ struct Topology {
   int local_size = 1;
   int cross_rank = 0;
   int cross_size = 1;
+  int node = 0;
 };
 
 class ControlPlane {
@@ -88,7 +91,8 @@ class ControlPlane {
   // Sleeps until a peer rings for `cycle` or later, wake() is called, or `timeout`
   // passes; it may also return early. Where a ring can only be seen by polling,
   // polls at least every `poll` (KOLO_CYCLE_TIME_MS). The default polls rung() in
-  // sleeps that grow from 10 us to `poll`; a transport with a blocking doorbell (a
+  // naps that grow from 10 us to `poll` (WaitFor::kRingPoll in
+  // common/wait_policy.h); a transport with a blocking doorbell (a
   // futex in shared memory) overrides both this and wake(). Coordinator only.
   virtual void wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
                              std::chrono::microseconds poll);
@@ -97,7 +101,7 @@ class ControlPlane {
   // tensor queue calls it on every enqueue).
   virtual void wake();
 
-  // The liveness check (Note [Waits consult liveness] in transports/mpi): OK
+  // The liveness check (Note [Waits consult liveness] in transport/liveness.h): OK
   // while every peer runs, else KOLO_ERR_RANK_FAILED naming the ranks, for good.
   // Every wait inside the control plane and the transports already asks it; the
   // idle coordinator asks it after each wait_for_ring, whose sleeps an

@@ -94,7 +94,7 @@ Status build_transports(TransportFactory& factory, const Topology& topology,
   }
   DeviceSupport* support = nullptr;
   Status device = factory.device(options.fusion_bytes, device_cross, &t, &support);
-  if (device.ok()) world->device = support;
+  if (device.ok()) world->device_support = support;
   return offer(std::move(device), "nccl");
 }
 

@@ -46,7 +46,7 @@ struct BuildOptions {
 
 // Builds the transports `topology`'s world offers from `factory`, appends them to
 // world->transports in the world's order (mpi, ring, then shm on one node or
-// hierarchical on several nodes of equal size, then nccl) and sets world->device.
+// hierarchical on several nodes of equal size, then nccl) and sets world->device_support.
 // See Note [Which transports a world offers]. Collective over the world.
 Status build_transports(TransportFactory& factory, const Topology& topology,
                         const BuildOptions& options, World* world);

@@ -37,7 +37,7 @@ struct World {
   std::vector<std::unique_ptr<Transport>> transports;
   // The device transport's other face (one of `transports`), or null when this
   // world cannot take device tensors.
-  DeviceSupport* device = nullptr;
+  DeviceSupport* device_support = nullptr;
   // Runs once after the coordinator has stopped and the transports are gone
   // (e.g. MPI_Finalize when kolo initialised MPI). May be empty.
   std::function<void()> finalize;
@@ -50,10 +50,10 @@ struct World {
       : control(std::move(o.control)),
         p2p(std::move(o.p2p)),
         transports(std::move(o.transports)),
-        device(o.device),
+        device_support(o.device_support),
         finalize(std::move(o.finalize)),
         make_subset(std::move(o.make_subset)) {
-    o.device = nullptr;
+    o.device_support = nullptr;
     o.make_subset = nullptr;
     o.finalize = nullptr;  // a moved-from std::function need not be empty
   }
@@ -64,8 +64,8 @@ struct World {
       control = std::move(o.control);
       p2p = std::move(o.p2p);
       transports = std::move(o.transports);
-      device = o.device;
-      o.device = nullptr;
+      device_support = o.device_support;
+      o.device_support = nullptr;
       finalize = std::move(o.finalize);
       o.finalize = nullptr;
       make_subset = std::move(o.make_subset);
@@ -81,7 +81,7 @@ struct World {
   // rank has stopped (Note [Shutdown without waiting for the others]).
   void release_transports() {
     make_subset = nullptr;  // it may hold what the control plane uses
-    device = nullptr;
+    device_support = nullptr;
     transports.clear();
     p2p.reset();
     control.reset();
@@ -104,7 +104,7 @@ struct World {
 // cycle and stall inspector, so a set whose names stall never holds up another,
 // and a name may be in flight in two sets at once. The cut that gives all of that
 // without a second code path is to make a set's ranks a world of their own (an
-// MPI communicator over the members, their own shared window on each node, the
+// MPI communicator over the members, their own node layer on each node, the
 // set's nodes for hierarchical) and to run the unchanged core on it: each set has
 // its own coordinator thread, since a set's negotiation cycle is a blocking
 // collective over its members, and one thread serving overlapping sets would have

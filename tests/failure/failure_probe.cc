@@ -243,10 +243,12 @@ int main(int argc, char** argv) {
   const std::string phase = argv[1];
   const int victim_rank = std::atoi(argv[2]);
   g_dir = argv[3];
-  const char* pmi_rank = std::getenv("PMI_RANK");
+  // mpiexec's PMI_RANK and PMI_SIZE, or a socket-world launcher's RANK and WORLD_SIZE.
+  const char* pmi_rank = std::getenv("PMI_RANK") ? std::getenv("PMI_RANK") : std::getenv("RANK");
   g_rank = pmi_rank ? std::atoi(pmi_rank) : 0;
   std::ofstream(g_dir + "/pid." + std::to_string(g_rank)) << getpid() << "\n";
-  const char* size_env = std::getenv("PMI_SIZE");
+  const char* size_env =
+      std::getenv("PMI_SIZE") ? std::getenv("PMI_SIZE") : std::getenv("WORLD_SIZE");
   const int size = size_env ? std::atoi(size_env) : 1;
   if (phase == "order" || phase == "idiom" || phase == "busy")
     return shutdown_phase(phase, size, victim_rank == -2);

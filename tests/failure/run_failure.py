@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs failure_probe under mpiexec.mpich -disable-auto-cleanup for one phase and
+"""Runs failure_probe under mpiexec.mpich -disable-auto-cleanup (or, with
+--socket-launch, as a socket-world job without mpiexec) for one phase and
 checks what every survivor saw (see failure_probe.cc).
 In "resume" the stopped victim is resumed once every survivor has reported and
 exited, and must then report KOLO_ERR_RANK_FAILED for its pending handle and end.
@@ -45,6 +46,8 @@ def victim_of(phase, np):
 
 def command(args, victim, tmp):
     probe_phase = "order" if args.phase == "reverse" else args.phase
+    if args.socket_launch:
+        return socket_command(args, victim, tmp, probe_phase)
     cmd = [args.mpiexec, "-disable-auto-cleanup",
            "-genv", "KOLO_PEER_TIMEOUT_SECONDS", str(args.timeout)]
     if args.phase in TRANSPORT:
@@ -57,6 +60,17 @@ def command(args, victim, tmp):
             cmd += ["-env", "KOLO_TEST_DIE_AT", HOOKS[args.phase]]
         cmd += [args.probe, probe_phase, str(victim), tmp]
     return cmd
+
+
+def socket_command(args, victim, tmp, probe_phase):
+    """The same job in the socket world, started without mpiexec (--socket-launch)."""
+    cmd = [sys.executable, args.socket_launch, "-n", str(args.np), "--grace", "30",
+           "--timeout", str(args.job_limit), "-x", "KOLO_PEER_TIMEOUT_SECONDS=%s" % args.timeout]
+    if args.phase in TRANSPORT:
+        cmd += ["-x", "KOLO_TRANSPORT=" + TRANSPORT[args.phase]]
+    if victim >= 0 and args.phase in HOOKS:
+        cmd += ["--rank-env", "%d:KOLO_TEST_DIE_AT=%s" % (victim, HOOKS[args.phase])]
+    return cmd + ["--", args.probe, probe_phase, str(victim), tmp]
 
 
 def signal_ranks(tmp, ranks, signal_number):
@@ -219,6 +233,8 @@ def check(args, victim, tmp):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--mpiexec", default="mpiexec.mpich")
+    p.add_argument("--socket-launch", help="tests/socket/socket_launch.py: the socket world "
+                   "without mpiexec instead")
     p.add_argument("--probe", required=True)
     p.add_argument("--np", type=int, default=2)
     p.add_argument("--phase", required=True)

@@ -95,8 +95,52 @@ def schedule_seeds():
           bytes([0]) + struct.pack("<Q", 2))
 
 
+def frame(kind, payload, sender=0, generation=0, flags=0, length=None):
+    """A socket-world frame (transports/socket/frame.h): the 24-byte header, then the payload."""
+    n = len(payload) if length is None else length
+    return struct.pack("<IBBHiIQ", 0x31736F6B, 1, kind, flags, sender, n, generation) + payload
+
+
+def lstr(b):
+    return struct.pack("<I", len(b)) + b
+
+
+def frame_seeds():
+    hello = bytes([0]) + lstr(b"job-token") + struct.pack("<ii", 4, 1234) + lstr(b"node-a")
+    write("frame", "hello", b"\0" + frame(1, hello, sender=2, generation=3))
+    write("frame", "hello-store", b"\0" + frame(1, bytes([1]) + hello[1:], sender=-1))
+    write("frame", "reject", b"\0" + frame(2, b"rank 1 has world size 4, rank 0 has 2"))
+    write("frame", "store-set", b"\0" + frame(3, bytes([1]) + lstr(b"kolo/g0/w0/rank/1") +
+                                              lstr(b"size=2\nport=4000\n")))
+    write("frame", "store-wait", b"\0" + frame(3, bytes([3]) + struct.pack("<I", 2) + lstr(b"a") +
+                                               lstr(b"b")))
+    write("frame", "store-add", b"\0" + frame(3, bytes([4]) + lstr(b"n") + struct.pack("<q", -5)))
+    write("frame", "store-cas", b"\0" + frame(3, bytes([5]) + lstr(b"k") + lstr(b"") + lstr(b"v")))
+    write("frame", "store-reply-value", b"\0" + frame(4, bytes([0]) + lstr(b"value")))
+    write("frame", "store-reply-number", b"\0" + frame(4, bytes([0]) + struct.pack("<q", 7)))
+    write("frame", "store-reply-error", b"\0" + frame(4, bytes([2]) + lstr(b"not an integer")))
+    write("frame", "heartbeat", b"\0" + frame(5, b""))
+    write("frame", "bye", b"\0" + frame(6, b""))
+    write("frame", "verdict", b"\0" + frame(7, b"a peer failed: rank 3 closed its connection"))
+    write("frame", "ring", b"\0" + frame(8, struct.pack("<IQ", 0, 41)))
+    write("frame", "control", b"\0" + frame(9, struct.pack("<IQ", 0, (5 << 16) | 1) + b"\xff" * 16))
+    write("frame", "eager", b"\0" + frame(10, struct.pack("<Ii", 0, 0x6B72) + b"\x01\x02\x03\x04"))
+    write("frame", "rts", b"\0" + frame(11, struct.pack("<IiQQ", 1, 7, 9, 1 << 20)))
+    write("frame", "cts", b"\0" + frame(12, struct.pack("<QQ", 9, 12)))
+    write("frame", "data", b"\0" + frame(13, struct.pack("<QQ", 12, 0) + b"\x00" * 64))
+    write("frame", "truncated-payload", b"\0" + frame(9, b"\x00" * 20, length=40))
+    write("frame", "oversized", b"\0" + frame(1, b"", length=1 << 20))
+    write("frame", "bad-flags", b"\0" + frame(5, b"", flags=1))
+    write("frame", "garbage", b"\0" + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    rng = random.Random(17)
+    for i in range(4):
+        write("frame", "structured-%d" % i,
+              bytes([1]) + bytes(rng.randrange(256) for _ in range(40 + 60 * i)))
+
+
 if __name__ == "__main__":
     wire_seeds()
     knobs_seeds()
     planner_seeds()
     schedule_seeds()
+    frame_seeds()

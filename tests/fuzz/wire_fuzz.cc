@@ -25,7 +25,7 @@ bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; 
 
 bool same(const TensorParams& a, const TensorParams& b) {
   return a.collective == b.collective && a.dtype == b.dtype && a.op == b.op &&
-         a.device == b.device && a.count == b.count && same_bits(a.prescale, b.prescale) &&
+         a.device_kind == b.device_kind && a.count == b.count && same_bits(a.prescale, b.prescale) &&
          same_bits(a.postscale, b.postscale) && a.root == b.root &&
          a.row_count == b.row_count && a.send_rows == b.send_rows &&
          a.member_counts == b.member_counts && a.names_hash == b.names_hash;
@@ -42,7 +42,7 @@ TensorParams make_params(FuzzInput* in) {
   p.collective = static_cast<Collective>(in->in_range(0, kNumCollectives - 1));
   p.dtype = static_cast<DataType>(in->in_range(0, kNumDataTypes - 1));
   p.op = static_cast<ReduceOp>(in->in_range(0, kNumReduceOps - 1));
-  p.device = static_cast<DeviceKind>(in->in_range(0, 1));
+  p.device_kind = static_cast<DeviceKind>(in->in_range(0, 1));
   p.count = in->in_range(0, INT64_MAX);
   p.prescale = in->take<double>();
   p.postscale = in->take<double>();
@@ -122,7 +122,7 @@ void decode_raw(const std::string& bytes) {
     for (const Request& r : requests)
       KOLO_FUZZ_CHECK(r.name.size() <= KOLO_MAX_NAME_LENGTH && r.params.count >= 0 &&
                           r.params.row_count >= 1 && is_valid(r.params.dtype) &&
-                          is_valid(r.params.op) && is_valid(r.params.device),
+                          is_valid(r.params.op) && is_valid(r.params.device_kind),
                       "decoded a request outside the accepted ranges");
     KOLO_FUZZ_CHECK(encode_requests(requests) == bytes, "requests re-encode differently");
   }

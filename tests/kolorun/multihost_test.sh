@@ -8,7 +8,8 @@
 #    the same cores as this shell);
 # 3. a knob flag and -x reach every rank on both hosts;
 # 4. the training demo at 2 hosts x 2 ranks, hierarchical allreduce for every bucket,
-#    matches its single-process replay.
+#    matches its single-process replay;
+# 5. the socket world: each rank's variables on its host, a failing rank's status.
 set -eu
 kolorun=$1 demo=$2
 : "${KOLO_CLUSTER_ENTER:?run me through tools/pretend_cluster.sh --command}"
@@ -42,4 +43,21 @@ expect "knob and -x on every rank" "h1 3 a b;h1 3 a b;h2 3 a b;h2 3 a b;" "$vars
 
 cluster -np 4 -H h1:2,h2:2 --hierarchical-allreduce "$demo" --check-single ||
   fail "kolo-train-demo --check-single at 2 hosts x 2 ranks"
+
+# 5. the socket world (no mpiexec): each rank on its host with its variables, rank 0's
+#    host as the master; a failing rank on h2 stops the rank on h1.
+socket() {
+  "$kolorun" --world socket --launcher-exec "$KOLO_CLUSTER_ENTER" \
+    --launcher-address "$KOLO_CLUSTER_LOCALHOST" "$@"
+}
+vars=$(socket -np 3 -H h1:2,h2:2 --cycle-time-ms 3 sh -c \
+  'echo "$(hostname) $RANK/$WORLD_SIZE $LOCAL_RANK/$LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $KOLO_WORLD $KOLO_CYCLE_TIME_MS"' |
+  sort | tr '\n' ';')
+expect "socket world across hosts" \
+  "h1 0/3 0/2 0 h1 socket 3;h1 1/3 1/2 0 h1 socket 3;h2 2/3 0/1 1 h1 socket 3;" "$vars"
+set +e
+socket -np 2 -H h1,h2 sh -c '[ "$RANK" = 1 ] && exit 7; sleep 60' 2>/dev/null
+status=$?
+set -e
+expect "socket world: the failing rank's status" 7 "$status"
 echo "kolorun multihost test: PASS"

@@ -53,6 +53,12 @@ TEST(Topology, NodesAreTheHosts) {
     nodes_with_my_local_rank += std::count(hosts.begin(), hosts.end(), h) > topo.local_rank;
   }
   EXPECT_EQ(topo.cross_size, nodes_with_my_local_rank);
+  // The node's index: the hosts numbered in the order of their first ranks (the
+  // node layer names its segment by it).
+  std::vector<std::string> order;
+  for (const std::string& h : hosts)
+    if (std::find(order.begin(), order.end(), h) == order.end()) order.push_back(h);
+  EXPECT_EQ(topo.node, std::find(order.begin(), order.end(), mine) - order.begin());
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int length = 0;
   ASSERT_EQ(MPI_Get_processor_name(name, &length), MPI_SUCCESS);

@@ -19,7 +19,8 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 };
 
 int rank_from_env() {
-  for (const char* var : {"PMI_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_RANK"}) {
+  // RANK: a socket-world job without mpiexec (tests/socket/socket_launch.py).
+  for (const char* var : {"PMI_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_RANK", "RANK"}) {
     if (const char* v = std::getenv(var)) return std::atoi(v);
   }
   return 0;

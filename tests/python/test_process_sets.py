@@ -107,8 +107,9 @@ def test_grouped_allgather_and_reducescatter_in_a_set(sets):
     full = base * 4  # (0 + 1) + (2 + 1)
     assert torch.equal(sx, full[:2] if me == 0 else full[2:])  # 3 rows over 2: 2 and 1
     assert torch.equal(sy, full[me:me + 1])
-    (sx.sum() + sy.sum()).backward()  # the set's allgather of ones
-    assert torch.equal(x.grad, torch.ones(3, 2)) and torch.equal(y.grad, torch.ones(2, 2))
+    (sx.sum() + sy.sum()).backward()  # the set's allgather of ones, times its size (Horovod)
+    assert torch.equal(x.grad, torch.full((3, 2), 2.0)) and torch.equal(y.grad,
+                                                                      torch.full((2, 2), 2.0))
     avg, = hvd.grouped_reducescatter([base[:2] * (RANK + 1)], name="grs.avg", process_set=even)
     assert torch.equal(avg, base[me:me + 1] * 2)  # Average divides by the set's size
 

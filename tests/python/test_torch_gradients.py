@@ -3,11 +3,14 @@ item 6), in float64, with Horovod's conventions for which loss the gradient is o
 
 Each rank r computes y_r = op(x_r) and its loss L_r = <w_r, y_r>, and backward from
 it. Rank r's x_r.grad must be dF/dx_r for the global loss F = c * sum_r L_r, where
-Horovod's backward functions fix c: allreduce, grouped_allreduce, alltoall and
-reducescatter give the gradient of the sum of the ranks' losses (c = 1:
-reducescatter's gradient is the allgather of the upstream gradients, divided by the
-size for Average); allgather and broadcast give the gradient of their mean
-(c = 1/size: the upstream gradients are averaged).
+Horovod's backward functions fix c: allreduce, grouped_allreduce and alltoall give
+the gradient of the sum of the ranks' losses (c = 1); allgather and broadcast give
+the gradient of their mean (c = 1/size: the upstream gradients are averaged);
+reducescatter and grouped_reducescatter give size times the gradient of the sum
+(c = size: Horovod's backward is the allgather of the upstream gradients times the
+size for Sum and unscaled for Average, so a gradient of ones gives size per input
+element for Sum and 1 for Average; test_torch_horovod_behaviours checks that
+directly).
 
 The numerical gradient is collective: for each element i of each rank k's input,
 every rank evaluates F with x_k[i] moved by +-h (only rank k moves it) and sums the
@@ -79,7 +82,7 @@ def test_reducescatter_gradient(world, label, op, pre, post):
     n = hvd.size()
     check_gradient(lambda x: hvd.reducescatter(x, op=op, prescale_factor=pre,
                                                postscale_factor=post),
-                   lambda q: (2 * n + 1, 2), c=1.0)
+                   lambda q: (2 * n + 1, 2), c=float(n))
 
 
 def test_allgather_gradient(world):
@@ -114,4 +117,4 @@ def test_grouped_reducescatter_gradient(world, op):
     def fn(x):
         outs = hvd.grouped_reducescatter([x[:n], x[n:] * 2], op=op)
         return torch.cat([o.reshape(-1) for o in outs])
-    check_gradient(fn, lambda q: (2 * n + 1, 2), c=1.0)
+    check_gradient(fn, lambda q: (2 * n + 1, 2), c=float(n))

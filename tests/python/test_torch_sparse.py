@@ -118,7 +118,7 @@ def test_embedding_sparse_trains_like_one_process_on_the_whole_batch(world, spar
                                    sparse_as_dense=sparse_as_dense)
     steps = 4
     train(model, opt, [batch(r, s) for s in range(steps)])
-    assert model.emb.weight.grad.is_sparse != sparse_as_dense
+    assert model.emb.weight.grad.is_sparse  # sparse_as_dense: made sparse again, as Horovod
     # The mean loss over the n equal batches has the average of the ranks' gradients.
     whole = [tuple(torch.cat(parts) for parts in zip(*[batch(q, s) for q in range(n)]))
              for s in range(steps)]

@@ -9,7 +9,8 @@
 //   (a fifth of the timeout, at least 10 ms) and reads whatever arrives: a peer
 //   not heard from for the timeout is silent (a partition, a stopped or hung
 //   host). Silence counts only while this process itself could listen (Note
-//   [Silence is counted only while this process listens]);
+//   [Silence is counted only while this process listens] in
+//   transport/liveness.h);
 // - a rank that reaches a verdict, by any means (these connections, its node's
 //   check, a peer's notice), sends a failure notice with its reason to every peer
 //   it can still reach, once; a peer that receives one adopts it and passes it on.
@@ -44,13 +45,11 @@
 #include <vector>
 
 #include "common/status.h"
-#include "transports/mpi/mpi_wait.h"  // Liveness; moving to transport/liveness.h
+#include "transport/liveness.h"
 
 namespace kolo::liveness {
 
-using Liveness = kolo::mpi::Liveness;
-
-class TcpLiveness : public Liveness {
+class TcpLiveness : public transport::Liveness {
  public:
   using Clock = std::chrono::steady_clock;
 
@@ -139,15 +138,5 @@ class TcpLiveness : public Liveness {
 // kolo, says what is needed directly: closed means that process is gone; silence
 // means a partition; and it carries the failure notices that keep every rank's
 // verdict the same. It shares the network with the data, not MPI's progress.
-
-// Note [Silence is counted only while this process listens]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A peer is silent for S only if this process looked for its messages at least S
-// after the last one and found none. A process that was stopped (SIGSTOP, a
-// paused VM) or starved of CPU did not look: when its reader finds that its own
-// last look is older than two intervals, it gives every peer a full timeout from
-// now instead of blaming them for its own absence. (Ranks of a host stopped and
-// resumed together then do not declare each other dead; the peers that did give
-// them up have sent notices, or closed their connections, which are read first.)
 
 }  // namespace kolo::liveness

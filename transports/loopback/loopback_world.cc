@@ -300,13 +300,18 @@ Topology make_topology(int rank, int size, int node_size) {
   t.local_rank = rank % node_size;
   t.local_size = std::min(node_size, size - node * node_size);
   t.cross_rank = node;
+  t.node = node;
   t.cross_size = (size + node_size - 1) / node_size;
   return t;
 }
 
 // What a loopback world can build: its reference allreduce ("loopback"), and the
-// ring and the Adasum engine over its point-to-point verbs. No shared memory, cross-node or device
-// engine: the registry then offers neither shm, hierarchical nor nccl.
+// ring and the Adasum engine over its point-to-point verbs. No cross-node or
+// device engine, and no shm: the node layer (transports/shm) can be made over a
+// loopback world's control plane (tests/unit/shm does, ranks as threads), but
+// create_worlds() builds its worlds one after the other on one thread, where a
+// collective Node::create cannot run; the registry then offers neither shm,
+// hierarchical nor nccl.
 class LoopbackFactory : public transport::TransportFactory {
  public:
   LoopbackFactory(std::shared_ptr<Hub> hub, int rank, transport::PointToPoint& p2p, bool equal_nodes)
@@ -381,10 +386,12 @@ Topology subset_topology(int me, const std::vector<int>& ranks, int node_size, b
   }
   t.local_size = per_node[node(me)];
   t.cross_size = 0;
+  t.node = 0;
   *equal_nodes = true;
   for (const auto& [n, count] : per_node) {
     *equal_nodes = *equal_nodes && count == t.local_size;
     if (n == node(me)) t.cross_rank = t.cross_size;
+    if (n < node(me)) ++t.node;  // the set's nodes, in the order of the world's
     if (count > t.local_rank) ++t.cross_size;
   }
   if (t.local_size == t.size) t.cross_size = 1;

@@ -138,6 +138,7 @@ Status mismatch(std::string message) { return Status(Code::kMismatch, std::move(
 }  // namespace
 
 Status HierarchicalCollectives::create(const SharedComms& comms,
+                                       std::unique_ptr<shm::ShmCollectives> node,
                                        std::unique_ptr<HierarchicalCollectives>* out) {
   std::unique_ptr<HierarchicalCollectives> h(new HierarchicalCollectives());
   int rank = 0;
@@ -157,8 +158,7 @@ Status HierarchicalCollectives::create(const SharedComms& comms,
   KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms->liveness.get()));
   KOLO_MPI_CHECK(MPI_Comm_set_errhandler(h->comms_->data, MPI_ERRORS_RETURN));
   KOLO_RETURN_IF_ERROR(MpiTransport::create(h->comms_, &h->cross_));
-  KOLO_RETURN_IF_ERROR(ShmCollectives::create(comms->local, ShmCollectives::kDefaultSlotBytes,
-                                              comms->liveness.get(), &h->node_));
+  h->node_ = std::move(node);
   *out = std::move(h);
   return Status::OK();
 }

@@ -32,13 +32,15 @@
 #include "transport/transport.h"
 #include "transports/mpi/mpi_comm.h"
 #include "transports/mpi/mpi_transport.h"
-#include "transports/mpi/shm_collectives.h"
+#include "transports/shm/collectives.h"
 
 namespace kolo::mpi {
 
 class HierarchicalCollectives {
  public:
-  static Status create(const SharedComms& comms, std::unique_ptr<HierarchicalCollectives>* out);
+  // `node` is the node layer's collectives engine (the intra-node step).
+  static Status create(const SharedComms& comms, std::unique_ptr<shm::ShmCollectives> node,
+                       std::unique_ptr<HierarchicalCollectives>* out);
 
   Status supports(transport::CollectiveOp op, const transport::CollectiveView& view) const;
   // Runs the collective to completion (synchronous).
@@ -64,7 +66,7 @@ class HierarchicalCollectives {
 
   SharedComms comms_;        // data: the cross communicator's duplicate
   std::unique_ptr<MpiTransport> cross_;  // MPI's collectives over comms_->data
-  std::unique_ptr<ShmCollectives> node_;
+  std::unique_ptr<shm::ShmCollectives> node_;
   int local_rank_ = 0, local_size_ = 1, node_index_ = 0, nodes_ = 1;
   bool consecutive_ = false;  // every node holds consecutive ranks (agreed)
   std::vector<int64_t> record_, records_, summary_, summaries_;  // agree()'s, reused

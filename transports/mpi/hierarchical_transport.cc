@@ -5,6 +5,7 @@
 #include "transport/reduction.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_wait.h"
+#include "transports/shm/transport.h"
 
 namespace kolo::mpi {
 
@@ -23,18 +24,21 @@ Status CrossRing::create(const SharedComms& comms, std::unique_ptr<CrossRing>* o
 }
 
 Status HierarchicalTransport::create(const SharedComms& comms,
+                                     std::unique_ptr<shm::ShmAllreduce> node,
+                                     std::unique_ptr<shm::ShmCollectives> node_collectives,
                                      std::shared_ptr<transport::CrossEngine> cross,
                                      std::unique_ptr<HierarchicalTransport>* out) {
   std::unique_ptr<HierarchicalTransport> t(new HierarchicalTransport());
-  KOLO_RETURN_IF_ERROR(ShmAllreduce::create(comms->local, kSlotBytes, comms->liveness.get(), &t->node_));
+  t->node_ = std::move(node);
   t->cross_ = std::move(cross);
-  KOLO_RETURN_IF_ERROR(HierarchicalCollectives::create(comms, &t->collectives_));
+  KOLO_RETURN_IF_ERROR(
+      HierarchicalCollectives::create(comms, std::move(node_collectives), &t->collectives_));
   *out = std::move(t);
   return Status::OK();
 }
 
 Status HierarchicalTransport::supports(const transport::Bucket& bucket) const {
-  return shm_supports(name(), bucket);
+  return shm::shm_supports(name(), bucket);
 }
 
 // The node's engine takes the tensors in place, applies the prescale as it reads
@@ -50,13 +54,13 @@ std::unique_ptr<transport::Work> HierarchicalTransport::allreduce(const transpor
     return cross_->allreduce(shard, count, dtype, r.op);
   };
   if (node_->local_size() == 1) {
-    ShmAllreduce::ShardStage stage;
+    shm::ShmAllreduce::ShardStage stage;
     stage.apply = across_nodes;
     return transport::reduce_contiguous(bucket, [&](const void* in, void* out, int64_t count) {
       return std::make_unique<transport::CompletedWork>(node_->run(in, out, count, dtype, r.op, stage));
     });
   }
-  const ShmAllreduce::ShardStage stage = finish_stage(r, dtype, across_nodes);
+  const shm::ShmAllreduce::ShardStage stage = shm::finish_stage(r, dtype, across_nodes);
   return std::make_unique<transport::CompletedWork>(node_->run(bucket.tensors, dtype, r.op, stage, r.prescale));
 }
 

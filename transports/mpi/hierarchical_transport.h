@@ -9,7 +9,8 @@
 // node has the same number of ranks (then the ranks with equal local rank, the
 // cross communicator, hold equal shards). create() is collective over the world.
 //
-// How: the shm engine (shm_transport.h) runs the bucket slice by slice; after a
+// How: the node layer's shm engine (transports/shm/allreduce.h) runs the bucket
+// slice by slice; after a
 // rank has reduced its shard of a slice over its node, and before the node's
 // other ranks copy that shard, the shard goes through kolo's ring allreduce over
 // the cross communicator (ShmAllreduce::ShardStage). Inside a node the data moves
@@ -33,7 +34,8 @@
 #include "transports/mpi/hierarchical_collectives.h"
 #include "transports/mpi/mpi_comm.h"
 #include "transports/mpi/mpi_point_to_point.h"
-#include "transports/mpi/shm_transport.h"
+#include "transports/shm/allreduce.h"
+#include "transports/shm/collectives.h"
 
 namespace kolo::mpi {
 
@@ -45,9 +47,13 @@ class HierarchicalTransport : public transport::Transport {
   // ring call moves a shard worth its 2(c-1) message latencies.
   static constexpr size_t kSlotBytes = size_t{2} << 20;
 
-  // Collective over comms->local (the shared window). `cross` is the cross-node
-  // engine the registry composes in (build_transports).
-  static Status create(const SharedComms& comms, std::shared_ptr<transport::CrossEngine> cross,
+  // Collective over the world (the collectives' agreement at create()). `node`
+  // and `node_collectives` are the node layer's engines, the allreduce's made
+  // with slots of kSlotBytes; `cross` is the cross-node engine the registry
+  // composes in (build_transports).
+  static Status create(const SharedComms& comms, std::unique_ptr<shm::ShmAllreduce> node,
+                       std::unique_ptr<shm::ShmCollectives> node_collectives,
+                       std::shared_ptr<transport::CrossEngine> cross,
                        std::unique_ptr<HierarchicalTransport>* out);
 
   const char* name() const override { return "hierarchical"; }
@@ -78,7 +84,7 @@ class HierarchicalTransport : public transport::Transport {
  private:
   HierarchicalTransport() = default;
 
-  std::unique_ptr<ShmAllreduce> node_;
+  std::unique_ptr<shm::ShmAllreduce> node_;
   std::shared_ptr<transport::CrossEngine> cross_;
   std::unique_ptr<HierarchicalCollectives> collectives_;
 };

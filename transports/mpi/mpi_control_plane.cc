@@ -56,16 +56,22 @@ Status MpiControlPlane::create(SharedComms comms, const transport::Topology& top
                                std::unique_ptr<MpiControlPlane>* out) {
   std::unique_ptr<MpiControlPlane> plane(new MpiControlPlane(std::move(comms), topology));
   KOLO_RETURN_IF_ERROR(plane->find_node_peers());
-  if (topology.local_size > 1 && plane->comms_->local != MPI_COMM_NULL)
-    KOLO_RETURN_IF_ERROR(NodeDoorbell::create(plane->comms_->local, plane->alive(), &plane->node_));
-  if (topology.size > 1 && topology.local_size == topology.size &&
-      plane->comms_->local != MPI_COMM_NULL)
-    KOLO_RETURN_IF_ERROR(NodeAnd::create(plane->comms_->local, plane->alive(), &plane->node_and_));
   if (topology.size > 1) {
     KOLO_RETURN_IF_ERROR(plane->agree_on_session());
     KOLO_RETURN_IF_ERROR(plane->post_doorbell_receive());
   }
   *out = std::move(plane);
+  return Status::OK();
+}
+
+Status MpiControlPlane::use_node(const std::shared_ptr<shm::Node>& node) {
+  // Every rank the control communicator calls this node's must be in the node
+  // layer's node too, or a ring would reach only some of them.
+  if (node->local_size() != topology_.local_size)
+    return internal_error("the node layer's node and the MPI node differ in size");
+  if (topology_.local_size > 1) KOLO_RETURN_IF_ERROR(shm::NodeDoorbell::create(node, &node_));
+  if (topology_.size > 1 && topology_.local_size == topology_.size)
+    KOLO_RETURN_IF_ERROR(shm::NodeAnd::create(node, alive(), &node_and_));
   return Status::OK();
 }
 
@@ -170,7 +176,7 @@ Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
   }
   failpoint("negotiate");
   // Same length on every rank, so every rank takes the same branch.
-  and_on_node_ = node_and_ && bits->size() <= NodeAnd::kMaxWords;
+  and_on_node_ = node_and_ && bits->size() <= shm::NodeAnd::kMaxWords;
   if (and_on_node_) return node_and_->run(bits);
   uint64_t unused = 0;  // MPI wants a valid address even for count 0
   void* data = bits->empty() ? &unused : bits->data();
@@ -181,7 +187,7 @@ Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
 }
 
 size_t MpiControlPlane::carry_capacity(size_t words) const {
-  return node_and_ && words <= NodeAnd::kMaxWords ? NodeAnd::kCarryBytes : 0;
+  return node_and_ && words <= shm::NodeAnd::kMaxWords ? shm::NodeAnd::kCarryBytes : 0;
 }
 
 char* MpiControlPlane::carry_slot() { return node_and_ ? node_and_->carry_slot() : nullptr; }

@@ -7,8 +7,8 @@
 // polite wait (mpi_wait.h), so more ranks than cores still progress.
 //
 // The doorbell has two halves. Ranks on this node share a NodeDoorbell (futexes in
-// an MPI-3 shared window): ringing them is a store and a wake-up, and an idle
-// coordinator sleeps in the kernel instead of polling. Ranks on other nodes are
+// the node layer's segment, transports/shm): ringing them is a store and a
+// wake-up, and an idle coordinator sleeps in the kernel instead of polling. Ranks on other nodes are
 // rung point-to-point on the control communicator, on its own tag
 // (kDoorbellTag): ring(c) sends c to each of them; each rank keeps one receive
 // for the tag posted at all times, and rung() drains what has arrived and
@@ -19,8 +19,10 @@
 // doorbell cannot steal a message meant for anything else.
 //
 // When every rank is on this node, bitwise_and (one per negotiation cycle) goes
-// through shared memory too (NodeAnd, Note [The AND on one node]); the rarer
-// collectives of the slow path stay MPI collectives.
+// through shared memory too (shm::NodeAnd, Note [The AND on one node]); the
+// rarer collectives of the slow path stay MPI collectives. Both shared-memory
+// halves come from the node layer, which is made through this plane
+// (use_node(), after shm::Node::create).
 #pragma once
 
 #include <mpi.h>
@@ -32,8 +34,9 @@
 
 #include "transport/control_plane.h"
 #include "transports/mpi/mpi_comm.h"
-#include "transports/mpi/node_and.h"
-#include "transports/mpi/node_doorbell.h"
+#include "transports/shm/doorbell.h"
+#include "transports/shm/node.h"
+#include "transports/shm/node_and.h"
 
 namespace kolo::mpi {
 
@@ -41,9 +44,15 @@ class MpiControlPlane : public transport::ControlPlane {
  public:
   static constexpr int kDoorbellTag = 1;
 
-  // Posts the doorbell receive. `comms` stays shared until destruction.
+  // Posts the doorbell receive. `comms` stays shared until destruction. Until
+  // use_node(), every ring and AND goes through MPI.
   static Status create(SharedComms comms, const transport::Topology& topology,
                        std::unique_ptr<MpiControlPlane>* out);
+  // Rings the node's ranks through `node`'s doorbell, and, when the whole world
+  // is on this node, runs bitwise_and through its AND; both wait with the
+  // world's Liveness as it is now (the PeerMonitor). Once, before the
+  // coordinator starts, on every rank alike.
+  Status use_node(const std::shared_ptr<shm::Node>& node);
   // Cancels the doorbell receive and reaps the doorbell sends (a bounded wait: a
   // send that does not complete within a second is released to MPI and its buffer
   // leaked rather than freed under it).
@@ -55,7 +64,7 @@ class MpiControlPlane : public transport::ControlPlane {
                 int root) override;
   Status broadcast(transport::Bytes* blob, int root) override;
   Status bitwise_and(std::vector<uint64_t>* bits) override;
-  // Through the node's AND (NodeAnd) when the whole world is on this node.
+  // Through the node's AND (shm::NodeAnd) when the whole world is on this node.
   size_t carry_capacity(size_t words) const override;
   char* carry_slot() override;
   bool unanimous() const override;
@@ -66,7 +75,7 @@ class MpiControlPlane : public transport::ControlPlane {
   // On an MPI error in the doorbell, logs it and answers true: the coordinator
   // then runs a cycle, whose collectives report the broken world as a Status.
   bool rung(uint64_t cycle) override;
-  // On one node: a futex sleep (NodeDoorbell). With peers on other nodes, the
+  // On one node: a futex sleep (shm::NodeDoorbell). With peers on other nodes, the
   // sleep is capped at `poll` so their MPI rings are seen.
   void wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
                      std::chrono::microseconds poll) override;
@@ -110,8 +119,8 @@ class MpiControlPlane : public transport::ControlPlane {
   std::list<Ringing> ringings_;  // a list: send buffers must not move
   // Ranks on this node are rung through node_ (shared memory); MPI messages go
   // only to the others.
-  std::unique_ptr<NodeDoorbell> node_;
-  std::unique_ptr<NodeAnd> node_and_;  // only when the whole world is on this node
+  std::unique_ptr<shm::NodeDoorbell> node_;
+  std::unique_ptr<shm::NodeAnd> node_and_;  // only when the whole world is on this node
   bool and_on_node_ = false;  // the last bitwise_and() went through node_and_
   std::vector<bool> on_my_node_;  // by rank of the control communicator
   int remote_peers_ = 0;

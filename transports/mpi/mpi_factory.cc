@@ -8,9 +8,8 @@
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_wait.h"
-#include "transports/mpi/shm_collectives.h"
-#include "transports/mpi/shm_transport.h"
 #include "transports/nccl/nccl_factory.h"
+#include "transports/shm/transport.h"
 
 namespace kolo::mpi {
 
@@ -31,14 +30,19 @@ Status MpiFactory::adasum(std::unique_ptr<transport::Transport>* out) {
   return Status::OK();
 }
 
+// The node layer was made with slots of `slot_bytes` (node_options in mpi_world.cc).
 Status MpiFactory::shared_memory(size_t slot_bytes, std::unique_ptr<transport::Transport>* out) {
-  std::unique_ptr<ShmAllreduce> engine;
-  KOLO_RETURN_IF_ERROR(
-      ShmAllreduce::create(comms_->local, slot_bytes, comms_->liveness.get(), &engine));
-  std::unique_ptr<ShmCollectives> collectives;
-  KOLO_RETURN_IF_ERROR(ShmCollectives::create(comms_->local, ShmCollectives::kDefaultSlotBytes,
-                                              comms_->liveness.get(), &collectives));
-  *out = std::make_unique<ShmTransport>(std::move(engine), std::move(collectives));
+  if (shm::ShmAllreduce::slot_size(slot_bytes) !=
+      shm::ShmAllreduce::slot_size(node_->options().allreduce_slot_bytes)) {
+    return internal_error("shm: the node layer's slots are " +
+                          std::to_string(node_->options().allreduce_slot_bytes) +
+                          " bytes, not " + std::to_string(slot_bytes));
+  }
+  std::unique_ptr<shm::ShmAllreduce> engine;
+  KOLO_RETURN_IF_ERROR(shm::ShmAllreduce::create(node_, comms_->liveness.get(), {}, &engine));
+  std::unique_ptr<shm::ShmCollectives> collectives;
+  KOLO_RETURN_IF_ERROR(shm::ShmCollectives::create(node_, comms_->liveness.get(), {}, &collectives));
+  *out = std::make_unique<shm::ShmTransport>(std::move(engine), std::move(collectives));
   return Status::OK();
 }
 
@@ -63,8 +67,17 @@ Status MpiFactory::cross(std::shared_ptr<transport::CrossEngine>* out) {
 
 Status MpiFactory::hierarchical(std::shared_ptr<transport::CrossEngine> cross,
                                 std::unique_ptr<transport::Transport>* out) {
+  if (node_->options().allreduce_slot_bytes != HierarchicalTransport::kSlotBytes)
+    return internal_error("hierarchical: the node layer was made without its slots");
+  std::unique_ptr<shm::ShmAllreduce> node_stage;
+  KOLO_RETURN_IF_ERROR(shm::ShmAllreduce::create(node_, comms_->liveness.get(), {}, &node_stage));
+  std::unique_ptr<shm::ShmCollectives> node_collectives;
+  KOLO_RETURN_IF_ERROR(
+      shm::ShmCollectives::create(node_, comms_->liveness.get(), {}, &node_collectives));
   std::unique_ptr<HierarchicalTransport> t;
-  KOLO_RETURN_IF_ERROR(HierarchicalTransport::create(comms_, std::move(cross), &t));
+  KOLO_RETURN_IF_ERROR(HierarchicalTransport::create(comms_, std::move(node_stage),
+                                                     std::move(node_collectives),
+                                                     std::move(cross), &t));
   *out = std::move(t);
   return Status::OK();
 }

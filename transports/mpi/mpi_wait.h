@@ -8,10 +8,11 @@
 // blocking collective; it tests, and backs off between tests (common/backoff.h,
 // Backoff::kPeer: spin, then yield for 500 µs, then sleep up to 50 µs).
 //
-// Every wait is bounded by liveness (Note [Waits consult liveness]): between
-// tests it asks a Liveness whether every peer is still there, and ends with that
-// error when one is not. The back-off (common/backoff.h) and the liveness check
-// are separate: a wait is "test, consult liveness, pause".
+// Every wait is bounded by liveness (Note [Waits consult liveness] in
+// transport/liveness.h): between tests it asks a Liveness whether every peer is
+// still there, and ends with that error when one is not. The back-off
+// (common/backoff.h) and the liveness check are separate: a wait is "test,
+// consult liveness, pause".
 //
 // The functions here are not thread-safe on the same request; kolo calls them
 // from the coordinator thread.
@@ -25,44 +26,16 @@
 
 #include "common/backoff.h"
 #include "common/status.h"
+#include "transport/liveness.h"
 
 namespace kolo::mpi {
 
-// Whether the ranks a wait depends on are still there. check() is called between
-// the tests of every wait (often: an implementation answers from a clock read
-// most of the time); it returns OK, or the error that ends the wait — once a
-// peer has failed, for good. failed() tells teardown to skip collective frees
-// that would wait for a dead rank forever. Implemented by PeerMonitor
-// (peer_monitor.h) and Deadline (below). A null Liveness* means "no check".
-class Liveness {
- public:
-  virtual ~Liveness() = default;
-  virtual Status check() = 0;
-  virtual bool failed() const = 0;
-  // How often a rank with nothing to wait for must still call check() (its
-  // peers hear from it through check()); max() when never.
-  virtual std::chrono::milliseconds check_every() const { return std::chrono::milliseconds::max(); }
-};
-
-// A Liveness for the steps of kolo_init that run before the PeerMonitor exists:
-// fails once `limit` has passed since construction, naming `what`.
-class Deadline : public Liveness {
- public:
-  Deadline(std::chrono::steady_clock::duration limit, std::string what);
-  Status check() override;
-  bool failed() const override { return !status_.ok(); }
-
- private:
-  std::chrono::steady_clock::time_point deadline_;
-  std::chrono::steady_clock::duration limit_;
-  std::string what_;
-  Status status_;
-};
-
-// A Liveness reported a failure in this process: MPI_Finalize is then skipped
-// (it would wait for the dead rank forever). Any thread.
-void record_peer_failure();
-bool peer_failed_in_this_process();
+// The Liveness every wait consults (transport/liveness.h): the world's
+// PeerMonitor (peer_monitor.h), or a Deadline during kolo_init.
+using transport::Deadline;
+using transport::Liveness;
+using transport::peer_failed_in_this_process;
+using transport::record_peer_failure;
 
 // Waits until `*request` completes (it becomes MPI_REQUEST_NULL) or `alive`
 // reports a failure (the request is then left as it is). MPI_REQUEST_NULL
@@ -78,18 +51,8 @@ Status explain_mpi_error(Status error, Liveness* alive);
 // request that fails and returns its error (the others are left as they are).
 Status wait_all(MPI_Request* requests, int n, Liveness* alive);
 
-// Waits until `*counter`, a word in memory shared with other processes of the node
-// that only grows and is written with publish_counter() (node_counter.h, which
-// says how it is laid out), is at least `target`: up to `spin_loads` acquire
-// loads with a pause between them, then the Backoff's spin and yields (unless
-// the node is oversubscribed), then sleeps on the counter in the kernel,
-// consulting `alive` between. For the shared-memory engines (shm_transport.h,
-// shm_collectives.h, node_and.h).
-Status wait_for_counter(const uint64_t* counter, uint64_t target, int spin_loads,
-                        Liveness* alive);
-
 // A non-blocking barrier over `comm`, waited with `alive`. kolo_init runs one
-// before each blocking collective (MPI_Comm_split, MPI_Win_allocate_shared), so
+// before each blocking collective (MPI_Comm_split), so
 // that those start only once every rank has arrived and a rank that died before
 // is reported instead of waited for forever.
 Status arrive(MPI_Comm comm, Liveness* alive);
@@ -129,13 +92,5 @@ Status wait_for(MPI_Request* request, std::chrono::steady_clock::duration timeou
 // failed, kolo makes no MPI call that progresses: wait() answers the verdict
 // without testing, and teardown leaks what MPI still owns instead of cancelling
 // and waiting. (MPI_Comm_free and MPI_Request_free stay: they free handles.)
-
-// Note [Waits consult liveness]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// MPI (MPICH 4, ch4) reports nothing when a peer dies: a request that needs it
-// just never completes, and MPI_Finalize then waits forever too. So every wait
-// in transports/mpi asks kolo's own liveness check between its tests, and the
-// coordinator's idle loop asks it too; a dead or silent peer ends the wait with
-// KOLO_ERR_RANK_FAILED. How the check knows is PeerMonitor's business.
 
 }  // namespace kolo::mpi

@@ -1,5 +1,6 @@
 // create_world for MPI: initialise (or adopt) MPI, make kolo's communicators, find
-// the topology, make the control plane and point-to-point verbs, and have the
+// the topology, make the control plane, the node layer through it
+// (transports/shm), the peer monitor and point-to-point verbs, and have the
 // registry build the transports from the MPI world's engines (MpiFactory).
 #include "transports/mpi/mpi_world.h"
 
@@ -18,12 +19,14 @@
 #include "transport/registry.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_comm.h"
+#include "transports/mpi/hierarchical_transport.h"
 #include "transports/mpi/mpi_control_plane.h"
 #include "transports/mpi/mpi_factory.h"
 #include "transports/mpi/mpi_point_to_point.h"
 #include "transports/mpi/mpi_wait.h"
-#include "transports/mpi/node_counter.h"
 #include "transports/mpi/peer_monitor.h"
+#include "transports/shm/collectives.h"
+#include "transports/shm/node.h"
 
 namespace kolo::mpi {
 namespace {
@@ -154,7 +157,12 @@ Status split_topology(int test_node_size, int world_rank, Comms* comms,
   KOLO_MPI_CHECK(MPI_Comm_set_errhandler(comms->cross, MPI_ERRORS_RETURN));
   KOLO_MPI_CHECK(MPI_Comm_rank(comms->cross, &topology->cross_rank));
   KOLO_MPI_CHECK(MPI_Comm_size(comms->cross, &topology->cross_size));
-  return Status::OK();
+  // The node's index: its local rank 0's among the local ranks 0 (ordered by
+  // their ranks), told to the node's other ranks.
+  topology->node = topology->cross_rank;
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Ibcast(&topology->node, 1, MPI_INT, 0, comms->local, &request));
+  return wait(&request, alive);
 }
 
 Status make_comms(const WorldOptions& options, Comms* comms, transport::Topology* topology) {
@@ -175,14 +183,7 @@ Status make_comms(const WorldOptions& options, Comms* comms, transport::Topology
   KOLO_RETURN_IF_ERROR_AS_IS(duplicate(base, &comms->data, &deadline));
   KOLO_MPI_CHECK(MPI_Comm_rank(comms->control, &topology->rank));
   KOLO_MPI_CHECK(MPI_Comm_size(comms->control, &topology->size));
-  KOLO_RETURN_IF_ERROR_AS_IS(
-      split_topology(options.test_node_size, topology->rank, comms, topology, &deadline));
-  std::unique_ptr<PeerMonitor> monitor;
-  KOLO_RETURN_IF_ERROR_AS_IS(
-      PeerMonitor::create(comms->control, comms->local, *topology, options.peer_timeout, &monitor));
-  comms->liveness = std::move(monitor);
-  failpoint("init");
-  return Status::OK();
+  return split_topology(options.test_node_size, topology->rank, comms, topology, &deadline);
 }
 
 // A kolo-owned world's finalize: see Note [MPI_Finalize at exit]. (Registered here
@@ -194,16 +195,46 @@ void release_owned_world() {
   std::call_once(registered, [] { std::atexit(finalize_at_exit); });
 }
 
-// The control plane, point-to-point verbs and transports over `comms`.
-Status assemble(SharedComms comms, const transport::Topology& topology,
+// The node layer's regions: the same on every rank (Node::create checks), so
+// decided from what every rank knows alike — one node or several — and sized for
+// the engines the registry may ask for there ("shm"; "hierarchical").
+shm::NodeOptions node_options(const transport::Topology& topology, const WorldOptions& options) {
+  shm::NodeOptions o;
+  const bool one_node = topology.local_size == topology.size;
+  o.allreduce_slot_bytes = one_node ? options.build.shm_slot_bytes : HierarchicalTransport::kSlotBytes;
+  o.collectives_slot_bytes = shm::ShmCollectives::kDefaultSlotBytes;
+  o.node_and = one_node && topology.size > 1;
+  return o;
+}
+
+// The control plane over `comms`, the node layer made through it, and the peer
+// monitor that watches both the node (the node layer's board) and the other
+// nodes; until the monitor runs, the world's waits are bounded by the peer
+// timeout.
+Status connect(const SharedComms& comms, const transport::Topology& topology,
+               const WorldOptions& options, std::unique_ptr<MpiControlPlane>* control,
+               std::shared_ptr<shm::Node>* node) {
+  comms->liveness = std::make_shared<Deadline>(options.peer_timeout, "kolo_init");
+  KOLO_RETURN_IF_ERROR(MpiControlPlane::create(comms, topology, control));
+  KOLO_RETURN_IF_ERROR_AS_IS(shm::Node::create(**control, node_options(topology, options), node));
+  std::unique_ptr<PeerMonitor> monitor;
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      PeerMonitor::create(comms->control, topology, *node, options.peer_timeout, &monitor));
+  comms->liveness = std::move(monitor);
+  return Status::OK();
+}
+
+// The world over a connected control plane and node layer: the node's doorbell
+// and AND wired in, the agreement, point-to-point verbs and the transports.
+Status assemble(SharedComms comms, std::unique_ptr<MpiControlPlane> control,
+                std::shared_ptr<shm::Node> node, const transport::Topology& topology,
                 const WorldOptions& options, transport::World* built) {
-  std::unique_ptr<MpiControlPlane> control;
-  KOLO_RETURN_IF_ERROR(MpiControlPlane::create(comms, topology, &control));
+  KOLO_RETURN_IF_ERROR(control->use_node(node));
   if (options.agree) KOLO_RETURN_IF_ERROR_AS_IS(options.agree(*control));
   built->control = std::move(control);
   built->p2p = std::make_unique<MpiPointToPoint>(comms);
   // Which transports this world offers is the registry's decision.
-  MpiFactory factory(comms, *built->control, *built->p2p);
+  MpiFactory factory(comms, std::move(node), *built->control, *built->p2p);
   return transport::build_transports(factory, topology, options.build, built);
 }
 
@@ -224,8 +255,8 @@ struct SetsComm {
 
 // A process set's world (transport::MakeSubset): MPI_Comm_create_group over the
 // members of `sets` (collective over the members only), then the same steps as
-// the global world on that communicator — its nodes, its own peer monitor (a
-// monitor is checked by one coordinator thread), its shared windows.
+// the global world on that communicator — its nodes, its own node layer, its own
+// peer monitor (a monitor is checked by one coordinator thread).
 Status make_set_world(const SetsComm& sets, const WorldOptions& options, int world_rank,
                       int32_t id, const std::vector<int>& ranks, transport::World* out) {
   auto comms = std::make_shared<Comms>();
@@ -246,12 +277,12 @@ Status make_set_world(const SetsComm& sets, const WorldOptions& options, int wor
   KOLO_MPI_CHECK(MPI_Comm_size(comms->control, &topology.size));
   KOLO_RETURN_IF_ERROR_AS_IS(
       split_topology(options.test_node_size, world_rank, comms.get(), &topology, &deadline));
-  std::unique_ptr<PeerMonitor> monitor;
-  KOLO_RETURN_IF_ERROR_AS_IS(
-      PeerMonitor::create(comms->control, comms->local, topology, options.peer_timeout, &monitor));
-  comms->liveness = std::move(monitor);
+  std::unique_ptr<MpiControlPlane> control;
+  std::shared_ptr<shm::Node> node;
+  KOLO_RETURN_IF_ERROR_AS_IS(connect(comms, topology, options, &control, &node));
   transport::World built;
-  KOLO_RETURN_IF_ERROR_AS_IS(assemble(comms, topology, options, &built));
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      assemble(comms, std::move(control), std::move(node), topology, options, &built));
   *out = std::move(built);
   return Status::OK();
 }
@@ -295,8 +326,13 @@ Status create_world(const WorldOptions& options, transport::World* world) {
   transport::Topology topology;
   KOLO_RETURN_IF_ERROR(make_comms(options, comms.get(), &topology));
 
+  std::unique_ptr<MpiControlPlane> control;
+  std::shared_ptr<shm::Node> node;
+  KOLO_RETURN_IF_ERROR_AS_IS(connect(comms, topology, options, &control, &node));
+  failpoint("init");  // once the peer monitor runs
   transport::World built;
-  KOLO_RETURN_IF_ERROR_AS_IS(assemble(comms, topology, options, &built));
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      assemble(comms, std::move(control), std::move(node), topology, options, &built));
   KOLO_RETURN_IF_ERROR_AS_IS(subset_maker(comms, options, topology.rank, &built.make_subset));
   if (kolo_owns) {
     ++kolo_owned_worlds;

@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "common/backoff.h"
 #include "common/check.h"
 #include "common/logging.h"
+#include "common/wait_policy.h"
 #include "transports/nccl/copy_plan.h"
 #include "transports/nccl/device_kernels.h"
 #include "transports/nccl/nccl_reduction.h"
@@ -26,10 +26,6 @@ using transport::Work;
 constexpr size_t kMinFusionBytes = size_t{1} << 20;
 // Work at least this large gets a wake-up callback on the stream (see finish()).
 constexpr size_t kWakeCallbackBytes = size_t{16} << 20;
-// Waiting for a stream's event: no spinning (each check is a driver call), yields
-// for 50 µs (64 yields took ~35 µs on the 2-core VM), then sleeps of up to 20 µs.
-constexpr Backoff::Schedule kStreamWait{0, std::chrono::microseconds(50),
-                                        std::chrono::microseconds(20)};
 
 // Makes `device` current for the scope and restores the caller's device after:
 // record_ready and friends run on user threads, whose current device is theirs.
@@ -77,7 +73,7 @@ class NcclWork : public Work {
   }
 
   Status wait() override {
-    Backoff backoff(kStreamWait);
+    Waiter backoff(wait_profile(WaitFor::kDeviceStream));
     while (!test()) backoff.pause();
     return status_;
   }

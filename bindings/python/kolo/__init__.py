@@ -14,7 +14,9 @@ libkolo is found through ``KOLO_LIBRARY``, the build tree, or an install prefix
 (see ``kolo._lib``); ``kolo.library_path()`` says which file was loaded.
 """
 
-from . import _lib
+import json
+
+from . import _lib, elastic
 from ._core import (Adasum, Average, Handle, Max, Min, Product, Sum, barrier, cross_rank,
                     cross_size, init, is_initialized, join, local_rank, local_size, rank,
                     shutdown, size, start_timeline, stop_timeline, transport_built, version)
@@ -40,7 +42,6 @@ def library_path():
 
 def build_info():
     """libkolo's build and configuration, as a dict (kolo_build_info_json)."""
-    import json
     return json.loads(_lib.load().kolo_build_info_json().decode())
 
 

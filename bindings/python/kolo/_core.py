@@ -1,8 +1,11 @@
-"""Lifecycle, topology, handles and errors: the framework-independent half of kolo.
+"""Lifecycle, handles and submission: the framework-independent half of kolo.
 
 Both front ends (NumPy in ``kolo``, PyTorch in ``kolo.torch``) reduce every call to
 raw pointers, counts and kolo dtypes and hand them to :func:`submit`; this module
-turns statuses into exceptions and handles into :class:`Handle` objects.
+turns handles into :class:`Handle` objects. Statuses become exceptions in
+``_status``; rank, size and the other queries live in ``_topology``; both are
+re-exported here. The package's layers, each importing only those below it:
+exceptions, _lib, _status, _topology, _process_sets, _core, _numpy_ops.
 
 Note [Buffers live until the handle completes]
 A collective reads and writes the caller's memory from kolo's coordinator thread,
@@ -19,10 +22,12 @@ import os
 import threading
 
 from . import _lib
-from .exceptions import (CollectiveRefusedError, DuplicateNameError, KoloError, KoloTimeoutError,
-                         KoloTypeError, KoloValueError, MismatchError, NotInitializedError,
-                         RankFailedError, ShutdownError, StalledError, TransportError,
-                         UnsupportedError)
+from ._process_sets import add_process_set, set_id
+from ._status import _EXCEPTIONS, check, error, status_name  # noqa: F401 (re-exported)
+from ._topology import (cross_rank, cross_size, is_initialized, local_rank,  # noqa: F401
+                        local_size, rank, require_initialized, size, transport_built, version)
+from .exceptions import KoloError, KoloTimeoutError, KoloTypeError, KoloValueError
+from .exceptions import UnsupportedError
 
 # Reduction operators, as kolo numbers them (the names are Horovod's).
 Sum = _lib.OP_SUM
@@ -35,31 +40,6 @@ Adasum = _lib.OP_ADASUM  # allreduce only; see KOLO_OP_ADASUM in kolo.h
 _OP_NAMES = {Sum: "Sum", Average: "Average", Min: "Min", Max: "Max", Product: "Product",
              Adasum: "Adasum"}
 
-# The class of an error returned by a call (nothing started): see kolo.exceptions.
-_EXCEPTIONS = {
-    _lib.ERR_INVALID_ARGUMENT: KoloValueError,
-    _lib.ERR_NOT_INITIALIZED: NotInitializedError,
-    _lib.ERR_ALREADY_INITIALIZED: KoloValueError,
-    _lib.ERR_DUPLICATE_NAME: DuplicateNameError,
-    _lib.ERR_MISMATCH: MismatchError,
-    _lib.ERR_SHUTDOWN: ShutdownError,
-    _lib.ERR_TIMEOUT: KoloTimeoutError,
-    _lib.ERR_STALLED: StalledError,
-    _lib.ERR_UNSUPPORTED: UnsupportedError,
-    _lib.ERR_TRANSPORT: TransportError,
-    _lib.ERR_INTERNAL: KoloError,
-    _lib.ERR_RANK_FAILED: RankFailedError,
-}
-
-# The class of an error that completes a handle (or a join or barrier): it came out
-# of the collective, so it is a HorovodInternalError (KoloError) whatever the status.
-_COMPLETION_EXCEPTIONS = dict(_EXCEPTIONS)
-_COMPLETION_EXCEPTIONS.update({
-    _lib.ERR_INVALID_ARGUMENT: CollectiveRefusedError,
-    _lib.ERR_NOT_INITIALIZED: KoloError,
-    _lib.ERR_ALREADY_INITIALIZED: KoloError,
-})
-
 # How long one kolo_wait call blocks before Python gets a chance to handle signals
 # (Ctrl-C). kolo_wait itself polls briefly, then sleeps.
 _WAIT_SLICE_SECONDS = 0.2
@@ -69,28 +49,7 @@ def lib():
     return _lib.load()
 
 
-def status_name(status):
-    return lib().kolo_status_string(status).decode()
-
-
-def error(status, message, what=None, completed=False):
-    """The exception for a kolo status (never called with KOLO_OK): returned by a
-    call that started nothing, or (completed=True) the outcome of a collective."""
-    cls = (_COMPLETION_EXCEPTIONS if completed else _EXCEPTIONS).get(status, KoloError)
-    text = "%s: %s" % (status_name(status), message or "(no message)")
-    if what:
-        text = "%s: %s" % (what, text)
-    return cls(text, status_name(status))
-
-
-def check(status, what=None, completed=False):
-    """Raises the exception for a non-OK status returned by a kolo call (completed:
-    the call ran a collective, as kolo_join and kolo_barrier do)."""
-    if status != _lib.OK:
-        raise error(status, lib().kolo_last_error().decode(errors="replace"), what, completed)
-
-
-# ---- lifecycle and topology ------------------------------------------------------
+# ---- lifecycle -----------------------------------------------------------------------
 
 _atexit_registered = False
 
@@ -122,7 +81,6 @@ def init(comm=None, process_sets=None):
         atexit.register(shutdown)
         _atexit_registered = True
     if process_sets is not None and process_sets != "dynamic":
-        from ._process_sets import add_process_set
         for process_set in process_sets:
             add_process_set(process_set)
 
@@ -131,59 +89,6 @@ def shutdown():
     """Stops kolo; pending operations complete with ShutdownError on every rank."""
     check(lib().kolo_shutdown(), "kolo.shutdown")
     _reap_orphans()
-
-
-def is_initialized():
-    return bool(lib().kolo_is_initialized())
-
-
-def _topology(fn, what):
-    value = fn()
-    if value < 0:
-        raise NotInitializedError(
-            "kolo.%s(): kolo has not been initialized; call kolo.init() first" % what)
-    return value
-
-
-def rank():
-    return _topology(lib().kolo_rank, "rank")
-
-
-def size():
-    return _topology(lib().kolo_size, "size")
-
-
-def local_rank():
-    return _topology(lib().kolo_local_rank, "local_rank")
-
-
-def local_size():
-    return _topology(lib().kolo_local_size, "local_size")
-
-
-def cross_rank():
-    return _topology(lib().kolo_cross_rank, "cross_rank")
-
-
-def cross_size():
-    return _topology(lib().kolo_cross_size, "cross_size")
-
-
-def require_initialized(what):
-    if not lib().kolo_is_initialized():
-        raise NotInitializedError(
-            "%s: kolo has not been initialized; call init() first" % what)
-
-
-def transport_built(name):
-    """(built, reason) for a transport name ("mpi", "ring", "nccl", ...)."""
-    reason = ctypes.c_char_p()
-    built = lib().kolo_transport_built(name.encode(), ctypes.byref(reason))
-    return bool(built), (reason.value or b"").decode()
-
-
-def version():
-    return lib().kolo_version().decode()
 
 
 # ---- names -------------------------------------------------------------------------
@@ -209,6 +114,17 @@ def check_op(op, allowed=None):
     if allowed is not None and op not in allowed:
         raise KoloValueError("op=%s is not supported here (use %s)" % (
             _OP_NAMES[op], " or ".join(_OP_NAMES[a] for a in allowed)))
+    return op
+
+
+def check_reducescatter_op(op, what):
+    """A reducescatter's op: Sum or Average. Another of kolo's ops (Adasum, Min, ...)
+    raises UnsupportedError, a RuntimeError, as Horovod's reducescatter raises
+    HorovodInternalError for them; an unknown value is a ValueError."""
+    check_op(op)
+    if op not in (Sum, Average):
+        raise UnsupportedError("%s: op=%s is not supported by reducescatter (use Sum or "
+                               "Average)" % (what, _OP_NAMES[op]), "KOLO_ERR_UNSUPPORTED")
     return op
 
 
@@ -360,7 +276,6 @@ def handle_splits(ptr, n):
 def barrier(process_set=None):
     """Blocks until every rank (of ``process_set``) has entered the barrier."""
     require_initialized("barrier")
-    from ._process_sets import set_id
     ps = set_id(process_set, "barrier")
     if ps:
         check(lib().fn("kolo_barrier_ex")(ctypes.byref(_lib.Options(ps, 0, None))), "kolo.barrier",
@@ -374,7 +289,6 @@ def join(process_set=None):
     has joined; meanwhile allreduces of other ranks complete as if this rank
     contributed zeros. Returns the last rank to join (a global rank)."""
     require_initialized("join")
-    from ._process_sets import set_id
     ps = set_id(process_set, "join")
     last = ctypes.c_int(-1)
     if ps:
@@ -451,8 +365,8 @@ def submit_grouped_rows(kind, base, inputs, outputs, shapes, dtype, device, keep
         c_out = (ctypes.c_void_p * n)(*outputs)
         keep = keep + (c_out,)
         args = (n, c_names, c_in, c_out, c_rows, c_row_counts, dtype,
-                check_op(op, (Sum, Average)), float(prescale), float(postscale), device,
-                ctypes.byref(opts))
+                check_reducescatter_op(op, "grouped_reducescatter %r" % base), float(prescale),
+                float(postscale), device, ctypes.byref(opts))
     return submit("kolo_grouped_%s_async" % kind, args, keep, finish,
                   "grouped_%s %r" % (kind, base))
 

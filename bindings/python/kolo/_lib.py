@@ -114,6 +114,7 @@ _opts_p = ctypes.POINTER(Options)
 _SIGNATURES = {
     "kolo_init": (_status, []),
     "kolo_init_comm": (_status, [_i64]),
+    "kolo_init_store": (_status, [_cstr, ctypes.c_int, ctypes.c_int, ctypes.c_int, _cstr, _i64]),
     "kolo_shutdown": (_status, []),
     "kolo_is_initialized": (ctypes.c_int, []),
     "kolo_rank": (ctypes.c_int, []),

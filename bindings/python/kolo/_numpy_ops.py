@@ -13,7 +13,7 @@ import ctypes
 import numpy as np
 
 from . import _core, _lib
-from ._core import Average, Sum
+from ._core import Average
 from ._process_sets import set_id, set_rank, set_size
 from .exceptions import KoloValueError
 
@@ -288,7 +288,7 @@ def reducescatter_async(array, op=Average, name=None, prescale_factor=1.0, posts
     out = np.empty((shard,) + arr.shape[1:], dtype=arr.dtype)
     name = _core.op_name("reducescatter", name)
     args = (name.encode(), arr.ctypes.data, out.ctypes.data, rows, row_count, dtype,
-            _core.check_op(op, (Sum, Average)), float(prescale_factor), float(postscale_factor),
+            _core.check_reducescatter_op(op, what), float(prescale_factor), float(postscale_factor),
             _lib.CPU_DEVICE)
     return _core.submit("kolo_reducescatter_async", args, (arr, out), _result(out),
                         "reducescatter %r" % name, [arr.shape], ps)

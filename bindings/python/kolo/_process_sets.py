@@ -15,16 +15,13 @@ the same order on every rank, as in Horovod; other sets' work goes on meanwhile.
 import ctypes
 
 from . import _lib
+from ._status import check
+from ._topology import rank, size
 from .exceptions import KoloValueError, NotInitializedError
 
 
 def _lib_fn(name):
     return _lib.load().fn(name)
-
-
-def _check(status, what):
-    from ._core import check
-    check(status, what)
 
 
 class ProcessSet:
@@ -115,14 +112,12 @@ def set_id(process_set, what):
 
 def set_size(process_set_id):
     if process_set_id == 0:
-        from ._core import size
         return size()
     return _lib_fn("kolo_process_set_size")(process_set_id)
 
 
 def set_rank(process_set_id):
     if process_set_id == 0:
-        from ._core import rank
         return rank()
     return _lib_fn("kolo_process_set_rank")(process_set_id)
 
@@ -139,7 +134,7 @@ def add_process_set(process_set):
     ranks = process_set.ranks or []
     c_ranks = (ctypes.c_int * max(len(ranks), 1))(*ranks)
     new_id = ctypes.c_int32(-1)
-    _check(_lib_fn("kolo_process_set_add")(c_ranks, len(ranks), ctypes.byref(new_id)),
+    check(_lib_fn("kolo_process_set_add")(c_ranks, len(ranks), ctypes.byref(new_id)),
            "add_process_set")
     process_set.process_set_id = new_id.value
     return process_set
@@ -153,6 +148,6 @@ def remove_process_set(process_set):
         raise KoloValueError("remove_process_set: expected a ProcessSet, got %s" % (
             type(process_set).__name__))
     set_id_ = process_set._id("remove_process_set")
-    _check(_lib_fn("kolo_process_set_remove")(set_id_), "remove_process_set")
+    check(_lib_fn("kolo_process_set_remove")(set_id_), "remove_process_set")
     process_set.process_set_id = None
     return True

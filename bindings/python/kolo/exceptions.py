@@ -23,8 +23,9 @@ to reset. So the class depends on the status *and* on where it arose:
 Every class from a completing handle is a :class:`KoloError`, which *is*
 ``HorovodInternalError`` (a ``RuntimeError``). A negotiated error (mismatch,
 refusal, stall) is raised on every rank with the same message.
-:class:`HostsUpdatedInterrupt` exists so that Horovod elastic code imports and its
-``except`` clauses compile; kolo has no elastic mode and never raises it.
+:class:`HostsUpdatedInterrupt` is raised by ``State.check_host_updates()`` (and so
+``commit()``) in a job started by ``kolorun --elastic`` when the hosts changed
+(kolo.elastic).
 """
 
 
@@ -74,8 +75,10 @@ class CollectiveRefusedError(KoloError):
 
 
 class HostsUpdatedInterrupt(RuntimeError):
-    """Horovod elastic's signal that the hosts changed. kolo has no elastic mode and
-    never raises it; it exists so Horovod programs that catch it run unchanged."""
+    """Horovod elastic's signal that the hosts changed: raised on every rank at the
+    same step by kolo.elastic's ``State.check_host_updates()`` in a job started by
+    ``kolorun --elastic``; ``skip_sync`` is true when hosts were only removed (the
+    survivors' states agree, so run() re-forms without syncing)."""
 
     def __init__(self, skip_sync=False):
         super().__init__("hosts updated")

@@ -198,7 +198,7 @@ TEST_F(Adasum, RefusedWhereItCannotRunOnEveryRank) {
   // No rank shuts down (TearDown) before every rank's checks: a peer's shutdown
   // stops kolo here too, and the CUDA submission above would then be refused
   // as KOLO_ERR_SHUTDOWN instead.
-  MPI_Barrier(MPI_COMM_WORLD);
+  world_barrier();
 }
 
 }  // namespace

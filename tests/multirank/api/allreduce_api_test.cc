@@ -180,7 +180,7 @@ TEST_F(KoloTest, DuplicateInFlightNameIsRefusedAndNothingIsLost) {
       EXPECT_EQ(h2, nullptr);
       EXPECT_NE(std::string(kolo_last_error()).find("'" + name + "'"), std::string::npos);
     }
-    MPI_Barrier(MPI_COMM_WORLD);  // the others have checked; `name` may complete now
+    world_barrier();  // the others have checked; `name` may complete now
     if (rank_ == late) {
       ASSERT_EQ(kolo_allreduce_async(name.c_str(), a.data(), a.data(), 16, KOLO_INT32,
                                      KOLO_OP_SUM, 1, 1, cpu(), &h1),
@@ -264,7 +264,7 @@ TEST_F(KoloTest, WaitTimesOutAndPollReportsProgress) {
     EXPECT_EQ(kolo_wait(h, 0.05), KOLO_ERR_TIMEOUT);
     EXPECT_EQ(kolo_handle_status(h), KOLO_IN_PROGRESS);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  world_barrier();
   if (rank_ != 0)
     ASSERT_EQ(kolo_allreduce_async("late", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM, 1, 1,
                                    cpu(), &h),
@@ -347,7 +347,7 @@ TEST(KoloLifecycle, ShutdownWithPendingWorkReachesEveryRank) {
                                    1, cpu(), &h),
               KOLO_OK);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  world_barrier();
   if (rank == 0) {
     EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   } else {
@@ -366,7 +366,7 @@ TEST(KoloLifecycle, ShutdownWithPendingWorkReachesEveryRank) {
   }
   EXPECT_EQ(x, std::vector<float>(4, 1.0f));
   (void)size;
-  MPI_Barrier(MPI_COMM_WORLD);
+  world_barrier();
 }
 
 }  // namespace

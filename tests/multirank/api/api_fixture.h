@@ -1,4 +1,5 @@
-// Shared harness for the C API tests under mpiexec: the test program owns MPI
+// Shared harness for the C API tests under mpiexec (or started as a socket-world
+// job by tests/socket/socket_launch.py: world_barrier.h): the test program owns MPI
 // (MPI_THREAD_MULTIPLE, so tests may call MPI_Barrier beside kolo's coordinator)
 // and each test initialises kolo on it and shuts it down again — which also
 // exercises kolo_init on a caller-initialised MPI, repeatedly.
@@ -8,11 +9,13 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "api_dtypes.h"
-#include "read_file.h"
 #include "kolo/kolo.h"
+#include "multirank/world_barrier.h"
+#include "read_file.h"
 
 namespace kolo_test {
 
@@ -32,13 +35,18 @@ class KoloTest : public ::testing::Test {
     ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
     rank_ = kolo_rank();
     size_ = kolo_size();
+    // A job without mpiexec must have formed one world of every rank (not one
+    // MPI world of one rank per process).
+    if (const char* world_size = std::getenv("WORLD_SIZE")) {
+      ASSERT_EQ(size_, std::atoi(world_size)) << "kolo_init did not join the socket world's ranks";
+    }
   }
   // One rank's kolo_shutdown stops kolo on every rank (KOLO_ERR_SHUTDOWN from then
   // on), so a rank must not shut down while another is still in the test: where
   // a test's last calls are local (refusals, queries), a fast rank's TearDown
   // failed a slow rank's calls. The barrier waits for every rank's test body.
   void TearDown() override {
-    MPI_Barrier(MPI_COMM_WORLD);
+    world_barrier();
     EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   }
 

@@ -168,7 +168,7 @@ TEST(KoloLifecycle, InitTellsAlreadyInitialisedFromShutDownByAnotherRank) {
   EXPECT_EQ(kolo_init(), KOLO_ERR_ALREADY_INITIALIZED);
   EXPECT_TRUE(last_error_names("already initialised")) << kolo_last_error();
   EXPECT_EQ(kolo_is_initialized(), 1);
-  MPI_Barrier(MPI_COMM_WORLD);
+  world_barrier();
   if (kolo_rank() == 0) {
     EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   } else {
@@ -181,7 +181,7 @@ TEST(KoloLifecycle, InitTellsAlreadyInitialisedFromShutDownByAnotherRank) {
     EXPECT_EQ(kolo_init(), KOLO_ERR_SHUTDOWN);  // until this rank shuts down too
     EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   }
-  MPI_Barrier(MPI_COMM_WORLD);
+  world_barrier();
   ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
   EXPECT_EQ(kolo_barrier(), KOLO_OK);
   EXPECT_EQ(kolo_shutdown(), KOLO_OK);

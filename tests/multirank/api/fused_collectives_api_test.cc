@@ -1,6 +1,6 @@
 // Allgathers, broadcasts and allreduces submitted together through the C API under
 // mpiexec -n 2, 3, 4, for every dtype: what lands in one cycle is fused (Note
-// [Fused allgather and broadcast] in src/core/executor.h), and every result must
+// [Fused allgather and broadcast] in src/core/executor_gather.h), and every result must
 // be exact whether it was fused or not — uneven and zero rows, empty broadcasts,
 // roots on every rank, in place and not, out of order on odd ranks, with the
 // fusion threshold on and off.

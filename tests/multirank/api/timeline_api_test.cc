@@ -38,7 +38,7 @@ TEST_F(TimelineApiTest, ErrorsAreClearAndLocal) {
   EXPECT_EQ(kolo_timeline_stop(), KOLO_ERR_INVALID_ARGUMENT);
   // No rank shuts down (TearDown) before every rank's checks: a peer's shutdown
   // stops kolo here too, and a start is then refused as KOLO_ERR_SHUTDOWN.
-  MPI_Barrier(MPI_COMM_WORLD);
+  world_barrier();
 }
 
 TEST_F(TimelineApiTest, StartTwiceFailsAndStopCompletesTheFile) {

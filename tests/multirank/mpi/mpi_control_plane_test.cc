@@ -13,11 +13,12 @@
 
 #include "tests/multirank/mpi/mpi_test_world.h"
 #include "transports/mpi/mpi_control_plane.h"
-#include "transports/mpi/node_and.h"
+#include "transports/shm/node_and.h"
 
 namespace kolo::mpi {
 namespace {
 
+using shm::NodeAnd;
 using testing::eventually;
 using testing::test_world;
 using transport::Bytes;
@@ -104,7 +105,7 @@ TEST(MpiControlPlane, BitwiseAnd) {
 }
 
 // Every rank of these tests is on one node, so bitwise_and runs through the
-// node's shared memory (NodeAnd) up to NodeAnd::kMaxWords words and through MPI
+// node's shared memory (shm::NodeAnd) up to NodeAnd::kMaxWords words and through MPI
 // above. Many calls in a row reuse the two slots; lengths on both sides of the
 // limit and blob collectives in between interleave the two paths; each call's
 // pattern depends on the call, so an answer read from a stale slot shows.
@@ -133,71 +134,6 @@ TEST(MpiControlPlane, BitwiseAndManyCallsAcrossBothPaths) {
       ASSERT_EQ(all.size(), static_cast<size_t>(size()));
     }
   }
-}
-
-// A board of its own over the node's ranks (*local: its communicator, freed by
-// the caller after the board).
-std::unique_ptr<NodeAnd> own_board(MPI_Comm* local) {
-  auto comms = testing::dup_world_comms();
-  EXPECT_EQ(MPI_Comm_split_type(comms->control, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, local),
-            MPI_SUCCESS);
-  std::unique_ptr<NodeAnd> board;
-  EXPECT_TRUE(NodeAnd::create(*local, nullptr, &board).ok());
-  return board;
-}
-
-TEST(NodeAnd, MoreThanTheSlotHoldsIsAnInvalidArgument) {
-  MPI_Comm local = MPI_COMM_NULL;
-  std::unique_ptr<NodeAnd> board = own_board(&local);
-  ASSERT_NE(board, nullptr);
-  std::vector<uint64_t> bits(NodeAnd::kMaxWords + 1, ~uint64_t{0});
-  Status status = board->run(&bits);
-  EXPECT_EQ(status.code(), Code::kInvalidArgument);
-  EXPECT_NE(status.message().find("at most 512"), std::string::npos) << status.message();
-  // Refused before anything was published: the next call still pairs up.
-  bits.assign(3, ~uint64_t{0});
-  bits[1] = ~(uint64_t{1} << rank());
-  ASSERT_TRUE(board->run(&bits).ok());
-  uint64_t expected = ~uint64_t{0};
-  for (int r = 0; r < size(); ++r) expected &= ~(uint64_t{1} << r);
-  EXPECT_EQ(bits[0], ~uint64_t{0});
-  EXPECT_EQ(bits[1], expected);
-  board.reset();
-  MPI_Comm_free(&local);
-}
-
-// Note [Data rides with the AND]: each call says whether every rank passed the
-// same vector, and what each rank wrote at its carry slot before the call is
-// readable by all until the next call. Calls alternate equal and unequal
-// vectors, and each call's bytes depend on the call, so a stale slot shows.
-TEST(NodeAnd, CarriedBytesAndUnanimity) {
-  MPI_Comm local = MPI_COMM_NULL;
-  std::unique_ptr<NodeAnd> board = own_board(&local);
-  ASSERT_NE(board, nullptr);
-  EXPECT_FALSE(board->unanimous());  // no call yet
-  auto byte_of = [](int call, int r, size_t i) {
-    return static_cast<char>((call * 13 + r * 7 + i) & 0xff);
-  };
-  for (int call = 0; call < 40; ++call) {
-    const size_t n = call % 3 == 0 ? NodeAnd::kCarryBytes : 64 + static_cast<size_t>(call);
-    char* slot = board->carry_slot();
-    for (size_t i = 0; i < n; ++i) slot[i] = byte_of(call, rank(), i);
-    // Odd calls: the last rank's vector differs (in its last word, of three).
-    const bool differ = call % 2 == 1 && size() > 1;
-    std::vector<uint64_t> bits(3, ~uint64_t{0});
-    if (differ && rank() == size() - 1) bits[2] = ~uint64_t{1};
-    ASSERT_TRUE(board->run(&bits).ok()) << "call " << call;
-    EXPECT_EQ(board->unanimous(), !differ) << "call " << call;
-    EXPECT_EQ(bits[2], differ ? ~uint64_t{1} : ~uint64_t{0});
-    size_t wrong = 0;
-    for (int r = 0; r < size(); ++r) {
-      const char* theirs = board->carried(r);
-      for (size_t i = 0; i < n; ++i) wrong += theirs[i] != byte_of(call, r, i);
-    }
-    EXPECT_EQ(wrong, 0u) << "call " << call << ", " << n << " bytes";
-  }
-  board.reset();
-  MPI_Comm_free(&local);
 }
 
 // Through the control plane: a vector too long for the node's board goes

@@ -53,6 +53,10 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
       "KOLO_TRANSPORT_LARGE",          "KOLO_AUTOTUNE",
       "KOLO_AUTOTUNE_LOG",             "KOLO_AUTOTUNE_WARMUP_SAMPLES",
       "KOLO_AUTOTUNE_SAMPLE_SECONDS",  "KOLO_AUTOTUNE_MAX_SAMPLES",
+      "KOLO_WORLD",                    "KOLO_SOCKET_IFNAME",
+      "KOLO_STORE_PORT",               "KOLO_STORE_DIR",
+      "KOLO_JOB_TOKEN",                "KOLO_GENERATION",
+      "KOLO_INIT_TIMEOUT_SECONDS",
   };
   const auto& specs = knob_specs();
   ASSERT_EQ(specs.size(), std::size(expected));
@@ -111,6 +115,13 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.autotune_warmup_samples, 3);
   EXPECT_EQ(c.autotune_sample_seconds, 0.5);
   EXPECT_EQ(c.autotune_max_samples, 40);
+  EXPECT_EQ(c.world, "auto");
+  EXPECT_EQ(c.socket_ifname, "");
+  EXPECT_EQ(c.store_port, 0);
+  EXPECT_EQ(c.store_dir, "");
+  EXPECT_EQ(c.job_token, "");
+  EXPECT_EQ(c.generation, -1);
+  EXPECT_EQ(c.init_timeout_seconds, 300.0);
 
   const std::vector<std::string> values = knob_values(env_of({}));
   const std::vector<std::string> expected = {"64M", "1",    "1024",    "",     "0",
@@ -119,7 +130,8 @@ TEST(KnobsTest, DefaultsWhenUnset) {
                                              "0",   "1M",   "512K",    "256K", "4K",
                                              "auto",
                                              "auto", "0",   "",        "3",    "0.5",
-                                             "40"};
+                                             "40",  "auto", "",        "0",    "",
+                                             "",    "-1",   "300"};
   EXPECT_EQ(values, expected);
 }
 
@@ -300,7 +312,11 @@ TEST(KnobsTest, OnlyKnobsThatShapeNothingSharedMayDiffer) {
                                                 "KOLO_FLIGHT_RECORDER_DIR",
                                                 "KOLO_AUTOTUNE_LOG", "KOLO_AUTOTUNE_WARMUP_SAMPLES",
                                                 "KOLO_AUTOTUNE_SAMPLE_SECONDS",
-                                                "KOLO_AUTOTUNE_MAX_SAMPLES"}));
+                                                "KOLO_AUTOTUNE_MAX_SAMPLES", "KOLO_WORLD",
+                                                "KOLO_SOCKET_IFNAME", "KOLO_STORE_PORT",
+                                                "KOLO_STORE_DIR", "KOLO_JOB_TOKEN",
+                                                "KOLO_GENERATION",
+                                                "KOLO_INIT_TIMEOUT_SECONDS"}));
   std::vector<std::string> agreed;
   for (const KnobValue& v : agreed_knob_values(Config())) agreed.push_back(v.name);
   EXPECT_EQ(agreed, (std::vector<std::string>{"KOLO_FUSION_THRESHOLD", "KOLO_CACHE_CAPACITY",
@@ -333,6 +349,32 @@ TEST(KnobsTest, AgreedValuesAreCanonical) {
   ASSERT_EQ(va.size(), vb.size());
   for (size_t i = 0; i < va.size(); ++i) EXPECT_EQ(va[i].value, vb[i].value) << va[i].name;
   EXPECT_EQ(va[0].value, "1024");
+}
+
+// The socket world's knobs: KOLO_WORLD takes three words, and the job token is a
+// secret: neither kolo-info's values nor an error message show it.
+TEST(KnobsTest, TheSocketWorldsKnobsAndTheSecretToken) {
+  EXPECT_NE(load_error("KOLO_WORLD", "gloo").find("one of auto, mpi, socket"), std::string::npos);
+  EXPECT_NE(load_error("KOLO_STORE_PORT", "65536").find("KOLO_STORE_PORT"), std::string::npos);
+  EXPECT_NE(load_error("KOLO_INIT_TIMEOUT_SECONDS", "0").find("> 0"), std::string::npos);
+  const std::string long_token(300, 's');
+  const std::string message = load_error("KOLO_JOB_TOKEN", long_token);
+  EXPECT_NE(message.find("KOLO_JOB_TOKEN (value not shown)"), std::string::npos) << message;
+  EXPECT_EQ(message.find("sss"), std::string::npos) << message;
+  Config c;
+  ASSERT_TRUE(load_config(env_of({{"KOLO_WORLD", "Socket"}, {"KOLO_JOB_TOKEN", "hunter2"},
+                                  {"KOLO_GENERATION", "3"}}), &c).ok());
+  EXPECT_EQ(c.world, "socket");
+  EXPECT_EQ(c.job_token, "hunter2");
+  EXPECT_EQ(c.generation, 3);
+  const auto values = knob_values(env_of({{"KOLO_JOB_TOKEN", "hunter2"}}));
+  const auto& specs = knob_specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    EXPECT_EQ(values[i].find("hunter2"), std::string::npos) << specs[i].name;
+    if (std::string(specs[i].name) == "KOLO_JOB_TOKEN") {
+      EXPECT_EQ(values[i], "(set)");
+    }
+  }
 }
 
 }  // namespace

@@ -57,22 +57,31 @@ TEST(CycleGate, AHandBackBeforeTheDozeIsKept) {
   EXPECT_GE(Clock::now() - again, std::chrono::microseconds(1000));
 }
 
-// DozeLength: dozes that begin while nobody helps lengthen (100, 200, 400, 800,
-// 800 us) instead of waking the coordinator every 100 us between operations;
-// one that begins while a thread helps is short again, and the idle ones after
-// it lengthen from there.
+// The coordinator's doze length (WaitFor::kDoze, Coordinator::doze_while_helped):
+// dozes that begin while nobody helps lengthen (100, 200, 400, 800, 800 us)
+// instead of waking the coordinator every 100 us between operations; one that
+// begins while a thread helps is short again (restart()), and the idle ones
+// after it lengthen from there.
 TEST(DozeLength, IdleDozesLengthenAndHelpedOnesStartShort) {
-  using us = std::chrono::microseconds;
-  DozeLength length(us(100), us(800));
+  Waiter length(WaitPolicy().profile(WaitFor::kDoze));
+  auto next = [&length](bool helping) {
+    if (helping) length.restart();
+    return std::chrono::duration_cast<std::chrono::microseconds>(length.take_sleep()).count();
+  };
   std::vector<int64_t> got;
-  for (int i = 0; i < 5; ++i) got.push_back(length.next(false).count());
+  for (int i = 0; i < 5; ++i) got.push_back(next(false));
   EXPECT_EQ(got, (std::vector<int64_t>{100, 200, 400, 800, 800}));
-  EXPECT_EQ(length.next(true).count(), 100);
-  EXPECT_EQ(length.next(false).count(), 200);
-  EXPECT_EQ(length.next(false).count(), 400);
-  EXPECT_EQ(length.next(true).count(), 100);
-  EXPECT_EQ(length.next(true).count(), 100);
-  EXPECT_EQ(length.next(false).count(), 200);
+  EXPECT_EQ(next(true), 100);
+  EXPECT_EQ(next(false), 200);
+  EXPECT_EQ(next(false), 400);
+  EXPECT_EQ(next(true), 100);
+  EXPECT_EQ(next(true), 100);
+  EXPECT_EQ(next(false), 200);
+  // A doze that ends while a thread still helps is followed by one twice as long,
+  // up to the longest.
+  const WaitProfile& doze = WaitPolicy().profile(WaitFor::kDoze);
+  EXPECT_EQ(doze.after(std::chrono::microseconds(400)), std::chrono::microseconds(800));
+  EXPECT_EQ(doze.after(std::chrono::microseconds(800)), std::chrono::microseconds(800));
 }
 
 }  // namespace

@@ -154,7 +154,7 @@ class FakeDevice : public transport::Transport, public transport::DeviceSupport 
 std::unique_ptr<Runtime> start_with_fake(const std::shared_ptr<Gate>& gate) {
   auto worlds = loopback::create_worlds(1);
   auto fake = std::make_unique<FakeDevice>(gate);
-  worlds[0].device = fake.get();
+  worlds[0].device_support = fake.get();
   worlds[0].transports.push_back(std::move(fake));
   std::unique_ptr<Runtime> rt;
   Status s = Runtime::start(std::move(worlds[0]), Config(), &rt);

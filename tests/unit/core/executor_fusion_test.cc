@@ -1,5 +1,5 @@
 // The executor's fused allgather and broadcast (Note [Fused allgather and
-// broadcast] in executor.h), ranks as threads over the loopback transport: one
+// broadcast] in executor_gather.h), ranks as threads over the loopback transport: one
 // cycle's responses handed to Executor::execute() directly, so that what shares
 // a bucket is decided by the planner alone (through the runtime, what lands in
 // one cycle depends on timing). A counting wrapper around the loopback transport

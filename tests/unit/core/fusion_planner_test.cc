@@ -118,7 +118,7 @@ Response response(Collective c, DataType dtype, int64_t count, DeviceKind device
   r.params.collective = c;
   r.params.dtype = dtype;
   r.params.count = count;
-  r.params.device = device;
+  r.params.device_kind = device;
   return r;
 }
 
@@ -144,7 +144,7 @@ std::vector<const Response*> pointers(const std::vector<Response>& list) {
 bool fusable_kind(const TensorParams& p) {
   return p.collective == Collective::kAllreduce ||
          ((p.collective == Collective::kAllgather || p.collective == Collective::kBroadcast) &&
-          p.device == DeviceKind::kCpu);
+          p.device_kind == DeviceKind::kCpu);
 }
 
 // The invariants stated in fusion_planner.h for plan_cycle(), checked field by
@@ -170,7 +170,7 @@ void check_cycle_invariants(const std::vector<Response>& list, int world, size_t
       const TensorParams& p = list[i].params;
       EXPECT_EQ(p.collective, first.collective) << "bucket " << b << " mixes kinds";
       EXPECT_EQ(p.dtype, first.dtype) << "bucket " << b << " mixes dtypes";
-      EXPECT_EQ(p.device, first.device) << "bucket " << b << " mixes devices";
+      EXPECT_EQ(p.device_kind, first.device_kind) << "bucket " << b << " mixes devices";
       if (p.collective == Collective::kBroadcast) {
         EXPECT_EQ(p.root, first.root) << "bucket " << b << " mixes roots";
       }
@@ -273,7 +273,7 @@ TEST(FusionCycle, RandomCyclesAreDeterministicAndValid) {
       TensorParams& p = r.params;
       p.collective = kinds[rng() % 8];
       p.dtype = dtypes[rng() % 3];
-      p.device = rng() % 5 == 0 ? DeviceKind::kCuda : DeviceKind::kCpu;
+      p.device_kind = rng() % 5 == 0 ? DeviceKind::kCuda : DeviceKind::kCpu;
       p.op = rng() % 2 ? ReduceOp::kSum : ReduceOp::kMax;
       p.postscale = rng() % 4 == 0 ? 0.5 : 1.0;
       p.root = static_cast<int32_t>(rng() % world);

@@ -38,7 +38,7 @@ TEST(Validate, EachFieldMismatchIsNamedWithValuesPerRank) {
       {[](TensorParams& p) { p.op = ReduceOp::kMax; }, "op", "sum", "max"},
       {[](TensorParams& p) { p.prescale = 2; }, "prescale", "1", "2"},
       {[](TensorParams& p) { p.postscale = 0.5; }, "postscale", "1", "0.5"},
-      {[](TensorParams& p) { p.device = DeviceKind::kCuda; }, "device", "cpu", "cuda"},
+      {[](TensorParams& p) { p.device_kind = DeviceKind::kCuda; }, "device", "cpu", "cuda"},
   };
   for (const Case& c : cases) {
     Request other = req("grad");

@@ -14,7 +14,7 @@ std::vector<Request> sample_requests() {
     r.name = "layer" + std::to_string(i) + "/grad";
     r.params.dtype = static_cast<DataType>(i % kNumDataTypes);
     r.params.op = static_cast<ReduceOp>(i % kNumReduceOps);
-    r.params.device = i % 2 ? DeviceKind::kCuda : DeviceKind::kCpu;
+    r.params.device_kind = i % 2 ? DeviceKind::kCuda : DeviceKind::kCpu;
     r.params.count = int64_t{1} << (10 * i % 40);
     r.params.prescale = 0.5 * i;
     r.params.postscale = 1.0 / (i + 1);

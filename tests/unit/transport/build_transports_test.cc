@@ -75,7 +75,7 @@ TEST(BuildTransports, OneNodeOffersShmSeveralEqualNodesHierarchical) {
   World a;
   ASSERT_TRUE(build_transports(one, Topology{0, 4, 0, 4, 0, 1}, BuildOptions{}, &a).ok());
   EXPECT_EQ(names_of(a), (Names{"mpi", "ring", "shm"}));
-  EXPECT_EQ(a.device, nullptr);  // the device transport said Unsupported: not offered
+  EXPECT_EQ(a.device_support, nullptr);  // the device transport said Unsupported: not offered
 
   FakeFactory two;
   World b;

@@ -14,13 +14,14 @@ tensor) raises HorovodInternalError, a RuntimeError, on every rank; a bad argume
 raises ValueError.
 """
 
-from .. import _core
+from .. import _core, build_info
 from .._core import (Adasum, Average, Max, Min, Product, Sum, cross_rank, cross_size,
                      is_initialized, local_rank, local_size, rank, shutdown, size)
 from .._process_sets import add_process_set, remove_process_set
 from ..exceptions import (CollectiveRefusedError, DuplicateNameError, HorovodInternalError,
                           HostsUpdatedInterrupt, KoloError, MismatchError, NotInitializedError,
                           RankFailedError, ShutdownError, StalledError, UnsupportedError)
+from . import elastic
 from .compression import Compression
 from .functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
                         broadcast_parameters)
@@ -69,7 +70,6 @@ def nccl_built():
     """NCCL_VERSION_CODE of the NCCL headers kolo was built with, or 0."""
     if not _core.transport_built("nccl")[0]:
         return 0
-    from .. import build_info
     return _nccl_version_code(build_info()["build"].get("nccl_headers", ""))
 
 

@@ -22,44 +22,19 @@ import contextlib
 import torch
 
 from .._core import Adasum
-from .mpi_ops import allreduce_async_, synchronize
-from .optimizer import _DistributedOptimizer
+from ._async_ops import allreduce_async_, synchronize
+from ._optimizer_base import _HookedOptimizer
 
 
-class _DistributedAdasumOptimizer(torch.optim.Optimizer):
+class _DistributedAdasumOptimizer(_HookedOptimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1):
-        super(self.__class__, self).__init__(params)
-        self._compression = compression
-        self._parameter_names = self._names(named_parameters)
-        self.backward_passes_per_step = backward_passes_per_step
-        self._allreduce_delay = {p: backward_passes_per_step
-                                 for group in self.param_groups for p in group["params"]}
-        self._handles = {}
-        self._grad_accs = []
-        self._requires_update = set()
+        super().__init__(params)
         self._starting_models = {p: torch.zeros_like(p, requires_grad=False)
                                  for group in self.param_groups for p in group["params"]}
-        self._register_hooks()
-
-    # The same as the averaging optimizer's: naming, the hook that counts backward
-    # passes and calls this class's _allreduce_grad_async on the last one, and
-    # zero_grad's refusal while gradients are still being reduced.
-    _names = _DistributedOptimizer.__dict__["_names"]
-    set_backward_passes_per_step = _DistributedOptimizer.__dict__["set_backward_passes_per_step"]
-    _make_hook = _DistributedOptimizer.__dict__["_make_hook"]
-    zero_grad = _DistributedOptimizer.__dict__["zero_grad"]
-
-    def _register_hooks(self):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad:
-                    # Every parameter has a gradient to step on, even one unused in a
-                    # step's graph (as in Horovod).
-                    p.grad = torch.zeros_like(p)
-                    self._requires_update.add(p)
-                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    grad_acc.register_hook(self._make_hook(p))
-                    self._grad_accs.append(grad_acc)
+        # Every parameter has a gradient to step on, even one unused in a step's graph
+        # (as in Horovod).
+        self._init_hooks(named_parameters, compression, backward_passes_per_step,
+                         zero_grads_first=True)
 
     def _allreduce_grad_async(self, p):
         """The local step for p alone, then the Adasum allreduce of its delta."""
@@ -69,7 +44,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
             group["params"] = [p] if any(p is q for q in group["params"]) else []
         try:
             start.data.copy_(p.data)
-            super(self.__class__, self).step()
+            self._local_step()
         finally:
             for group, params in zip(self.param_groups, stashed):
                 group["params"] = params
@@ -91,9 +66,7 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         loss = None
         if closure is not None:
             loss = closure()
-        missing = sorted(self._requires_update - set(self._handles),
-                         key=lambda q: self._parameter_names.get(q, ""))
-        for p in missing:
+        for p in self._missing_in_order():
             self._handles[p] = self._allreduce_grad_async(p)
         try:
             for p, (handle, ctx) in list(self._handles.items()):
@@ -107,4 +80,3 @@ class _DistributedAdasumOptimizer(torch.optim.Optimizer):
         finally:
             self._handles.clear()
         return loss
-

@@ -70,7 +70,7 @@ def _initialize_state(optimizer):
     # A DistributedOptimizer's step() would allreduce every gradient, which needs
     # every rank; the wrapped optimizer's step is local.
     if getattr(optimizer, "_kolo_distributed", False):
-        super(type(optimizer), optimizer).step()
+        optimizer._local_step()
     else:
         optimizer.step()
     with torch.no_grad():

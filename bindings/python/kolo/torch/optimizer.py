@@ -16,12 +16,13 @@ runs the wrapped optimizer's step.
   still reduced, with zeros, at step(): other ranks may have used it.
 - A sparse gradient (nn.Embedding(sparse=True)) is reduced as Horovod does: its
   indices and values are allgathered (kolo.torch.sparse) and p.grad becomes the
-  sparse result, uncompressed. With ``sparse_as_dense=True`` it is made dense first
-  and reduced like any other gradient. As in Horovod, a rank on which such a
+  sparse result, uncompressed. With ``sparse_as_dense=True`` it is made dense first,
+  reduced like any other gradient and made sparse again before the update (as in
+  Horovod), so optimizers that take only sparse gradients (SparseAdam) work. As in Horovod, a rank on which such a
   parameter got no gradient contributes dense zeros, which cannot meet the other
   ranks' allgathers: use sparse_as_dense=True when a sparse parameter may go unused.
 - ``op=Adasum`` (on more than one rank) is Horovod's delta optimizer instead:
-  adasum_optimizer.py.
+  adasum_optimizer.py. Both derive from _optimizer_base._HookedOptimizer.
 """
 
 import contextlib
@@ -32,89 +33,27 @@ import torch
 from .. import _core
 from .._core import Adasum, Average
 from ..exceptions import KoloValueError
+from ._async_ops import allreduce_async_, synchronize
+from ._optimizer_base import _HookedOptimizer, wrap
+from ._tensors import _check_adasum
+from .adasum_optimizer import _DistributedAdasumOptimizer
 from .compression import Compression
-from .mpi_ops import allreduce_async_, global_process_set, synchronize
+from .mpi_ops import global_process_set
 from .sparse import sparse_allreduce_async
 
 
-class _DistributedOptimizer(torch.optim.Optimizer):
-    _kolo_distributed = True  # broadcast_optimizer_state steps the wrapped optimizer
-
+class _DistributedOptimizer(_HookedOptimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step=1,
                  op=Average, gradient_predivide_factor=1.0, groups=None, sparse_as_dense=False,
                  process_set=global_process_set):
-        super(self.__class__, self).__init__(params)
-        self._compression = compression
-        self._parameter_names = self._names(named_parameters)
-        self.backward_passes_per_step = backward_passes_per_step
-        self._allreduce_delay = {p: backward_passes_per_step
-                                 for group in self.param_groups for p in group["params"]}
+        super().__init__(params)
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
         self.sparse_as_dense = sparse_as_dense
         self.process_set = process_set
-        self._handles = {}
-        self._grad_accs = []
-        self._requires_update = set()
         self._synchronized = False
         self._should_synchronize = True
-        self._register_hooks()
-
-    def _names(self, named_parameters):
-        if named_parameters is not None:
-            named_parameters = list(named_parameters)
-        else:
-            named_parameters = [("noname.%d.%d" % (i, j), p)
-                                for i, group in enumerate(self.param_groups)
-                                for j, p in enumerate(group["params"])]
-        if any(not isinstance(item, tuple) or len(item) != 2 for item in named_parameters):
-            raise KoloValueError("named_parameters should be a sequence of (name, parameter) "
-                                 "tuples, usually produced by model.named_parameters()")
-        seen, dups = set(), set()
-        for name, _ in named_parameters:
-            (dups if name in seen else seen).add(name)
-        if dups:
-            raise KoloValueError("parameter names in named_parameters must be unique; "
-                                 "duplicates: %s" % ", ".join(sorted(dups)))
-        named_ids = {id(p) for _, p in named_parameters}
-        unnamed = [id(p) for g in self.param_groups for p in g["params"] if id(p) not in named_ids]
-        if unnamed:
-            raise KoloValueError("named_parameters was given, but %d optimizer parameters are "
-                                 "not named in it" % len(unnamed))
-        return {p: name for name, p in named_parameters}
-
-    def set_backward_passes_per_step(self, passes):
-        self.backward_passes_per_step = passes
-        for p in self._allreduce_delay:
-            self._allreduce_delay[p] = passes
-
-    def _register_hooks(self):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.requires_grad:
-                    self._requires_update.add(p)
-                    # The gradient accumulator of p: its hook runs once p.grad is final
-                    # for this backward pass.
-                    grad_acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                    grad_acc.register_hook(self._make_hook(p))
-                    self._grad_accs.append(grad_acc)
-
-    def _make_hook(self, p):
-        def hook(*ignore):
-            if p in self._handles and self._handles[p][0] is not None:
-                if self._allreduce_delay[p] <= 0:
-                    raise AssertionError(
-                        "Gradients were computed more than backward_passes_per_step times "
-                        "before call to step(). Increase backward_passes_per_step to "
-                        "accumulate gradients locally.")
-            assert not p.grad.requires_grad
-            assert self._allreduce_delay[p] > 0
-            handle, ctx = None, None
-            self._allreduce_delay[p] -= 1
-            if self._allreduce_delay[p] == 0:
-                handle, ctx = self._allreduce_grad_async(p)
-            self._handles[p] = (handle, ctx)
-        return hook
+        self._init_hooks(named_parameters, compression, backward_passes_per_step)
 
     def _allreduce_grad_async(self, p):
         if p.grad is None:
@@ -128,8 +67,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         grad = p.grad
         if grad.is_sparse:
             if not self.sparse_as_dense:
-                return sparse_allreduce_async(grad, name, self.op, prescale, postscale,
-                                              process_set=self.process_set), None
+                return sparse_allreduce_async(grad, name, self.op, self.process_set, prescale,
+                                              postscale), None
             grad = grad.to_dense()  # reduced in place; synchronize() makes it p.grad
         compressed, ctx = self._compression.compress(grad)
         handle = allreduce_async_(compressed, name=name, op=self.op,
@@ -139,9 +78,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def synchronize(self):
         """Waits for every gradient's allreduce and writes the results into p.grad."""
-        missing = sorted(self._requires_update - set(self._handles),
-                         key=lambda q: self._parameter_names.get(q, ""))
-        for p in missing:
+        for p in self._missing_in_order():
             self._handles[p] = self._allreduce_grad_async(p)
         for p, (handle, ctx) in list(self._handles.items()):
             if handle is None:
@@ -152,8 +89,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 self._allreduce_delay[p] = self.backward_passes_per_step
                 if not output.is_sparse:
                     output = self._compression.decompress(output, ctx)
-                if p.grad.is_sparse:  # a sparse result, or the dense one of sparse_as_dense
-                    p.grad = output
+                if p.grad.is_sparse:
+                    # As Horovod: the wrapped optimizer gets a sparse gradient for a
+                    # sparse parameter; sparse_as_dense reduced it densely.
+                    p.grad = output if output.is_sparse else output.to_sparse()
                 else:
                     p.grad.set_(output)
         finally:
@@ -177,15 +116,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                               "allreduced again.")
             self.synchronize()
         self._synchronized = False
-        return super(self.__class__, self).step(closure)
-
-    def zero_grad(self, *args, **kwargs):
-        if self._handles:
-            raise AssertionError(
-                "optimizer.zero_grad() was called after loss.backward() but before "
-                "optimizer.step() or optimizer.synchronize(): the gradients are still being "
-                "reduced.")
-        return super(self.__class__, self).zero_grad(*args, **kwargs)
+        return super().step(closure)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
@@ -206,15 +137,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     _core.check_op(op)
     if op == Adasum and _core.size() > 1:
         # Horovod's delta optimizer: see adasum_optimizer.py.
-        from .adasum_optimizer import _DistributedAdasumOptimizer
-        from .mpi_ops import _check_adasum
         _check_adasum(op, "DistributedOptimizer(op=Adasum)",
                       0 if process_set is global_process_set else 1)
-        cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-                   dict(_DistributedAdasumOptimizer.__dict__))
-        return cls(optimizer.param_groups, named_parameters, compression,
-                   backward_passes_per_step)
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
-               dict(_DistributedOptimizer.__dict__))
-    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step,
-               op, gradient_predivide_factor, groups, sparse_as_dense, process_set)
+        return wrap(optimizer, _DistributedAdasumOptimizer, named_parameters, compression,
+                    backward_passes_per_step)
+    return wrap(optimizer, _DistributedOptimizer, named_parameters, compression,
+                backward_passes_per_step, op, gradient_predivide_factor, groups, sparse_as_dense,
+                process_set)

@@ -11,25 +11,34 @@ Average divides the values by the number of ranks (an integer tensor is coalesce
 first and divided rounding toward zero, as a dense integer average is).
 
 Only Sum and Average have this form; other ops are refused. The result is a new
-tensor (no in-place variant) and is not differentiable, as in Horovod.
+tensor (no in-place variant) and is not differentiable, as in Horovod. This module
+sits under the ops it uses: it takes allgather_async from ``_async_ops``, and
+``mpi_ops`` (which hands sparse tensors here) imports it.
 """
 
 import torch
 
 from .. import _core, _process_sets
 from .._core import Average, Sum
+from .._process_sets import global_process_set
 from ..exceptions import KoloValueError
+from ._async_ops import allgather_async
 
 
 class SparseHandle:
-    """The two allgathers (indices, values) of one sparse allreduce, as one handle:
-    poll() and wait() as kolo's Handle; wait() returns the reduced sparse tensor."""
+    """The two allgathers (indices, values) of one sparse allreduce, as one handle.
+    As in Horovod it is called: ``handle()`` waits and returns the reduced sparse
+    tensor. It is also a kolo Handle: poll(), wait() (the same result) and
+    ``synchronize(handle)``."""
 
     def __init__(self, indices_handle, values_handle, finish):
         self._handles = (indices_handle, values_handle)
         self._finish = finish
         self._done = False
         self._result = None
+
+    def __call__(self):
+        return self.wait()
 
     def poll(self):
         return all(h.poll() for h in self._handles)
@@ -54,13 +63,12 @@ def check_sparse(tensor, op, what):
             what, _core._OP_NAMES.get(op, op)))
 
 
-def sparse_allreduce_async(tensor, name=None, op=Average, prescale_factor=1.0,
-                           postscale_factor=1.0, process_set=None):
+def sparse_allreduce_async(tensor, name=None, op=Average, process_set=global_process_set,
+                           prescale_factor=1.0, postscale_factor=1.0):
     """Starts the allreduce of a sparse COO `tensor` (horovod.torch's
-    sparse_allreduce_async); synchronize() returns the reduced sparse tensor. The
-    allgathers are named "allgather.<name>.indices" and "allgather.<name>.values"."""
-    from .mpi_ops import allgather_async  # mpi_ops dispatches sparse tensors here
-
+    sparse_allreduce_async, whose arguments come first in its order); returns a
+    SparseHandle: ``handle()`` gives the reduced sparse tensor. The allgathers are
+    named "allgather.<name>.indices" and "allgather.<name>.values"."""
     base = _core.op_name("sparse_allreduce", name)
     what = "sparse allreduce %r" % base
     _core.require_initialized("allreduce")

@@ -1,0 +1,56 @@
+// AllreduceFamily: allreduce buckets, grouped ones included. Each bucket is
+// described the one way every transport receives it (transport::Bucket: its
+// tensors, the decided Reduction, the fusion buffer as staging) and handed to
+// the transport the selector picks; in a cycle whose bucket rode with the AND it
+// is finished from the carried parts instead. A rank that has joined takes part
+// with zeros in and a scratch sink out (Note [Join] in negotiator.h).
+// Coordinator thread only, through the Executor.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/executor_context.h"
+
+namespace kolo::core {
+
+class AllreduceFamily : public Family {
+ public:
+  explicit AllreduceFamily(ExecutionContext& context) : context_(context) {}
+
+  Status start(Batch& batch, std::unique_ptr<transport::Work>* work) override;
+
+  // Entries for the allreduces this rank joined (in `pending`, without handles):
+  // zeros in, results dropped. An error names the tensor whose entry could not
+  // be made (its bucket then goes on without it).
+  Status add_zero_entries(const std::vector<const Response*>& joined, Pending* pending);
+
+  // Note [Data rides with the AND]: if `ahead` (this rank's cached requests in
+  // bit order, every one this rank's own) is one host allreduce bucket of at most
+  // `limit` bytes that a carrying transport would take, writes this rank's part
+  // at `slot` and returns true.
+  bool pack_bucket(const std::vector<const Response*>& ahead, Pending* pending, char* slot,
+            size_t limit);
+
+  // Bytes of the buckets started so far (the autotuner's measure).
+  uint64_t started_bytes() const { return started_bytes_; }
+
+ private:
+  // The bucket of `entries` (all of one fusion class) into bucket_.
+  Status describe(const std::vector<TensorEntry*>& entries, const TensorParams& params);
+
+  ExecutionContext& context_;
+  // One Bucket, reused: its tensor list keeps its capacity between buckets.
+  transport::Bucket bucket_;
+  std::vector<TensorEntry*> entries_;  // pack()'s
+  uint64_t started_bytes_ = 0;
+  std::vector<char> zeros_;  // a joined rank's host contribution; grow-only, all zero
+  std::vector<char> sink_;   // where a joined rank's host results go; grow-only
+};
+
+// Note [Scaling and average]
+// What AVERAGE and the factors become is decided in one place,
+// transport::decide_reduction(), for buckets and reducescatters alike; the
+// transport that runs the work applies all of it (transport.h, Reduction).
+
+}  // namespace kolo::core

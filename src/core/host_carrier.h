@@ -1,0 +1,43 @@
+// HostCarrier: the shm engine's arithmetic for operations whose data rode with
+// the AND (transport/carrier.h, Note [Data rides with the AND] in negotiator.h),
+// computed by the core on the coordinator thread from the carried parts.
+//
+// What each part is (the part rank r writes at its slot):
+//   bucket          every tensor's input, prescaled, one after another
+//   broadcast       the root's input (other ranks write nothing)
+//   allgather       this rank's input
+//   alltoall        n int64 offsets, in elements, of this rank's block for each
+//                   destination, then its input (so that a reader finds its block
+//                   without the matrix)
+//   reducescatter   this rank's input, prescaled
+// and how finish() reads them, as the shm engine's one round does: a bucket's
+// parts reduced in rank order, then the output factor; a reducescatter's own
+// block first, then each peer's in rank order, then the output factor. The same
+// kernels in the same order give the same bits.
+//
+// Until the node layer implements transport::Carrier itself. Coordinator thread only.
+#pragma once
+
+#include "transport/carrier.h"
+
+namespace kolo::core {
+
+class HostCarrier : public transport::Carrier {
+ public:
+  explicit HostCarrier(int rank) : rank_(rank) {}
+
+  const char* name() const override { return "shm+and"; }
+  bool fits(const transport::Bucket& bucket, size_t limit) const override;
+  void pack(const transport::Bucket& bucket, char* slot) const override;
+  bool pack(Collective op, const transport::CollectiveView& part, char* slot, size_t limit,
+            size_t capacity) const override;
+  void finish(const transport::Bucket& bucket,
+              const std::vector<const char*>& carried) const override;
+  void finish(Collective op, const transport::CollectiveView& view,
+              const std::vector<const char*>& carried) const override;
+
+ private:
+  const int rank_;
+};
+
+}  // namespace kolo::core

@@ -1,0 +1,93 @@
+// NodeAnd: the negotiation's bitwise AND among the ranks of one node, through the
+// node's shared segment (node.h) instead of the world's collective. Used by a
+// world's control plane when every rank of the world is on this node (Note [The
+// AND on one node]).
+//
+// Layout (the node AND's region of each local rank's part): two slots, each a
+// sequence word, the word counting readers asleep on it (counter.h), then up to
+// kMaxWords words, then kCarryBytes that a call may carry beside its vector (Note
+// [Data rides with the AND]), from the start of a cache line: a short vector (four words
+// for the first 64 cached tensors, Note [An AND as long as the cache in use] in
+// core/negotiator.h) shares its sequence's line, so a peer reads one line per
+// call. Call k (counted identically on every rank) writes this rank's words into
+// slot k % 2, publishes that slot's sequence = k + 1 with a release store, waits
+// (acquire loads) until every peer's slot k % 2 has sequence >= k + 1 and ANDs
+// their words into the result. Two slots suffice: a peer writes slot k % 2 again
+// only in call k + 2, which it starts after call k + 1 finished, which needed
+// this rank's sequence k + 2, published after it had read call k.
+//
+// Contract: create() is local (the region was zeroed by Node::create); run() is
+// called by one thread per rank (the coordinator), in the same order on every
+// rank, with vectors of the same length on every rank, at most kMaxWords long.
+// Waiting spins briefly, then yields and sleeps (common/backoff.h), consulting
+// the Liveness given to create(). A failed peer fails the call; the AND is then
+// unusable.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/liveness.h"
+#include "transports/shm/node.h"
+
+namespace kolo::shm {
+
+class NodeAnd {
+ public:
+  // 4 KiB: the negotiation's vector is 1 + 3 * ceil(cache capacity / 64) words,
+  // 49 at the default capacity of 1024; up to 10880 entries fit.
+  static constexpr size_t kMaxWords = 512;
+  // Over `node`'s AND region; `alive` (may be null) outlives the AND. An error
+  // when the segment has no such region or another AND uses it.
+  static Status create(std::shared_ptr<Node> node, transport::Liveness* alive,
+                       std::unique_ptr<NodeAnd>* out);
+
+  // Elementwise AND of `bits` over the node's ranks, in place.
+  Status run(std::vector<uint64_t>* bits);
+
+  // Note [Data rides with the AND] (core/negotiator.h): each slot carries
+  // kCarryBytes after its vector. carry_slot() is where this rank may write
+  // what its next run() carries; after a run(), unanimous() says whether every
+  // rank passed a vector equal to this rank's, and carried(r) is what local rank
+  // r wrote before that run(): readable until this rank's next run() (a peer
+  // rewrites that slot only in the run after next, which needs this rank's next).
+  static constexpr size_t kCarryBytes = size_t{16} << 10;
+  // A slot: its sequence word and the word counting readers asleep on it (the
+  // counter layout of counter.h), then the vector; the carried bytes start on the
+  // cache line after the longest vector.
+  static constexpr size_t kHeaderWords = 2;
+  static constexpr size_t kCarryOffset = ((kHeaderWords + kMaxWords) * sizeof(uint64_t) + 63) / 64 * 64;
+  static constexpr size_t kSlotBytes = kCarryOffset + kCarryBytes;
+  // The region in each rank's part: two slots.
+  static constexpr size_t kRegionBytes = 2 * kSlotBytes;
+  char* carry_slot() const;
+  bool unanimous() const { return unanimous_; }
+  const char* carried(int rank) const;
+
+ private:
+  NodeAnd(std::shared_ptr<Node> node, transport::Liveness* alive)
+      : node_(std::move(node)), alive_(alive) {}
+  uint64_t* sequence(int rank, uint64_t call) const;
+  uint64_t* slot(int rank, uint64_t call) const;
+
+  std::shared_ptr<Node> node_;
+  transport::Liveness* alive_;
+  uint64_t calls_ = 0;  // the same on every rank
+  bool unanimous_ = false;  // the last run()'s vectors were equal on every rank
+  Status broken_;
+};
+
+// Note [The AND on one node]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every negotiation cycle is one bitwise AND (the response cache's fast path). As
+// an MPI_Iallreduce finished with MPI_Test it cost 2-4 us per cycle at 2 ranks on
+// the 2-core VM (kolo's timeline, KOLO_TIMELINE, 8-byte allreduces), a third of a
+// small allreduce. Through shared memory it is a store, a release and one cache
+// line per peer. Worlds that span nodes keep their own collective: a shm AND
+// inside the node plus one between nodes would need a third step (sharing the
+// cross-node answer) and saves little where a network hop dominates.
+
+}  // namespace kolo::shm

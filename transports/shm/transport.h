@@ -1,0 +1,63 @@
+// The "shm" transport: the node layer's engines (allreduce.h, collectives.h)
+// behind the Transport seam, offered by a world whose ranks are all on one node;
+// and the pieces the MPI world's "hierarchical" shares with it.
+//
+// Contract (see transport/transport.h): the engines' — coordinator thread only,
+// the same order on every rank, CPU memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "common/status.h"
+#include "transport/reduction.h"
+#include "transport/transport.h"
+#include "transports/shm/allreduce.h"
+#include "transports/shm/collectives.h"
+
+namespace kolo::shm {
+
+// ShmAllreduce for allreduce; the other collectives go to `collectives` (null:
+// none, the Transport defaults answer).
+class ShmTransport : public transport::Transport {
+ public:
+  explicit ShmTransport(std::unique_ptr<ShmAllreduce> engine);
+  ShmTransport(std::unique_ptr<ShmAllreduce> engine, std::unique_ptr<ShmCollectives> collectives);
+  ~ShmTransport() override;
+
+  const char* name() const override { return "shm"; }
+  transport::Capabilities capabilities() const override {
+    transport::Capabilities c;
+    c.collectives = transport::kAllCollectives;
+    c.host = true;
+    c.reach = transport::Reach::kOneNode;
+    c.carries = true;
+    c.chunk = transport::Chunk::kNodeSlice;
+    return c;
+  }
+  Status supports(const transport::Bucket& bucket) const override;
+  std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
+  void tune(const transport::Tuning& tuning) override {
+    if (tuning.slice_bytes > 0) engine_->set_slice_bytes(tuning.slice_bytes);
+  }
+  Status supports_collective(transport::CollectiveOp op,
+                             const transport::CollectiveView& view) const override;
+  std::unique_ptr<transport::Work> collective(transport::CollectiveOp op,
+                                              const transport::CollectiveView& view) override;
+
+ private:
+  std::unique_ptr<ShmAllreduce> engine_;
+  std::unique_ptr<ShmCollectives> collectives_;
+};
+
+// What shm and hierarchical accept: CPU memory.
+Status shm_supports(const char* name, const transport::Bucket& bucket);
+
+// `before` (may be empty), then the reduction's output factor or integer division
+// applied to a reduced shard in place: what a node's ranks copy out is final.
+// Per element when `before` is empty.
+ShmAllreduce::ShardStage finish_stage(const transport::Reduction& r, DataType dtype,
+                                      std::function<Status(void*, int64_t)> before);
+
+}  // namespace kolo::shm

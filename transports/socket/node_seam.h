@@ -1,0 +1,60 @@
+// The seam where the node layer (transports/shm) plugs into the socket world's
+// control plane: for ranks that share a host, the negotiation's AND and the
+// doorbell can go through shared memory instead of sockets, as the MPI world's
+// control plane does with its NodeAnd and NodeDoorbell today.
+//
+// The socket world builds none of these yet (the node layer is being moved out
+// of transports/mpi); SocketControlPlane takes them when given and behaves
+// exactly as without them otherwise. Both are used by the plane's one calling
+// thread (the coordinator), except NodeDoorbell::wake (any thread).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+
+namespace kolo::socket {
+
+// The bitwise AND over the ranks of this host, with the bytes that may ride
+// with it (Note [Data rides with the AND] in core/negotiator.h). Collective
+// over the host's ranks, in the same order on each.
+class NodeAnd {
+ public:
+  virtual ~NodeAnd() = default;
+  virtual size_t max_words() const = 0;
+  virtual size_t carry_bytes() const = 0;
+  virtual Status run(std::vector<uint64_t>* bits) = 0;
+  virtual char* carry_slot() = 0;
+  virtual bool unanimous() const = 0;
+  // What local rank `local_rank` carried in the last run().
+  virtual const char* carried(int local_rank) const = 0;
+};
+
+// The doorbell among the ranks of this host (a futex in shared memory).
+class NodeDoorbell {
+ public:
+  virtual ~NodeDoorbell() = default;
+  virtual void ring(uint64_t cycle) = 0;
+  virtual bool rung(uint64_t cycle) const = 0;
+  // Sleeps until a host peer rings for `cycle` or later, wake(), `also_ready()`
+  // (polled at least every `timeout`), or `timeout`.
+  virtual void wait(uint64_t cycle, std::chrono::microseconds timeout,
+                    const std::function<bool()>& also_ready) = 0;
+  virtual void wake() = 0;
+};
+
+// What a plane is given for its host peers. `on_host[r]` (by the plane's rank)
+// says which ranks the doorbell reaches; the AND is used only when every rank of
+// the plane is on this host. Either may be null.
+struct NodeServices {
+  std::unique_ptr<NodeAnd> node_and;
+  std::unique_ptr<NodeDoorbell> doorbell;
+  std::vector<bool> on_host;
+};
+
+}  // namespace kolo::socket
