@@ -269,11 +269,13 @@ def run_case(case, args, notes):
         if not failures and not case.soak:
             time.sleep(0.3)  # well inside the loops
             disrupt(case)
+            # A cut link is in place now; a signal counts from before it is sent (a
+            # survivor may see the death before this driver runs again).
+            event = now_ns()
             if case.fault == "kill":
                 signal_ranks(tmp, victims, signal.SIGKILL)
             elif case.fault == "stop":
                 signal_ranks(tmp, victims, signal.SIGSTOP)
-            event = now_ns()
             with open(os.path.join(tmp, "event.tmp"), "w") as f:
                 f.write(str(event))
             os.rename(os.path.join(tmp, "event.tmp"), os.path.join(tmp, "event"))
