@@ -13,7 +13,10 @@
 #   tools/pretend_cluster.sh [options] --command [--] PROGRAM ARGS...
 #       runs PROGRAM in the launcher's namespace with, in its environment,
 #       KOLO_CLUSTER_ENTER (the launcher-exec script), KOLO_CLUSTER_LOCALHOST (the
-#       launcher's address) and KOLO_CLUSTER_HOSTS (h1,...,hN); e.g. kolorun:
+#       launcher's address), KOLO_CLUSTER_HOSTS (h1,...,hN), KOLO_CLUSTER_SWITCH
+#       (the switch namespace's name) and KOLO_CLUSTER_LINK (a script that cuts,
+#       restores or reshapes a host's link mid-run; see "Changing a link mid-run"
+#       below); e.g. kolorun:
 #         tools/pretend_cluster.sh --command -- sh -c 'build/bin/kolorun -np 4
 #           -H h1:2,h2:2 --launcher ssh --launcher-exec "$KOLO_CLUSTER_ENTER"
 #           --mpi-args "-localhost $KOLO_CLUSTER_LOCALHOST" prog'
@@ -23,6 +26,7 @@
 #   --hosts N      pretend hosts h1..hN (default 2, at most 250)
 #   --rate R       each host's link rate, each direction, in tc units (default 10gbit)
 #   --delay D      one-way host-to-host latency added by netem (default 25us; 0 for none)
+#   --loss P       netem drops P percent of each host's outgoing packets (default 0)
 #   --mtu M        the links' MTU (default 9000, jumbo frames as in most clusters)
 #   --timeout S    stop the run after S seconds (exit 124), still cleaning up
 #                  (default none; a test runner that kills with SIGKILL leaves the
@@ -48,6 +52,23 @@
 #   namespace (bridge -> host) tbf at R. So a message between two hosts crosses one
 #   delay D and is limited to R at the sender and at the receiver, as a full-duplex
 #   link of rate R per host would.
+# Changing a link mid-run (command mode; the failure matrix in tests/multihost/failure):
+#   "$KOLO_CLUSTER_LINK" HOST cut       both ways: the switch side of HOST's link goes
+#                                       down (the host sees its carrier go)
+#   "$KOLO_CLUSTER_LINK" HOST down      both ways, from the host's side: its eth0 goes down
+#                                       (its routes go: sends fail with "Network is
+#                                       unreachable")
+#   "$KOLO_CLUSTER_LINK" HOST blackhole both ways, silently: the link stays up and every
+#                                       packet to or from HOST is dropped
+#   "$KOLO_CLUSTER_LINK" HOST drop-out  one way: every packet HOST sends is dropped,
+#                                       silently (a blackhole qdisc on its egress);
+#                                       HOST still receives
+#   "$KOLO_CLUSTER_LINK" HOST restore   undoes cut, blackhole and drop-out
+#   "$KOLO_CLUSTER_LINK" HOST shape RATE DELAY LOSS   reshapes HOST's link as --rate,
+#                                       --delay and --loss would have (LOSS in percent;
+#                                       DELAY and LOSS must be 0 without netem)
+# It works from any namespace (it enters the switch's and the host's itself).
+# KOLO_CLUSTER_NETEM is 1 where the kernel has netem (delay, loss), else 0.
 # Everything is removed on exit (normal, error, or a signal): every process still in
 # a namespace is killed, the namespaces and the state directory are deleted.
 # Needs root (namespaces, tc), and ip, tc, unshare, mount, hostname (iproute2,
@@ -82,6 +103,7 @@ set -euo pipefail
 hosts=2
 rate=10gbit
 delay=25us
+loss=0
 verbose=0
 mode=mpiexec
 check_only=0
@@ -95,6 +117,7 @@ while [[ $# -gt 0 ]]; do
     --hosts) hosts=${2:?--hosts needs a number}; shift 2 ;;
     --rate) rate=${2:?--rate needs a tc rate, e.g. 10gbit}; shift 2 ;;
     --delay) delay=${2:?--delay needs a tc time, e.g. 25us}; delay_given=1; shift 2 ;;
+    --loss) loss=${2:?--loss needs a percentage, e.g. 5}; shift 2 ;;
     --mtu) mtu=${2:?--mtu needs a number}; shift 2 ;;
     --timeout) timeout_s=${2:?--timeout needs seconds}; shift 2 ;;
     --isolate) isolate=1; shift ;;
@@ -109,8 +132,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-die() { echo "pretend_cluster: $*" >&2; exit 2; }
-say() { [[ $verbose -eq 0 ]] || echo "pretend_cluster: $*" >&2; }
+# The link functions, defined once: eval'd here and written into the link script.
+link_functions=$(cat <<'FUNCTIONS'
 # tc_rate_bits RATE: bits per second of a tc rate (bit, kbit, mbit, gbit, tbit).
 tc_rate_bits() {
   awk -v r="$1" 'BEGIN {
@@ -120,6 +143,31 @@ tc_rate_bits() {
     if (m < 0 || n * m < 8000) exit 1
     printf "%d\n", n * m }'
 }
+# shape DEV NS RATE DELAY LOSS: tbf at RATE on DEV's egress, then netem with DELAY
+# and LOSS percent unless both are 0. tbf's bucket holds 100 us at the rate, and at
+# least 64 KiB: a veth hands over GSO segments of up to 64 KiB.
+shape() {
+  local dev=$1 ns=$2 rate=$3 delay=$4 loss=$5 bits burst
+  bits=$(tc_rate_bits "$rate")
+  burst=$((bits / 8 / 10000))
+  ((burst >= 65536)) || burst=65536
+  ip netns exec "$ns" tc qdisc replace dev "$dev" root handle 1: tbf rate "$rate" \
+    burst "$burst" latency 100ms
+  local netem=()
+  [[ $delay == 0 ]] || netem+=(delay "$delay")
+  [[ $loss == 0 ]] || netem+=(loss "$loss%")
+  if [[ ${#netem[@]} -gt 0 ]]; then
+    ip netns exec "$ns" tc qdisc replace dev "$dev" parent 1:1 handle 10: netem "${netem[@]}" \
+      limit 100000
+  else
+    ip netns exec "$ns" tc qdisc del dev "$dev" parent 1:1 handle 10: 2>/dev/null || true
+  fi
+}
+FUNCTIONS
+)
+eval "$link_functions"
+die() { echo "pretend_cluster: $*" >&2; exit 2; }
+say() { [[ $verbose -eq 0 ]] || echo "pretend_cluster: $*" >&2; }
 # tc_time_us TIME: microseconds of a tc time (us, ms, s; 0 alone means none).
 tc_time_us() {
   awk -v t="$1" 'BEGIN {
@@ -152,7 +200,12 @@ ip netns del "$probe"
 [[ $check_only -eq 0 ]] || exit 0
 
 tc_rate_bits "$rate" >/dev/null || die "--rate must be a tc rate of at least 8kbit: a number and bit, kbit, mbit, gbit or tbit (e.g. 10gbit), not '$rate'"
+[[ $loss =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v l="$loss" 'BEGIN { exit !(l <= 100) }' ||
+  die "--loss must be a percentage from 0 to 100 (e.g. 5), not '$loss'"
 delay_us=$(tc_time_us "$delay") || die "--delay must be 0 or a number and us, ms or s (e.g. 25us), not '$delay'"
+if [[ $loss != 0 && $have_netem -eq 0 ]]; then
+  die "--loss $loss needs netem, which this kernel lacks (CONFIG_NET_SCH_NETEM)"
+fi
 if [[ $delay_us -gt 0 && $have_netem -eq 0 ]]; then
   [[ $delay_given -eq 0 ]] || die "--delay $delay needs netem, which this kernel lacks (CONFIG_NET_SCH_NETEM); use --delay 0"
   echo "pretend_cluster: note: this kernel has no netem (CONFIG_NET_SCH_NETEM): links are rate-shaped only, not delayed" >&2
@@ -216,26 +269,6 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-# shape DEV NS WITH_DELAY: tbf at $rate on DEV's egress, then netem delay if
-# WITH_DELAY (and the kernel has netem). tbf's bucket holds 100 us at the rate, and
-# at least 64 KiB: a veth hands over GSO segments of up to 64 KiB.
-burst_bytes() {
-  local bits
-  bits=$(tc_rate_bits "$rate")
-  local b=$((bits / 8 / 10000))
-  ((b >= 65536)) || b=65536
-  echo "$b"
-}
-shape() {
-  local dev=$1 ns=$2 with_delay=$3
-  ip netns exec "$ns" tc qdisc add dev "$dev" root handle 1: tbf rate "$rate" \
-    burst "$(burst_bytes)" latency 100ms
-  if [[ $with_delay -eq 1 && $delay_us -gt 0 ]]; then
-    ip netns exec "$ns" tc qdisc add dev "$dev" parent 1:1 handle 10: netem delay "$delay" \
-      limit 100000
-  fi
-}
-
 say "switch namespace $sw: bridge br0 $launcher_addr/24"
 ip netns add "$sw"
 namespaces+=("$sw")
@@ -259,10 +292,11 @@ for ((i = 1; i <= hosts; i++)); do
   ip netns exec "$sw" ip link set "$h" mtu "$mtu" master br0 up
   ip netns exec "$ns" ip addr add "$subnet.$i/24" dev eth0
   ip netns exec "$ns" ip link set eth0 mtu "$mtu" up
-  shape eth0 "$ns" 1
-  shape "$h" "$sw" 0
+  shape eth0 "$ns" "$rate" "$delay" "$loss"
+  shape "$h" "$sw" "$rate" 0 0
   echo "$subnet.$i $h" >>"$state/hosts"
   echo "$h $ns" >>"$state/namespaces"
+  echo "$rate $delay $loss" >"$state/shape.$h"
   cat /proc/sys/kernel/random/uuid >"$state/boot_id.$h"
   host_list+=("$h")
 done
@@ -310,6 +344,54 @@ exec ip netns exec "\$ns" unshare --uts $isolate_flags sh -c '
 EOF
 chmod +x "$state/enter"
 
+# The link script ("Changing a link mid-run" above). A drop-out is a blackhole
+# qdisc, which needs neither netem nor tc's actions (kernels without them exist);
+# restore puts back the host's last shape ($state/shape.HOST).
+cat >"$state/link" <<EOF
+#!/usr/bin/env bash
+# Changes a link of the pretend cluster in $state (tools/pretend_cluster.sh).
+set -euo pipefail
+$link_functions
+usage() { echo "usage: \$0 HOST cut|down|blackhole|drop-out|restore|shape RATE DELAY LOSS" >&2; exit 2; }
+host=\${1:-}
+ns=\$(awk -v h="\$host" '\$1 == h { print \$2 }' "$state/namespaces")
+[[ -n \$ns ]] || { echo "pretend_cluster: no pretend host '\$host' (hosts: $hosts_csv)" >&2; exit 2; }
+read -r rate delay loss <"$state/shape.\$host"
+case \${2:-} in
+  cut) ip netns exec "$sw" ip link set "\$host" down ;;
+  down) ip netns exec "\$ns" ip link set eth0 down ;;
+  drop-out) ip netns exec "\$ns" tc qdisc replace dev eth0 root blackhole ;;
+  blackhole)
+    ip netns exec "\$ns" tc qdisc replace dev eth0 root blackhole
+    ip netns exec "$sw" tc qdisc replace dev "\$host" root blackhole ;;
+  restore)
+    ip netns exec "$sw" ip link set "\$host" up
+    if ! ip netns exec "\$ns" ip -br link show eth0 | grep -q UP; then
+      ip netns exec "\$ns" ip link set eth0 up
+      ip netns exec "\$ns" ip route replace "${subnet}.0/24" dev eth0 2>/dev/null || true
+    fi
+    ip netns exec "\$ns" tc qdisc del dev eth0 root 2>/dev/null || true
+    ip netns exec "$sw" tc qdisc del dev "\$host" root 2>/dev/null || true
+    shape eth0 "\$ns" "\$rate" "\$delay" "\$loss"
+    shape "\$host" "$sw" "\$rate" 0 0
+    # Addresses that failed to resolve while the link was down would stay failed
+    # for a while (connect: No route to host): forget them everywhere.
+    for each in "$sw" \$(awk '{ print \$2 }' "$state/namespaces"); do
+      ip netns exec "\$each" ip neigh flush all 2>/dev/null || true
+    done ;;
+  shape)
+    [[ \$# -eq 5 ]] || usage
+    tc_rate_bits "\$3" >/dev/null || usage
+    [[ $have_netem -eq 1 || ( \$4 == 0 && \$5 == 0 ) ]] ||
+      { echo "pretend_cluster: this kernel has no netem: DELAY and LOSS must be 0" >&2; exit 2; }
+    echo "\$3 \$4 \$5" >"$state/shape.\$host"
+    shape eth0 "\$ns" "\$3" "\$4" "\$5"
+    shape "\$host" "$sw" "\$3" 0 0 ;;
+  *) usage ;;
+esac
+EOF
+chmod +x "$state/link"
+
 in_launcher() {
   local limit=()
   [[ $timeout_s -eq 0 ]] || limit=(timeout --kill-after=5 "$timeout_s")
@@ -333,7 +415,8 @@ report_links() {
 # between foreground commands, or during `wait`).
 if [[ $mode == command ]]; then
   KOLO_CLUSTER_ENTER=$state/enter KOLO_CLUSTER_LOCALHOST=$launcher_addr \
-    KOLO_CLUSTER_HOSTS=$hosts_csv in_launcher "$@" &
+    KOLO_CLUSTER_HOSTS=$hosts_csv KOLO_CLUSTER_SWITCH=$sw KOLO_CLUSTER_LINK=$state/link \
+    KOLO_CLUSTER_NETEM=$have_netem in_launcher "$@" &
 else
   in_launcher mpiexec.mpich -launcher ssh -launcher-exec "$state/enter" \
     -localhost "$launcher_addr" -hosts "$hosts_csv" "$@" &

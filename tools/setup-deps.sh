@@ -10,8 +10,11 @@ packages=(
   mpich libmpich-dev
   libhwloc-dev libgtest-dev libbenchmark-dev
   python3-numpy python3-matplotlib python3-torch python3-pytest
-  iproute2  # ip and tc, for the pretend cluster (tools/pretend_cluster.sh); its
-            # unshare, mount and hostname are in Debian's essential set
+  iproute2  # ip, tc and ss, for the pretend cluster (tools/pretend_cluster.sh); its
+            # unshare, mount and hostname are in Debian's essential set. netem (delay,
+            # loss) is the kernel's sch_netem, in Debian's kernel; without it the
+            # cluster shapes rate only and says so
+  gdb  # the failure matrix's watchdog prints a hung rank's stacks (run_matrix.py --stacks)
 )
 # `setup-deps.sh --fuzz`: also clang and its runtime libraries (libFuzzer), for
 # tools/fuzz.sh. CI does not need them: it replays the corpus with g++.

@@ -57,4 +57,16 @@ bool peer_failed_in_this_process();
 // knows is the world's business (transports/shm's NodeBoard for the node, the
 // MPI world's PeerMonitor for the other nodes).
 
+// Note [Silence is counted only while this process listens]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A peer is silent for S only if this process looked for its signs of life at
+// least S after the last one and found none. A process that was stopped
+// (SIGSTOP, a paused VM) or starved of CPU did not look: when it finds that its
+// own last look (or beat) is older than two intervals, it gives every peer a
+// full timeout from now instead of blaming them for its own absence. (Ranks of a
+// host stopped and resumed together then do not declare each other dead; the
+// peers that did give them up have sent notices, or closed their connections,
+// which are read first.) Every Liveness that judges silence keeps this rule:
+// shm::NodeBoard, liveness::TcpLiveness, the socket world's engine.
+
 }  // namespace kolo::transport

@@ -13,6 +13,17 @@
 #include "transports/mpi/mpi_wait.h"
 
 namespace kolo::mpi {
+
+// An MPI call of the control plane that fails while a peer fails is that peer's
+// failure when liveness names it soon: Note [An MPI error while a peer fails]
+// (mpi_wait.h). (UCX failed a doorbell's MPI_Isend with "Endpoint timeout" before
+// kolo's side channel had read the killed peer's closed connection.)
+#define KOLO_MPI_CHECK_PEERS(call)                                                   \
+  do {                                                                               \
+    const int kolo_mpi_rc_ = (call);                                                 \
+    if (kolo_mpi_rc_ != MPI_SUCCESS)                                                 \
+      return explain_mpi_error(mpi_error(kolo_mpi_rc_, #call, __FILE__, __LINE__), alive()); \
+  } while (0)
 namespace {
 
 using transport::Bytes;
@@ -82,10 +93,15 @@ MpiControlPlane::~MpiControlPlane() {
   MPI_Finalized(&finalized);
   if (finalized) return;  // MPI has released everything already
   const bool peer_failed = alive() && alive()->failed();
+  if (peer_failed) {  // Note [No MPI progress after a verdict] (mpi_wait.h): leak, untouched
+    if (doorbell_recv_ != MPI_REQUEST_NULL) doorbell_in_.release();
+    if (!ringings_.empty()) new std::list<Ringing>(std::move(ringings_));
+    return;
+  }
   if (doorbell_recv_ != MPI_REQUEST_NULL) {
     MPI_Cancel(&doorbell_recv_);
     bool done = false;
-    wait_for(&doorbell_recv_, peer_failed ? kShutdownWait / 10 : kShutdownWait, &done).ignore();
+    wait_for(&doorbell_recv_, kShutdownWait, &done).ignore();
     if (!done) {
       MPI_Request_free(&doorbell_recv_);
       doorbell_in_.release();  // MPI may still write into it: leak, never free under it
@@ -98,7 +114,7 @@ Status MpiControlPlane::allgather(const Bytes& mine, std::vector<Bytes>* all) {
   const int64_t my_size = static_cast<int64_t>(mine.size());
   std::vector<int64_t> sizes(topology_.size);
   MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Iallgather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, comm_,
+  KOLO_MPI_CHECK_PEERS(MPI_Iallgather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, comm_,
                                 &request));
   KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
 
@@ -106,7 +122,7 @@ Status MpiControlPlane::allgather(const Bytes& mine, std::vector<Bytes>* all) {
   int64_t total = 0;
   KOLO_RETURN_IF_ERROR(displacements(sizes, &counts, &displs, &total));
   std::string buffer(static_cast<size_t>(total), '\0');
-  KOLO_MPI_CHECK(MPI_Iallgatherv(mine.data(), static_cast<int>(my_size), MPI_BYTE, buffer.data(),
+  KOLO_MPI_CHECK_PEERS(MPI_Iallgatherv(mine.data(), static_cast<int>(my_size), MPI_BYTE, buffer.data(),
                                  counts.data(), displs.data(), MPI_BYTE, comm_, &request));
   KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
   split(buffer, counts, displs, all);
@@ -122,7 +138,7 @@ Status MpiControlPlane::gather(const Bytes& mine, std::vector<Bytes>* all, int r
   const int64_t my_size = static_cast<int64_t>(mine.size());
   std::vector<int64_t> sizes(is_root ? topology_.size : 0);
   MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Igather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, root,
+  KOLO_MPI_CHECK_PEERS(MPI_Igather(&my_size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, root,
                              comm_, &request));
   KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
   // Only the root knows every size, so a blob too big for an int count fails on
@@ -134,7 +150,7 @@ Status MpiControlPlane::gather(const Bytes& mine, std::vector<Bytes>* all, int r
   int64_t total = 0;
   if (is_root) KOLO_RETURN_IF_ERROR(displacements(sizes, &counts, &displs, &total));
   std::string buffer(static_cast<size_t>(total), '\0');
-  KOLO_MPI_CHECK(MPI_Igatherv(mine.data(), static_cast<int>(my_size), MPI_BYTE, buffer.data(),
+  KOLO_MPI_CHECK_PEERS(MPI_Igatherv(mine.data(), static_cast<int>(my_size), MPI_BYTE, buffer.data(),
                               counts.data(), displs.data(), MPI_BYTE, root, comm_, &request));
   KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
   if (is_root) {
@@ -152,7 +168,7 @@ Status MpiControlPlane::broadcast(Bytes* blob, int root) {
   }
   uint64_t size = blob->size();
   MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Ibcast(&size, 1, MPI_UINT64_T, root, comm_, &request));
+  KOLO_MPI_CHECK_PEERS(MPI_Ibcast(&size, 1, MPI_UINT64_T, root, comm_, &request));
   KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, alive()));
   if (size > static_cast<uint64_t>(INT_MAX)) {
     return invalid_argument("broadcast blob of " + std::to_string(size) +
@@ -160,7 +176,7 @@ Status MpiControlPlane::broadcast(Bytes* blob, int root) {
   }
   blob->resize(size);
   if (size == 0) return Status::OK();
-  KOLO_MPI_CHECK(MPI_Ibcast(blob->data(), static_cast<int>(size), MPI_BYTE, root, comm_,
+  KOLO_MPI_CHECK_PEERS(MPI_Ibcast(blob->data(), static_cast<int>(size), MPI_BYTE, root, comm_,
                             &request));
   return wait(&request, alive());
 }
@@ -176,7 +192,7 @@ Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
   uint64_t unused = 0;  // MPI wants a valid address even for count 0
   void* data = bits->empty() ? &unused : bits->data();
   MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(bits->size()),
+  KOLO_MPI_CHECK_PEERS(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(bits->size()),
                                 MPI_UINT64_T, MPI_BAND, comm_, &request));
   return wait(&request, alive());
 }
@@ -195,7 +211,7 @@ const char* MpiControlPlane::carried(int rank) const {
 
 Status MpiControlPlane::barrier() {
   MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Ibarrier(comm_, &request));
+  KOLO_MPI_CHECK_PEERS(MPI_Ibarrier(comm_, &request));
   return wait(&request, alive());
 }
 
@@ -230,7 +246,7 @@ Status MpiControlPlane::agree_on_session() {
                static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   }
   MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Ibcast(&session_, 1, MPI_UINT64_T, 0, comm_, &request));
+  KOLO_MPI_CHECK_PEERS(MPI_Ibcast(&session_, 1, MPI_UINT64_T, 0, comm_, &request));
   return wait(&request, alive());
 }
 
@@ -244,7 +260,7 @@ Status MpiControlPlane::ring(uint64_t cycle) {
   for (int peer = 0; peer < topology_.size; ++peer) {
     if (on_my_node_[peer]) continue;
     MPI_Request& request = ringing.sends.emplace_back(MPI_REQUEST_NULL);
-    KOLO_MPI_CHECK(MPI_Isend(&ringing.ring, 2, MPI_UINT64_T, peer, kDoorbellTag, comm_,
+    KOLO_MPI_CHECK_PEERS(MPI_Isend(&ringing.ring, 2, MPI_UINT64_T, peer, kDoorbellTag, comm_,
                              &request));
   }
   return Status::OK();
@@ -291,7 +307,7 @@ bool MpiControlPlane::mpi_rung(uint64_t cycle) {
 }
 
 Status MpiControlPlane::post_doorbell_receive() {
-  KOLO_MPI_CHECK(MPI_Irecv(doorbell_in_.get(), 2, MPI_UINT64_T, MPI_ANY_SOURCE, kDoorbellTag,
+  KOLO_MPI_CHECK_PEERS(MPI_Irecv(doorbell_in_.get(), 2, MPI_UINT64_T, MPI_ANY_SOURCE, kDoorbellTag,
                            comm_, &doorbell_recv_));
   return Status::OK();
 }
@@ -301,7 +317,7 @@ Status MpiControlPlane::drain_doorbell() {
   // report it complete forever).
   while (doorbell_recv_ != MPI_REQUEST_NULL) {
     int arrived = 0;
-    KOLO_MPI_CHECK(MPI_Test(&doorbell_recv_, &arrived, MPI_STATUS_IGNORE));
+    KOLO_MPI_CHECK_PEERS(MPI_Test(&doorbell_recv_, &arrived, MPI_STATUS_IGNORE));
     if (!arrived) break;
     const Ring heard = *doorbell_in_;
     if (heard.session == session_) {  // Note [Rings from an earlier plane]
@@ -316,7 +332,7 @@ Status MpiControlPlane::drain_doorbell() {
 Status MpiControlPlane::reap_ringings() {
   for (auto it = ringings_.begin(); it != ringings_.end();) {
     int done = 0;
-    KOLO_MPI_CHECK(MPI_Testall(static_cast<int>(it->sends.size()), it->sends.data(), &done,
+    KOLO_MPI_CHECK_PEERS(MPI_Testall(static_cast<int>(it->sends.size()), it->sends.data(), &done,
                                MPI_STATUSES_IGNORE));
     it = done ? ringings_.erase(it) : std::next(it);
   }
@@ -324,9 +340,7 @@ Status MpiControlPlane::reap_ringings() {
 }
 
 void MpiControlPlane::release_ringings() {
-  const bool peer_failed = alive() && alive()->failed();  // sends to it never finish
-  const auto deadline =
-      std::chrono::steady_clock::now() + (peer_failed ? kShutdownWait / 10 : kShutdownWait);
+  const auto deadline = std::chrono::steady_clock::now() + kShutdownWait;
   bool all_done = true;
   for (Ringing& ringing : ringings_) {
     for (MPI_Request& request : ringing.sends) {

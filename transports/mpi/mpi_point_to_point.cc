@@ -51,12 +51,17 @@ Status MpiPointToPoint::check_args(int peer, size_t bytes, int tag) const {
 Status MpiPointToPoint::isend(int peer, const void* data, size_t bytes, int tag,
                               transport::RequestId* id) {
   // MPI_Isend does not write through the pointer; post() is shared with irecv.
-  return post(false, peer, const_cast<void*>(data), bytes, tag, id);
+  Status s = post(false, peer, const_cast<void*>(data), bytes, tag, id);
+  // Note [An MPI error while a peer fails] (mpi_wait.h): a post can meet it too.
+  if (s.code() == Code::kTransport) s = explain_mpi_error(std::move(s), comms_->liveness.get());
+  return s;
 }
 
 Status MpiPointToPoint::irecv(int peer, void* data, size_t bytes, int tag,
                               transport::RequestId* id) {
-  return post(true, peer, data, bytes, tag, id);
+  Status s = post(true, peer, data, bytes, tag, id);
+  if (s.code() == Code::kTransport) s = explain_mpi_error(std::move(s), comms_->liveness.get());
+  return s;
 }
 
 Status MpiPointToPoint::post(bool is_receive, int peer, void* data, size_t bytes, int tag,
@@ -133,6 +138,9 @@ Status MpiPointToPoint::wait(transport::RequestId id) {
     }
     waiter.pause();
   }
+  // Notes [A completed wait asks liveness too], [An MPI error while a peer fails].
+  if (request.status.ok() && alive) request.status = alive->check();
+  if (request.status.code() == Code::kTransport) request.status = explain_mpi_error(request.status, alive);
   // After an error the remaining pieces may never complete (the peer sent
   // something else): let MPI have them. The world is broken at this point.
   for (MPI_Request& piece : request.pieces) {

@@ -42,6 +42,11 @@ using transport::record_peer_failure;
 // completes at once. `status` may be MPI_STATUS_IGNORE.
 Status wait(MPI_Request* request, Liveness* alive, MPI_Status* status = MPI_STATUS_IGNORE);
 
+// An MPI call failed while waiting on peers: if `alive` names a failed peer
+// within a short while, that verdict, else `error` as it is. Note [An MPI error
+// while a peer fails].
+Status explain_mpi_error(Status error, Liveness* alive);
+
 // Waits until every request in requests[0..n) completes. Stops at the first
 // request that fails and returns its error (the others are left as they are).
 Status wait_all(MPI_Request* requests, int n, Liveness* alive);
@@ -55,5 +60,37 @@ Status arrive(MPI_Comm comm, Liveness* alive);
 // Like wait(), but gives up after `timeout`: *done says whether it completed.
 // For shutdown paths that must not hang on a peer that is gone.
 Status wait_for(MPI_Request* request, std::chrono::steady_clock::duration timeout, bool* done);
+
+// Note [A completed wait asks liveness too]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A wait that completes asks liveness once more before it reports success. A rank
+// stopped (SIGSTOP) past the timeout is given up by its peers, which tell it so
+// (tcp_liveness.h); when it resumes, its pending request may complete at once —
+// with data a peer sent before giving up, or that a peer's abandoned request sent
+// later — before any check ran. Asking after completion reads the peers' notice
+// first (the check looks at once when its listener was away too), so the
+// operation fails like every other rank's instead of resuming half-way. It costs a
+// clock read (check() does its work at most once a millisecond).
+
+// Note [An MPI error while a peer fails]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// MPI can see a dead peer first: UCX reads the killed process's closed TCP
+// connection and MPICH fails the request ("Invalid communicator", "Endpoint
+// timeout"), a KOLO_ERR_TRANSPORT that names no rank. kolo's liveness sees the
+// same closed connection within microseconds to milliseconds; an MPI error met in
+// a wait is therefore held for up to 200 ms while liveness is asked, and its
+// verdict (KOLO_ERR_RANK_FAILED naming the rank) is returned if it comes.
+
+// Note [No MPI progress after a verdict]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A wait that ends on a verdict leaves its MPI requests as they are, and the
+// buffers they point into (a control plane's locals, a negotiation's vector) are
+// then freed. Any later MPI call that progresses (MPI_Test, a cancel waited for)
+// lets MPI write what a peer had already sent into that freed memory: a resumed
+// rank crashed in free() at thread exit (heap corruption), and a survivor's late
+// progress sent a resumed peer data from freed buffers. So once liveness has
+// failed, kolo makes no MPI call that progresses: wait() answers the verdict
+// without testing, and teardown leaks what MPI still owns instead of cancelling
+// and waiting. (MPI_Comm_free and MPI_Request_free stay: they free handles.)
 
 }  // namespace kolo::mpi

@@ -13,8 +13,10 @@ bool MpiWork::test() {
   const int rc = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag,
                              MPI_STATUSES_IGNORE);
   if (rc != MPI_SUCCESS) {
-    status_ = mpi_error(rc, "MPI_Testall", __FILE__, __LINE__);
+    status_ = explain_mpi_error(mpi_error(rc, "MPI_Testall", __FILE__, __LINE__), alive_);
     flag = 1;
+  } else if (flag && alive_) {
+    status_ = alive_->check();  // Note [A completed wait asks liveness too]
   }
   done_ = flag != 0;
   return done_;

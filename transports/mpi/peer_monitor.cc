@@ -1,7 +1,6 @@
 #include "transports/mpi/peer_monitor.h"
 
-#include <algorithm>
-#include <sstream>
+#include <random>
 
 #include "common/check.h"
 #include "common/logging.h"
@@ -12,15 +11,6 @@ namespace {
 
 // How often check() does its work; between, it answers from one clock read.
 constexpr auto kCheckEvery = std::chrono::milliseconds(1);
-// How long the destructor waits for a cancelled receive (peers may be gone).
-constexpr auto kReleaseWait = std::chrono::milliseconds(100);
-
-std::string seconds(double s) {
-  std::ostringstream os;
-  os.precision(3);
-  os << s << " s";
-  return os.str();
-}
 
 }  // namespace
 
@@ -48,75 +38,49 @@ Status PeerMonitor::start(MPI_Comm control, const std::shared_ptr<shm::Node>& no
     KOLO_RETURN_IF_ERROR(shm::NodeBoard::create(node, timeout_, &board_));
     node_ranks = node->world_ranks();
   }
-  KOLO_RETURN_IF_ERROR_AS_IS(start_remote(node_ranks));
-  if (thread_sends_ && !remotes_.empty()) beater_ = std::thread([this] { beat_loop(); });
-  return Status::OK();
+  return start_remote(node_ranks, &deadline);
 }
 
-// The ranks not on this node.
-Status PeerMonitor::start_remote(const std::vector<int>& node_ranks) {
+// The ranks not on this node, watched by a TcpLiveness: rank 0 draws the job's
+// token, every rank publishes its address, then the connections are made (each
+// step bounded by `deadline`).
+Status PeerMonitor::start_remote(const std::vector<int>& node_ranks, Liveness* deadline) {
   if (topology_.local_size == topology_.size) return Status::OK();
   std::vector<bool> on_node(topology_.size, false);
   for (int r : node_ranks) on_node[r] = true;
-  const auto now = std::chrono::steady_clock::now();
-  remotes_.reserve(topology_.size);
-  for (int r = 0; r < topology_.size; ++r) {
-    if (on_node[r]) continue;
-    Remote& remote = remotes_.emplace_back();
-    remote.rank = r;
-    remote.heard = now;
+  uint64_t token = 0;
+  if (topology_.rank == 0) {
+    std::random_device device;
+    token = (uint64_t{device()} << 32) ^ device();
   }
-  for (Remote& remote : remotes_)
-    KOLO_MPI_CHECK(MPI_Irecv(&remote.in, 1, MPI_UINT64_T, remote.rank, kHeartbeatTag, comm_,
-                             &remote.recv));
-  int provided = 0;
-  KOLO_MPI_CHECK(MPI_Query_thread(&provided));
-  thread_sends_ = provided == MPI_THREAD_MULTIPLE;
-  return Status::OK();
-}
-
-void PeerMonitor::beat_loop() {
-  std::unique_lock<std::mutex> lock(beater_mu_);
-  while (!stopping_) {
-    send_remote(std::chrono::steady_clock::now());
-    beater_cv_.wait_for(lock, interval_, [this] { return stopping_; });
-  }
+  MPI_Request request;
+  KOLO_MPI_CHECK(MPI_Ibcast(&token, 1, MPI_UINT64_T, 0, comm_, &request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, deadline));
+  liveness::TcpLiveness::Options options;
+  options.rank = topology_.rank;
+  options.timeout = timeout_;
+  options.token = token;
+  options.on_verdict = record_peer_failure;  // Note [MPI_Finalize at exit] (mpi_world.cc)
+  KOLO_RETURN_IF_ERROR_AS_IS(liveness::TcpLiveness::listen(options, &remote_));
+  constexpr int kSlot = static_cast<int>(liveness::TcpLiveness::kMaxAddress) + 1;
+  std::vector<char> mine(kSlot, '\0');
+  std::vector<char> all(static_cast<size_t>(kSlot) * topology_.size, '\0');
+  remote_->address().copy(mine.data(), kSlot - 1);
+  KOLO_MPI_CHECK(MPI_Iallgather(mine.data(), kSlot, MPI_CHAR, all.data(), kSlot, MPI_CHAR, comm_,
+                                &request));
+  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, deadline));
+  std::vector<liveness::TcpLiveness::Peer> peers;
+  for (int r = 0; r < topology_.size; ++r)
+    if (!on_node[r]) peers.push_back({r, std::string(all.data() + static_cast<size_t>(r) * kSlot)});
+  return remote_->connect(peers);
 }
 
 PeerMonitor::~PeerMonitor() {
-  if (beater_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(beater_mu_);
-      stopping_ = true;
-    }
-    beater_cv_.notify_all();
-    beater_.join();
-  }
+  remote_.reset();  // its goodbye, unless a peer failed
+  board_.reset();   // stops its beater
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) release_requests();
-  board_.reset();
   if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-}
-
-void PeerMonitor::release_requests() {
-  for (Remote& remote : remotes_) {
-    if (remote.recv != MPI_REQUEST_NULL) {
-      MPI_Cancel(&remote.recv);
-      bool done = false;
-      wait_for(&remote.recv, kReleaseWait, &done).ignore();
-      if (!done) MPI_Request_free(&remote.recv);  // the buffer lives in remotes_: leak it
-    }
-    if (remote.send != MPI_REQUEST_NULL) MPI_Request_free(&remote.send);
-  }
-  // MPI may still write into the receive buffers: they are kept, reachable, for the
-  // life of the process (a deliberate, bounded leak that LeakSanitizer accepts).
-  static auto* kept = new std::vector<std::vector<Remote>>();
-  static std::mutex kept_mu;
-  if (!remotes_.empty()) {
-    std::lock_guard<std::mutex> lock(kept_mu);
-    kept->push_back(std::move(remotes_));
-  }
 }
 
 Status PeerMonitor::check() {
@@ -124,50 +88,22 @@ Status PeerMonitor::check() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_check_) return Status::OK();
   next_check_ = now + kCheckEvery;
-  if (!thread_sends_) send_remote(now);
   std::vector<std::string> why;
   if (board_) board_->find_failed(&why);  // beats for this rank too
-  KOLO_RETURN_IF_ERROR(check_remote(now, &why));
+  if (why.empty() && remote_) {
+    Status remote = remote_->check();  // its own verdict, or one a peer sent
+    if (remote.ok()) return Status::OK();
+    failed_ = std::move(remote);
+    record_peer_failure();
+    return failed_;
+  }
   if (why.empty()) return Status::OK();
   std::string message = why.size() == 1 ? "a peer failed: " : "peers failed: ";
   for (size_t i = 0; i < why.size(); ++i) message += (i ? "; " : "") + why[i];
   failed_ = Status(Code::kRankFailed, message);
   record_peer_failure();
+  if (remote_) remote_->declare(failed_);  // the other nodes' ranks end too
   return failed_;
-}
-
-// Only one thread sends: the beater when thread_sends_, else check().
-void PeerMonitor::send_remote(std::chrono::steady_clock::time_point now) {
-  if (remotes_.empty() || now < next_send_) return;
-  next_send_ = now + interval_;
-  ++beats_;
-  for (Remote& remote : remotes_) {
-    int done = 1;
-    if (remote.send != MPI_REQUEST_NULL) MPI_Test(&remote.send, &done, MPI_STATUS_IGNORE);
-    if (!done) continue;  // the last beat has not left yet: do not pile up
-    remote.out = beats_;
-    MPI_Isend(&remote.out, 1, MPI_UINT64_T, remote.rank, kHeartbeatTag, comm_, &remote.send);
-  }
-}
-
-Status PeerMonitor::check_remote(std::chrono::steady_clock::time_point now,
-                                 std::vector<std::string>* why) {
-  for (Remote& remote : remotes_) {
-    for (;;) {  // drain what has arrived
-      int arrived = 0;
-      KOLO_MPI_CHECK(MPI_Test(&remote.recv, &arrived, MPI_STATUS_IGNORE));
-      if (!arrived) break;
-      remote.heard = now;
-      KOLO_MPI_CHECK(MPI_Irecv(&remote.in, 1, MPI_UINT64_T, remote.rank, kHeartbeatTag, comm_,
-                               &remote.recv));
-    }
-    const double silent = std::chrono::duration<double>(now - remote.heard).count();
-    if (now - remote.heard > timeout_)
-      why->push_back("rank " + std::to_string(remote.rank) + " (on another node) has not been heard from for " +
-                     seconds(silent) + " (KOLO_PEER_TIMEOUT_SECONDS is " +
-                     seconds(timeout_.count() * 1e-3) + ")");
-  }
-  return Status::OK();
 }
 
 }  // namespace kolo::mpi

@@ -103,8 +103,14 @@ NodeBoard::~NodeBoard() {
   beater_.join();
 }
 
+// Also notes whether this process was away (stopped, starved) since its last
+// beat: Note [Silence is counted only while this process listens].
 void NodeBoard::beat() {
-  line_of(*node_, node_->local_rank())->beat_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  const int64_t now_ns = monotonic_ns();
+  const int64_t last = last_beat_ns_.exchange(now_ns, std::memory_order_relaxed);
+  const int64_t away_ns = 2 * std::chrono::nanoseconds(interval_).count() + 50000000;
+  if (last > 0 && now_ns - last > away_ns) resumed_ns_.store(now_ns, std::memory_order_relaxed);
+  line_of(*node_, node_->local_rank())->beat_ns.store(now_ns, std::memory_order_relaxed);
 }
 
 void NodeBoard::beat_loop() {
@@ -145,7 +151,8 @@ void NodeBoard::find_failed(std::vector<std::string>* why,
       continue;
     }
     const int64_t beat_ns = peer->beat_ns.load(std::memory_order_relaxed);
-    const int64_t silent_ns = now_ns - std::max(beat_ns, traced_ns_[p]);
+    const int64_t resumed_ns = resumed_ns_.load(std::memory_order_relaxed);
+    const int64_t silent_ns = now_ns - std::max({beat_ns, traced_ns_[p], resumed_ns});
     if (silent_ns <= std::chrono::nanoseconds(timeout_).count()) continue;
     if (pid_visible_[p] && held_by_debugger(peer->pid)) {
       traced_ns_[p] = now_ns;  // a full timeout to beat again once released

@@ -9,7 +9,9 @@
 // (kill(pid, 0) answers ESRCH; only for pids this process could see at
 // creation, so separate pid namespaces fall back to the heartbeat) or when its
 // heartbeat is older than the timeout (a stopped or hung process), unless a
-// debugger holds it (Note [A debugger's stop is not a failure]).
+// debugger holds it (Note [A debugger's stop is not a failure]) or this
+// process was away itself (Note [Silence is counted only while this process
+// listens] in transport/liveness.h: a beat late by more than two intervals).
 //
 // The beats come from a small thread of the board (one beat per interval, a
 // fifth of the timeout), so a process beats whatever its other threads do, and
@@ -22,6 +24,7 @@
 // The destructor stops the beater. Not copyable.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -84,6 +87,8 @@ class NodeBoard : public transport::Liveness {
   const std::chrono::milliseconds interval_;
   std::vector<bool> pid_visible_;   // by local rank
   std::vector<int64_t> traced_ns_;  // by local rank: when last seen held by a debugger
+  std::atomic<int64_t> last_beat_ns_{0};  // this rank's last beat (the beater or check())
+  std::atomic<int64_t> resumed_ns_{0};    // when it came back from being away
   std::chrono::steady_clock::time_point next_check_{};
   Status failed_;
   std::thread beater_;
@@ -94,7 +99,7 @@ class NodeBoard : public transport::Liveness {
 
 // The beat interval for `timeout`: a fifth of it (four beats can be late before
 // a peer is declared silent), never below 10 ms (idle coordinators wake this
-// often). Shared with the worlds' remote heartbeats.
+// often). The MPI world's PeerMonitor looks this often too.
 std::chrono::milliseconds beat_interval(std::chrono::milliseconds timeout);
 
 }  // namespace kolo::shm

@@ -123,7 +123,8 @@ void Engine::progress_loop() {
 // Heartbeats out, silence in: see Note [Liveness from the sockets].
 void Engine::beat_and_watch(Clock::time_point now) {
   // This rank itself did not run for a while (stopped, or starved of the CPU):
-  // it could not hear its peers then, so that time is not their silence.
+  // it could not hear its peers then, so that time is not their silence (Note
+  // [Silence is counted only while this process listens] in transport/liveness.h).
   const bool was_away = now - watched_ > beat_interval();
   watched_ = now;
   std::string why;
