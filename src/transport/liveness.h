@@ -21,6 +21,10 @@ class Liveness {
  public:
   virtual ~Liveness() = default;
   virtual Status check() = 0;
+  // As check(), but looking now rather than answering from a recent look, where
+  // looking is cheap enough to do after every completed wait (Note [A completed
+  // wait asks liveness too], transports/mpi/mpi_wait.h).
+  virtual Status check_now() { return check(); }
   virtual bool failed() const = 0;
   // How often a rank with nothing to wait for must still call check() (its
   // peers hear from it through check()); max() when never.

@@ -88,6 +88,15 @@ Status TcpLiveness::check() {
   return failed() ? verdict_ : Status::OK();
 }
 
+Status TcpLiveness::check_now() {
+  if (failed()) return verdict_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    look(Clock::now(), true);
+  }
+  return failed() ? verdict_ : Status::OK();
+}
+
 void TcpLiveness::declare(const Status& verdict) {
   std::lock_guard<std::mutex> lock(mu_);
   reach_verdict(verdict);

@@ -82,6 +82,8 @@ class TcpLiveness : public transport::Liveness {
   Status connect(const std::vector<Peer>& peers);
 
   Status check() override;
+  // Reads what the connections hold right now (a poll) and judges.
+  Status check_now() override;
   bool failed() const override { return failed_.load(std::memory_order_acquire); }
   // The thread beats; nobody needs to call check() to be heard.
 

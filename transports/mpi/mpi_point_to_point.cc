@@ -139,7 +139,7 @@ Status MpiPointToPoint::wait(transport::RequestId id) {
     waiter.pause();
   }
   // Notes [A completed wait asks liveness too], [An MPI error while a peer fails].
-  if (request.status.ok() && alive) request.status = alive->check();
+  if (request.status.ok() && alive) request.status = alive->check_now();
   if (request.status.code() == Code::kTransport) request.status = explain_mpi_error(request.status, alive);
   // After an error the remaining pieces may never complete (the peer sent
   // something else): let MPI have them. The world is broken at this point.

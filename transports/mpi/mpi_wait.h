@@ -69,8 +69,12 @@ Status wait_for(MPI_Request* request, std::chrono::steady_clock::duration timeou
 // with data a peer sent before giving up, or that a peer's abandoned request sent
 // later — before any check ran. Asking after completion reads the peers' notice
 // first (the check looks at once when its listener was away too), so the
-// operation fails like every other rank's instead of resuming half-way. It costs a
-// clock read (check() does its work at most once a millisecond).
+// operation fails like every other rank's instead of resuming half-way. It is
+// check_now(), which reads the side channel's sockets at once: MPICH over UCX was
+// seen completing collectives with wrong sums and MPI_SUCCESS for milliseconds
+// after a peer on another host was killed, before the side channel's thread had
+// read the closed connection (the kernel had it at once). It costs a poll over
+// the remote peers' sockets, nothing on one node.
 
 // Note [An MPI error while a peer fails]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

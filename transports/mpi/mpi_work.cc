@@ -16,7 +16,7 @@ bool MpiWork::test() {
     status_ = explain_mpi_error(mpi_error(rc, "MPI_Testall", __FILE__, __LINE__), alive_);
     flag = 1;
   } else if (flag && alive_) {
-    status_ = alive_->check();  // Note [A completed wait asks liveness too]
+    status_ = alive_->check_now();  // Note [A completed wait asks liveness too]
   }
   done_ = flag != 0;
   return done_;

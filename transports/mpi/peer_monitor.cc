@@ -106,4 +106,17 @@ Status PeerMonitor::check() {
   return failed_;
 }
 
+Status PeerMonitor::check_now() {
+  if (!failed_.ok()) return failed_;
+  if (remote_) {
+    Status remote = remote_->check_now();
+    if (!remote.ok()) {
+      failed_ = std::move(remote);
+      record_peer_failure();
+      return failed_;
+    }
+  }
+  return check();
+}
+
 }  // namespace kolo::mpi

@@ -54,6 +54,9 @@ class PeerMonitor : public Liveness {
   ~PeerMonitor() override;
 
   Status check() override;
+  // The remote half looks now (a poll of the side channel's sockets); the node
+  // half answers as check() does.
+  Status check_now() override;
   bool failed() const override { return !failed_.ok() || (remote_ && remote_->failed()); }
   // The beat interval (a fifth of the timeout, at least 10 ms): an idle
   // coordinator looks this often, so it sees a verdict without a pending wait.
