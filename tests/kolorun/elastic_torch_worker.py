@@ -16,7 +16,8 @@ usage: elastic_torch_worker.py EPOCHS [steps=N] [step_seconds=S] [ACTION...]
           grow=FILE=TEXT   write TEXT (',' for newlines) to FILE, a discovery
                        script's source, and wait until the driver has seen it
   Every worker writes its pid to pid.PID (with its generation and rank) when a
-  generation starts, for tests that kill from outside.
+  generation starts, for tests that kill from outside. These files go to
+  ELASTIC_WORKER_DIR when set (workers on pretend hosts), else the working directory.
 """
 
 import hashlib
@@ -48,13 +49,17 @@ def digest(model, optimizer):
     return hashlib.sha256(torch.cat(tensors).numpy().tobytes()).hexdigest()[:16]
 
 
+def here(name):
+    return os.path.join(os.environ.get("ELASTIC_WORKER_DIR", "."), name)
+
+
 def generation():
     return int(os.environ["KOLO_GENERATION"])
 
 
 def act(what):
     if what == "kill":
-        with open("died_at.%d" % hvd.rank(), "w") as f:
+        with open(here("died_at.%d" % hvd.rank()), "w") as f:
             f.write(repr(time.time()))
         os.kill(os.getpid(), signal.SIGKILL)
     elif what == "raise":
@@ -104,7 +109,7 @@ def main():
     started = [None]  # the generation whose first step this rank has done
 
     def note_pid():
-        with open("pid.%d" % os.getpid(), "w") as f:
+        with open(here("pid.%d" % os.getpid()), "w") as f:
             f.write("%d %d\n" % (generation(), hvd.rank()))
 
     @hvd.elastic.run

@@ -9,7 +9,8 @@
 # 3. a knob flag and -x reach every rank on both hosts;
 # 4. the training demo at 2 hosts x 2 ranks, hierarchical allreduce for every bucket,
 #    matches its single-process replay;
-# 5. the socket world: each rank's variables on its host, a failing rank's status.
+# 5. the socket world: each rank's variables on its host, a failing rank's status,
+#    and the training demo at 2 hosts x 2 ranks (shm on each host, TCP between).
 set -eu
 kolorun=$1 demo=$2
 : "${KOLO_CLUSTER_ENTER:?run me through tools/pretend_cluster.sh --command}"
@@ -60,4 +61,7 @@ socket -np 2 -H h1,h2 sh -c '[ "$RANK" = 1 ] && exit 7; sleep 60' 2>/dev/null
 status=$?
 set -e
 expect "socket world: the failing rank's status" 7 "$status"
+socket -np 4 -H h1:2,h2:2 "$demo" --check-single ||
+  fail "kolo-train-demo --check-single on the socket world at 2 hosts x 2 ranks"
+echo "ok: the training demo on the socket world at 2 hosts x 2 ranks"
 echo "kolorun multihost test: PASS"

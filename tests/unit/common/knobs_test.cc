@@ -55,7 +55,7 @@ TEST(KnobsTest, EveryKnobIsDeclaredOnceInOrder) {
       "KOLO_AUTOTUNE_LOG",             "KOLO_AUTOTUNE_WARMUP_SAMPLES",
       "KOLO_AUTOTUNE_SAMPLE_SECONDS",  "KOLO_AUTOTUNE_MAX_SAMPLES",
       "KOLO_WORLD",                    "KOLO_SOCKET_IFNAME",
-      "KOLO_STORE_PORT",               "KOLO_STORE_DIR",
+      "KOLO_STORE_ADDR",               "KOLO_STORE_PORT",               "KOLO_STORE_DIR",
       "KOLO_JOB_TOKEN",                "KOLO_GENERATION",
       "KOLO_INIT_TIMEOUT_SECONDS",
   };
@@ -118,6 +118,7 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.autotune_max_samples, 40);
   EXPECT_EQ(c.world, "auto");
   EXPECT_EQ(c.socket_ifname, "");
+  EXPECT_EQ(c.store_addr, "");
   EXPECT_EQ(c.store_port, 0);
   EXPECT_EQ(c.store_dir, "");
   EXPECT_EQ(c.job_token, "");
@@ -131,7 +132,7 @@ TEST(KnobsTest, DefaultsWhenUnset) {
                                              "0",   "1M",   "512K",    "256K", "4K",
                                              "auto",
                                              "auto", "0",   "",        "3",    "0.5",
-                                             "40",  "auto", "",        "0",    "",
+                                             "40",  "auto", "",        "",     "0",    "",
                                              "",    "-1",   "300"};
   EXPECT_EQ(values, expected);
 }
@@ -316,7 +317,7 @@ TEST(KnobsTest, OnlyKnobsThatShapeNothingSharedMayDiffer) {
                                                 "KOLO_AUTOTUNE_LOG", "KOLO_AUTOTUNE_WARMUP_SAMPLES",
                                                 "KOLO_AUTOTUNE_SAMPLE_SECONDS",
                                                 "KOLO_AUTOTUNE_MAX_SAMPLES", "KOLO_WORLD",
-                                                "KOLO_SOCKET_IFNAME", "KOLO_STORE_PORT",
+                                                "KOLO_SOCKET_IFNAME", "KOLO_STORE_ADDR", "KOLO_STORE_PORT",
                                                 "KOLO_STORE_DIR", "KOLO_JOB_TOKEN",
                                                 "KOLO_GENERATION",
                                                 "KOLO_INIT_TIMEOUT_SECONDS"}));
