@@ -8,7 +8,8 @@ every rank (bit-identical); the driver's account of each injected failure. The
 time from a death to training resumed on every survivor is printed (issue 31
 wants <= 3 s when the death is seen through a closed connection).
 - a rank SIGKILLed mid-batch; a rank that raises; a whole host's ranks killed;
-- a host added by discovery: the new ranks get rank 0's state;
+- a host added by discovery: the new ranks get rank 0's state; one added at epoch 1
+  and removed at epoch 2;
 - a rank stopped (SIGSTOP) past KOLO_PEER_TIMEOUT_SECONDS, then resumed;
 - every rank failing, below --min-np past the timeout, the reset limit: the job fails;
 - a soak: a random worker SIGKILLed every few seconds, hosts back after a cooldown.
@@ -136,6 +137,14 @@ class RealWorld(unittest.TestCase):
         self.assertTrained(result, [(0, 0, 1, 0, 0), (1, 1, 3, 0, 1), (1, 1, 3, 1, 0),
                                     (1, 1, 3, 2, 0), (2, 1, 3, 0, 1), (2, 1, 3, 1, 0),
                                     (2, 1, 3, 2, 0)])
+
+    def test_a_host_added_at_epoch_1_and_removed_at_epoch_2(self):
+        result = job(["-np", "1"], ["4", "0:0:0:7:grow=HOSTS=127.0.0.1:1,127.0.0.2:2",
+                                    "1:0:1:7:grow=HOSTS=127.0.0.1:1"], "127.0.0.1:1")
+        self.assertTrained(result, [(0, 0, 1, 0, 0), (1, 1, 3, 0, 1), (1, 1, 3, 1, 0),
+                                    (1, 1, 3, 2, 0), (2, 2, 1, 0, 2), (3, 2, 1, 0, 2)])
+        self.assertEqual(result.err.count("is no longer in the job (generation 1)"), 2,
+                         result.err)
 
     def test_a_rank_stopped_past_the_timeout(self):
         # Rank 2 stops for 6 s; the others give it up after KOLO_PEER_TIMEOUT_SECONDS
