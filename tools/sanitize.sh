@@ -22,7 +22,10 @@ case "$job" in
     # The failure tests (label failure) kill ranks and time detection: not under ASan.
     # multihost: the pretend cluster's 2 x 1 and 2 + 1 runs (2 x 2 is 4 ranks, left
     # out like np4); it skips without root, as in the main job.
-    select=(-L 'unit|mpi|fuzz|soak|multihost|socket' -LE failure -E '\.np4$|\.2x2$')
+    # Python's tests (labels python, elastic) cannot load a sanitized libkolo into an
+    # uninstrumented interpreter; the main job runs them.
+    select=(-L 'unit|mpi|fuzz|soak|multihost|socket' -LE 'failure|python|elastic'
+            -E '\.np4$|\.2x2$')
     ;;
   tsan)
     sanitize=thread
@@ -33,7 +36,8 @@ case "$job" in
     # The socket world's unit tests too, but not those that fork a rank out of a
     # process with threads (TSan does not follow a multithreaded fork) nor the C API
     # tests the socket launcher starts (their programs are not built here).
-    select=(-L 'unit|socket' -LE tools -E 'SocketLiveness\.A(Killed|Stopped)|\.socket\.np')
+    select=(-L 'unit|socket' -LE 'tools|python|elastic'
+            -E 'SocketLiveness\.A(Killed|Stopped)|\.socket\.np')
     # The unit tests under unit/mpi link libmpich, whose UCX (libucm) patches madvise
     # at load time; glibc madvises a thread's stack as the thread exits, after TSan
     # has torn down the thread's state, and TSan's interceptor of UCX's lock then
