@@ -37,7 +37,7 @@ case "$job" in
     # process with threads (TSan does not follow a multithreaded fork) nor the C API
     # tests the socket launcher starts (their programs are not built here).
     select=(-L 'unit|socket' -LE 'tools|python|elastic'
-            -E 'SocketLiveness\.A(Killed|Stopped)|\.socket\.np')
+            -E 'SocketLiveness\.A(Killed|Stopped|HostPeerThatLeftInOrder)|SocketWorld\.WithoutAUsableDevShm|\.socket\.np')
     # The unit tests under unit/mpi link libmpich, whose UCX (libucm) patches madvise
     # at load time; glibc madvises a thread's stack as the thread exits, after TSan
     # has torn down the thread's state, and TSan's interceptor of UCX's lock then
