@@ -44,6 +44,7 @@ from .service import Service
 
 POLL_SECONDS = 0.05
 DEFAULT_ELASTIC_TIMEOUT = 600
+ELASTIC_INIT_TIMEOUT_SECONDS = 30  # Note [A forming generation's timeout] (store.py)
 
 
 class Driver:
@@ -284,6 +285,9 @@ class Driver:
             self._start_service(assigned)
         shared = dict(self.opts.genv)
         shared.update(slots.world_env(self.token, addr, port, store_port, g))
+        # Note [A forming generation's timeout] (store.py).
+        if names.KOLO_INIT_TIMEOUT_SECONDS not in self.env:
+            shared.setdefault(names.KOLO_INIT_TIMEOUT_SECONDS, str(ELASTIC_INIT_TIMEOUT_SECONDS))
         if self.store:  # Note [The driver serves the store] (store.py)
             shared.update({names.KOLO_STORE_ADDR: self.store.address,
                            names.KOLO_STORE_PORT: str(self.store.port)})

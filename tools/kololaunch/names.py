@@ -36,6 +36,7 @@ SOCKET_WORLD = "socket"
 KOLO_JOB_TOKEN = "KOLO_JOB_TOKEN"
 KOLO_STORE_PORT = "KOLO_STORE_PORT"
 KOLO_STORE_ADDR = "KOLO_STORE_ADDR"    # the elastic driver's store (store.py)
+KOLO_INIT_TIMEOUT_SECONDS = "KOLO_INIT_TIMEOUT_SECONDS"
 KOLO_GENERATION = "KOLO_GENERATION"
 
 # horovodrun's (gloo_run's create_slot_env_vars).

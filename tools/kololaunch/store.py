@@ -9,6 +9,14 @@ KOLO_STORE_ADDR and KOLO_STORE_PORT: the store never goes away under a forming
 world, and a rank of a stale generation finds there that the others have moved
 on, and fails at once. Without libkolo (a driver that cannot load it) rank 0
 serves as before.
+
+Note [A forming generation's timeout]
+A worker killed after the driver assigned it a generation but before it published
+its address leaves the others of that generation waiting in kolo_init for a rank
+that never comes (the store cannot tell them: the dead rank never wrote there).
+The driver gives elastic workers KOLO_INIT_TIMEOUT_SECONDS=30 unless the job sets
+it (Horovod's gloo rendezvous waits 30 s too): the stuck ranks fail with
+KOLO_ERR_TIMEOUT and re-form into the next generation, instead of waiting 300 s.
 """
 
 import ctypes

@@ -22,7 +22,7 @@ nothing can re-form, so both exceptions propagate unchanged.
 import functools
 
 from . import _job
-from ..exceptions import HorovodInternalError, HostsUpdatedInterrupt, RankFailedError
+from ..exceptions import HorovodInternalError, HostsUpdatedInterrupt, KoloTimeoutError, RankFailedError
 
 
 def run_fn(func, job_fn=_job.current):
@@ -67,7 +67,7 @@ def first_init(init, job_fn=_job.current):
     instead of exiting, which would blacklist its host."""
     try:
         return init()
-    except RankFailedError:
+    except (RankFailedError, KoloTimeoutError):
         if not job_fn().elastic:
             raise
     reform(job_fn())
