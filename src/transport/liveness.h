@@ -51,6 +51,11 @@ class Deadline : public Liveness {
 void record_peer_failure();
 bool peer_failed_in_this_process();
 
+// Whether process `pid`'s main thread is in a tracing stop ('t' in /proc/<pid>/stat):
+// a debugger holds it, which a liveness check does not count as a failure (Note [A
+// debugger's stop is not a failure], transports/shm/board.h). False when unreadable.
+bool held_by_debugger(int pid);
+
 // Note [Waits consult liveness]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A dead peer is not reported by the means kolo waits on: an MPI request that

@@ -33,20 +33,6 @@ int64_t monotonic_ns() {
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
-// Whether `pid`'s main thread is in a tracing stop ('t' in /proc/<pid>/stat): a
-// debugger holds it. See Note [A debugger's stop is not a failure] in board.h.
-bool held_by_debugger(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  FILE* f = std::fopen(path, "r");
-  if (!f) return false;
-  char text[512];
-  const size_t n = std::fread(text, 1, sizeof(text) - 1, f);
-  std::fclose(f);
-  text[n] = '\0';
-  const char* close = std::strrchr(text, ')');  // the command name may hold anything
-  return close && close[1] == ' ' && close[2] == 't';
-}
 
 std::string seconds(double s) {
   std::ostringstream os;
@@ -154,7 +140,7 @@ void NodeBoard::find_failed(std::vector<std::string>* why,
     const int64_t resumed_ns = resumed_ns_.load(std::memory_order_relaxed);
     const int64_t silent_ns = now_ns - std::max({beat_ns, traced_ns_[p], resumed_ns});
     if (silent_ns <= std::chrono::nanoseconds(timeout_).count()) continue;
-    if (pid_visible_[p] && held_by_debugger(peer->pid)) {
+    if (pid_visible_[p] && transport::held_by_debugger(peer->pid)) {
       traced_ns_[p] = now_ns;  // a full timeout to beat again once released
       continue;
     }

@@ -17,20 +17,6 @@
 namespace kolo::socket {
 namespace {
 
-// Whether `pid`'s main thread is in a tracing stop ('t' in /proc/<pid>/stat): a
-// debugger holds it (as transports/mpi/peer_monitor.cc reads it).
-bool held_by_debugger(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
-  FILE* f = std::fopen(path, "r");
-  if (!f) return false;
-  char text[512];
-  const size_t n = std::fread(text, 1, sizeof(text) - 1, f);
-  std::fclose(f);
-  text[n] = '\0';
-  const char* close = std::strrchr(text, ')');
-  return close && close[1] == ' ' && close[2] == 't';
-}
 
 constexpr uint64_t kWakeKey = 0;  // epoll data of the eventfd; a peer's is rank + 1
 
@@ -142,7 +128,7 @@ void Engine::beat_and_watch(Clock::time_point now) {
     // Held by a debugger: silence counts from the last time it was seen held, so
     // it is looked at as soon as it is quieter than two beats, and once released
     // it has a full timeout to beat again.
-    if (silent > 2 * beat_interval() && p.link.same_host && held_by_debugger(p.link.pid)) {
+    if (silent > 2 * beat_interval() && p.link.same_host && transport::held_by_debugger(p.link.pid)) {
       p.traced = now;
       continue;
     }
