@@ -188,10 +188,36 @@ Status Coordinator::record_cycle(const std::vector<Response>& ready, Clock::time
   return Status::OK();
 }
 
+// Note [A broken cycle waits for liveness's verdict]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A cycle that fails with anything but a liveness verdict (an MPI error, an AND
+// whose lengths disagree) is first held while liveness is asked, for up to the
+// peer timeout and one second more. Across hosts the world's data can go bad
+// before a verdict is possible: with one host's egress dropped, its peer gives up
+// at the timeout and exits, MPICH over UCX then completes this rank's pending AND
+// with MPI_SUCCESS and garbage, and the peer's notice waits behind unacknowledged
+// heartbeats in its TCP queue; this rank's own timeout names the peer about a
+// second later. Reporting the garbage would end this rank with a transport error
+// while every other rank reports the failed peer (docs/failures.md). A failure
+// with no peer gone (a bug) is reported that much later, on an error path only.
+Status Coordinator::await_verdict() {
+  transport::ControlPlane& control = *world_.control;
+  const auto limit = std::chrono::duration<double>(config_.peer_timeout_seconds + 1.0);
+  Waiter waiter(policy_.profile(WaitFor::kPeer),
+                Clock::now() + std::chrono::duration_cast<Clock::duration>(limit));
+  do {
+    Status verdict = control.check_peers();
+    if (!verdict.ok()) return verdict;
+  } while (waiter.pause());
+  return Status::OK();
+}
+
 void Coordinator::stop_for(const Status& failure) {
   // The liveness check's own status names the ranks without the file:line
   // context that the error picked up on its way here.
-  Status liveness = world_.control->check_peers();
+  Status liveness = failure.code() == Code::kRankFailed || world_.control->topology().size == 1
+                        ? world_.control->check_peers()
+                        : await_verdict();
   if (!liveness.ok()) {
     peer_failed(liveness);
     fail_everything(liveness);

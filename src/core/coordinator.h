@@ -81,6 +81,9 @@ class Coordinator {
   // Fails everything with `failure` (or, when a peer failed, with the liveness
   // check's own status) and reports a peer failure once.
   void stop_for(const Status& failure);
+  // The liveness check's verdict, waited for up to the peer timeout (Note [A
+  // broken cycle waits for liveness's verdict]); OK if none came.
+  Status await_verdict();
   void fail_everything(const Status& status);
   void complete(TensorEntry& entry, Status status);
   // The timeline's part of a cycle in which some rank records (Note [Who came

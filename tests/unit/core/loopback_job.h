@@ -24,11 +24,16 @@ constexpr int64_t kTestFusionBytes = int64_t{4} << 20;
 
 class LoopbackJob {
  public:
+  // Changes the worlds before the runtimes start (e.g. wraps their control planes).
+  using Decorate = std::function<void(std::vector<transport::World>*)>;
+
   // Starts every rank's runtime on its own thread (Runtime::start is collective).
-  LoopbackJob(int size, Config config = Config(), int node_size = 0) {
+  LoopbackJob(int size, Config config = Config(), int node_size = 0,
+              const Decorate& decorate = nullptr) {
     if (config.fusion_threshold_bytes == Config().fusion_threshold_bytes)
       config.fusion_threshold_bytes = kTestFusionBytes;
     auto worlds = loopback::create_worlds(size, node_size);
+    if (decorate) decorate(&worlds);
     runtimes_.resize(worlds.size());
     std::vector<Status> started(worlds.size());
     std::vector<std::thread> threads;
