@@ -86,8 +86,9 @@ CI_CASES = [c for name, group in GROUPS.items() if name != "soak" for c in group
 # multihost.failure.socket, well under 2 minutes), the whole of it at each layout
 # under ctest -L multihost.long_failure.socket.
 SOCKET_GROUPS = {
-    "socket.ci": ["2x1.partition.negotiate", "2x1.partition.ring", "2x1.partition.shutdown",
-                  "2x1.oneway.negotiate", "2x1.kill.negotiate", "2x1.stop.idle"],
+    "socket.ci": ["2x1.partition.init", "2x1.partition.negotiate", "2x1.partition.ring",
+                  "2x1.partition.shutdown", "2x1.oneway.negotiate", "2x1.kill.negotiate",
+                  "2x1.kill.ring", "2x1.stop.idle", "2x1.stop.barrier"],
     "socket.2x1": [f"2x1.{f}.{p}" for f in FAULTS for p in PHASES if p != "hierarchical"],
     "socket.2x2": [f"2x2.{f}.{p}" for f in FAULTS for p in PHASES if p != "hierarchical"],
 }
