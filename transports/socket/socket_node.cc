@@ -36,14 +36,13 @@ constexpr auto kCheckEvery = std::chrono::milliseconds(1);
 
 // Note [A verdict is never answered from the last look]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A caller that met a peer's failure in an operation (the engine's status, say
-// a peer's verdict that arrived while it waited) asks check() at once which peer
+// A caller whose operation met a peer's failure (the engine's status: say a
+// peer's verdict that arrived while it waited) asks check() at once which peer
 // failed, to report KOLO_ERR_RANK_FAILED naming it (Coordinator::stop_for). A
-// check() throttled whole would answer OK from its look a moment before, and the
-// failure would be reported as a broken control plane (KOLO_ERR_TRANSPORT): a rank
-// of a host resumed after SIGSTOP did, in the failure matrix (2x1.stop.idle on the
-// socket world). So only the board's scan is throttled; the engine's verdict is
-// an atomic flag, read on every call.
+// check() throttled whole answers OK from its look a moment before, and the
+// failure is reported as a broken control plane (KOLO_ERR_TRANSPORT; a rank
+// resumed from SIGSTOP while idle did). So only the board's scan is throttled;
+// the engine's verdict is an atomic flag, read on every call.
 
 // The plane's Liveness with host peers: the engine's verdicts (closed
 // connections, silence, a peer's verdict: Note [Liveness from the sockets] in
