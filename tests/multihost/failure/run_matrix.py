@@ -26,7 +26,8 @@ A case is LAYOUT.DISRUPTION.PHASE, e.g. 2x1.partition.ring:
   PHASE       init idle negotiate ring hierarchical barrier join shutdown (soak: soak);
               mixed: the soak's sizes until the disruption
 --all is LAYOUT x {partition, oneway, kill, stop} x the phases above but mixed, and
-the soaks (on the socket world: without "hierarchical" and the soaks). All cases of one invocation run in one cluster, one after another.
+the soaks (on the socket world: without "hierarchical" and the soaks). All cases
+of one invocation run in one cluster, one after another.
 
 Each survivor must get KOLO_ERR_RANK_FAILED naming a rank of the other host
 within the bound (kill: 1 s; otherwise KOLO_PEER_TIMEOUT_SECONDS + 2 s) after the
@@ -246,6 +247,9 @@ def launch_socket(case, args, tmp, log, port):
                      KOLO_PEER_TIMEOUT_SECONDS=args.timeout, KOLO_FLIGHT_RECORDER_DIR=tmp)
     if case.phase in TRANSPORT:
         variables["KOLO_TRANSPORT"] = TRANSPORT[case.phase]
+    # No MPI launcher's variables: the probe would take its rank from them.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PMI_", "PMIX_", "OMPI_", "MPI_LOCALRANKID"))}
     procs = []
     for rank in range(case.np):
         mine = dict(variables, RANK=rank, LOCAL_RANK=rank % case.ppn)
@@ -254,7 +258,7 @@ def launch_socket(case, args, tmp, log, port):
         host = "h1" if rank in case.h1 else "h2"
         procs.append(subprocess.Popen(
             [os.environ["KOLO_CLUSTER_ENTER"], host, " ".join(shlex.quote(w) for w in words)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
     return SocketJob(procs)
 
 
