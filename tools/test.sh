@@ -11,9 +11,11 @@
 # Multi-rank tests declare PROCESSORS 2, so -j2 never runs two of them at once.
 # The main job includes the multihost tests (hosts of a pretend cluster of network
 # namespaces, tools/pretend_cluster.sh; they skip without root and say why), the
-# failure matrix across hosts among them (label multihost.failure);
+# failure matrix across hosts among them (label multihost.failure, and its
+# socket-world subset multihost.failure.socket);
 # `KOLO_TEST_JOBS=multihost` runs them alone. The matrix's soaks (label
-# multihost.long_failure: a slow link, oversubscribed cores) run only in
+# multihost.long_failure: a slow link, oversubscribed cores) and the socket
+# world's whole matrix (multihost.long_failure.socket) run only in
 # `KOLO_TEST_JOBS=long` (minutes where the kernel has netem).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -149,10 +149,7 @@ Status Engine::check() {
   return failed_;
 }
 
-bool Engine::failed() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return !failed_.ok();
-}
+bool Engine::failed() const { return failed_flag_.load(std::memory_order_acquire); }
 
 void Engine::declare_failure(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -162,6 +159,7 @@ void Engine::declare_failure(const std::string& why) {
 void Engine::declare_locked(const std::string& why) {
   if (!failed_.ok()) return;
   failed_ = Status(Code::kRankFailed, why);
+  failed_flag_.store(true, std::memory_order_release);
   KOLO_LOG(kDebug) << "socket world: " << why;
   const std::string text = why.substr(0, kMaxReasonBytes);
   for (auto& slot : peers_) {

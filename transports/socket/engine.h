@@ -36,6 +36,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -95,7 +96,8 @@ class Engine : public Liveness {
   // order]), so its silence or exit is no failure. Any thread.
   bool left(int rank) const;
 
-  // Liveness.
+  // Liveness. failed() reads an atomic flag, so a caller may ask it as often as
+  // it likes, before a throttled look of its own (HostLiveness in socket_node.cc).
   Status check() override;
   bool failed() const override;
   // Declares this rank's verdict: `why` names the failed ranks. Any thread.
@@ -229,6 +231,7 @@ class Engine : public Liveness {
   bool quit_ = false;      // the progress thread returns
   std::chrono::steady_clock::time_point watched_;  // beat_and_watch's last run
   Status failed_;
+  std::atomic<bool> failed_flag_{false};  // !failed_.ok(), read without mu_ (failed())
   std::thread thread_;
 
   RequestId next_request_ = 1;

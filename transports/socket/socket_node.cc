@@ -34,6 +34,16 @@ constexpr auto kCheckEvery = std::chrono::milliseconds(1);
 // check, and a silence only the engine somehow missed; the engine decides
 // ordinary silence.
 
+// Note [A verdict is never answered from the last look]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A caller whose operation met a peer's failure (the engine's status: say a
+// peer's verdict that arrived while it waited) asks check() at once which peer
+// failed, to report KOLO_ERR_RANK_FAILED naming it (Coordinator::stop_for). A
+// check() throttled whole answers OK from its look a moment before, and the
+// failure is reported as a broken control plane (KOLO_ERR_TRANSPORT; a rank
+// resumed from SIGSTOP while idle did). So only the board's scan is throttled;
+// the engine's verdict is an atomic flag, read on every call.
+
 // The plane's Liveness with host peers: the engine's verdicts (closed
 // connections, silence, a peer's verdict: Note [Liveness from the sockets] in
 // engine.h) and the node's board (a host peer's pid gone or its heartbeat old).
@@ -49,8 +59,11 @@ class HostLiveness : public transport::Liveness {
 
   Status check() override {
     if (failed_flag_.load(std::memory_order_acquire)) return failed_;
+    // Only the board's look waits for kCheckEvery: the engine's verdict is taken
+    // at once (Note [A verdict is never answered from the last look]).
+    const bool engine_failed = engine_->failed();
     const auto now = std::chrono::steady_clock::now();
-    if (now < next_check_) return Status::OK();
+    if (!engine_failed && now < next_check_) return Status::OK();
     next_check_ = now + kCheckEvery;
     Status engine = engine_->check();
     if (engine.ok() && board_) {

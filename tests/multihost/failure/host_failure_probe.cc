@@ -1,6 +1,7 @@
 // host_failure_probe: one rank of the failure matrix across pretend hosts
 // (run_matrix.py starts it under mpiexec.mpich -disable-auto-cleanup inside
-// tools/pretend_cluster.sh). The driver disrupts the hosts' links or processes
+// tools/pretend_cluster.sh, or on the socket world one process per rank with
+// torchrun's variables). The driver disrupts the hosts' links or processes
 // while every rank is in the phase under test; each rank reports what kolo told
 // it and when, on CLOCK_MONOTONIC (one clock for every namespace of the machine,
 // the driver's too). The probe and the driver talk through files in <dir>:
@@ -236,8 +237,13 @@ int main(int argc, char** argv) {
   const std::string phase = argv[1];
   g_dir = argv[2];
   const long iterations = argc > 3 ? std::atol(argv[3]) : 1000;
-  if (const char* r = std::getenv("PMI_RANK")) g_rank = std::atoi(r);
-  if (const char* s = std::getenv("PMI_SIZE")) g_size = std::atoi(s);
+  // mpiexec's variables on the MPI world, torchrun's on the socket world.
+  const char* r = std::getenv("PMI_RANK");
+  const char* s = std::getenv("PMI_SIZE");
+  if (r == nullptr) r = std::getenv("RANK");
+  if (s == nullptr) s = std::getenv("WORLD_SIZE");
+  if (r != nullptr) g_rank = std::atoi(r);
+  if (s != nullptr) g_size = std::atoi(s);
   write_file("pid." + std::to_string(g_rank), std::to_string(getpid()));
   // A cut link also cuts hydra's forwarding of this rank's output (and a full pipe
   // would block the writer): the rank writes its own file.

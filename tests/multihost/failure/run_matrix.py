@@ -6,6 +6,8 @@
   run_matrix.py --cluster TOOL --probe PROBE --group NAME | --ci | --all
                                         (--ci: every group but the soaks)
   run_matrix.py --list [--all]          the cases (--all: the full matrix)
+  --world socket                        the same cases on kolo's socket world
+                                        (default: mpi; see WORLDS below)
 
 A case is LAYOUT.DISRUPTION.PHASE, e.g. 2x1.partition.ring:
   LAYOUT      2x1 or 2x2 (hosts x ranks per host; ranks fill h1 first)
@@ -24,7 +26,8 @@ A case is LAYOUT.DISRUPTION.PHASE, e.g. 2x1.partition.ring:
   PHASE       init idle negotiate ring hierarchical barrier join shutdown (soak: soak);
               mixed: the soak's sizes until the disruption
 --all is LAYOUT x {partition, oneway, kill, stop} x the phases above but mixed, and
-the soaks. All cases of one invocation run in one cluster, one after another.
+the soaks (on the socket world: without "hierarchical" and the soaks). All cases
+of one invocation run in one cluster, one after another.
 
 Each survivor must get KOLO_ERR_RANK_FAILED naming a rank of the other host
 within the bound (kill: 1 s; otherwise KOLO_PEER_TIMEOUT_SECONDS + 2 s) after the
@@ -36,11 +39,20 @@ exact sums. A rank that reports nothing within the watchdog is a hang; with
 --stacks its threads' backtraces (gdb) are printed. Times are CLOCK_MONOTONIC,
 one clock for every namespace. Prints one row per rank; --json FILE writes them.
 Exit 0: every case passed; 1: a case failed; 77: the cluster cannot run here.
+
+WORLDS. mpi: one mpiexec.mpich -disable-auto-cleanup job through the cluster's
+launcher-exec. socket: no mpiexec; each rank is started on its host through the
+launcher-exec, as a torchrun-style launcher would (KOLO_WORLD=socket, RANK,
+WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=h1 whose rank 0 serves the
+store, a fresh MASTER_PORT and job token per case), and every rank's process is
+its own: a killed rank is no launcher's business. The socket world has no
+hierarchical path yet: its "hierarchical" cases are refused.
 """
 import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -71,9 +83,21 @@ GROUPS = {
     "soak": ["2x1.slowlink.soak", "2x2.oversub.soak"],
 }
 CI_CASES = [c for name, group in GROUPS.items() if name != "soak" for c in group]
+# The socket world's matrix: a few key cases at 2 x 1 in CI (ctest -L
+# multihost.failure.socket, well under 2 minutes), the whole of it at each layout
+# under ctest -L multihost.long_failure.socket.
+SOCKET_GROUPS = {
+    "socket.ci": ["2x1.partition.init", "2x1.partition.negotiate", "2x1.partition.ring",
+                  "2x1.partition.shutdown", "2x1.oneway.negotiate", "2x1.kill.negotiate",
+                  "2x1.kill.ring", "2x1.stop.idle", "2x1.stop.barrier"],
+    "socket.2x1": [f"2x1.{f}.{p}" for f in FAULTS for p in PHASES if p != "hierarchical"],
+    "socket.2x2": [f"2x2.{f}.{p}" for f in FAULTS for p in PHASES if p != "hierarchical"],
+}
 
 
-def all_cases():
+def all_cases(world="mpi"):
+    if world == "socket":
+        return SOCKET_GROUPS["socket.2x1"] + SOCKET_GROUPS["socket.2x2"]
     cases = []
     for layout in ("2x1", "2x2"):
         for fault in FAULTS:
@@ -84,7 +108,7 @@ def all_cases():
 
 
 class Case:
-    def __init__(self, name):
+    def __init__(self, name, world="mpi"):
         parts = name.split(".")
         if len(parts) != 3 or parts[0] not in ("2x1", "2x2") or \
                 parts[1] not in FAULTS + MORE_FAULTS + SOAKS or \
@@ -92,6 +116,8 @@ class Case:
                 (parts[1] in SOAKS) != (parts[2] == "soak") or \
                 (parts[2] == "hierarchical" and parts[0] != "2x2"):
             raise ValueError(f"no case '{name}' (run_matrix.py --list --all lists them)")
+        if world == "socket" and parts[2] == "hierarchical":
+            raise ValueError(f"{name}: the socket world has no hierarchical path yet")
         self.name = name
         self.layout, self.fault, self.phase = parts
         self.ppn = int(self.layout[2])
@@ -185,7 +211,60 @@ class Busy:
             p.wait()
 
 
-def launch(case, args, tmp, log):
+class SocketJob:
+    """The ranks of a socket-world case, one process each (Popen's poll, pid and
+    wait as one job: it has ended once every rank has)."""
+
+    def __init__(self, procs):
+        self.procs = procs
+        self.returncode = None
+
+    def poll(self):
+        codes = [p.poll() for p in self.procs]
+        if any(c is None for c in codes):
+            return None
+        self.returncode = next((c for c in codes if c != 0), 0)
+        return self.returncode
+
+    def kill(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def wait(self):
+        for p in self.procs:
+            p.wait()
+        return self.poll()
+
+
+def launch_socket(case, args, tmp, log, port):
+    """Each rank on its host through the launcher-exec, torchrun's way (WORLDS)."""
+    variables = dict(KOLO_WORLD="socket", WORLD_SIZE=case.np, LOCAL_WORLD_SIZE=case.ppn,
+                     MASTER_ADDR="h1", MASTER_PORT=port, KOLO_JOB_TOKEN=os.urandom(16).hex(),
+                     KOLO_PEER_TIMEOUT_SECONDS=args.timeout, KOLO_FLIGHT_RECORDER_DIR=tmp)
+    if case.phase in TRANSPORT:
+        variables["KOLO_TRANSPORT"] = TRANSPORT[case.phase]
+    # No MPI launcher's variables: the probe would take its rank from them.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PMI_", "PMIX_", "OMPI_", "MPI_LOCALRANKID"))}
+    procs = []
+    for rank in range(case.np):
+        mine = dict(variables, RANK=rank, LOCAL_RANK=rank % case.ppn)
+        words = ["env"] + [f"{k}={v}" for k, v in mine.items()]
+        words += [args.probe, case.phase, tmp, str(args.soak_iterations)]
+        host = "h1" if rank in case.h1 else "h2"
+        procs.append(subprocess.Popen(
+            [os.environ["KOLO_CLUSTER_ENTER"], host, " ".join(shlex.quote(w) for w in words)],
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+    return SocketJob(procs)
+
+
+def launch(case, args, tmp, log, port=0):
+    if args.world == "socket":
+        return launch_socket(case, args, tmp, log, port)
     env = dict(os.environ, KOLO_PEER_TIMEOUT_SECONDS=str(args.timeout))
     cmd = ["mpiexec.mpich", "-launcher", "ssh", "-launcher-exec", env["KOLO_CLUSTER_ENTER"],
            "-localhost", env["KOLO_CLUSTER_LOCALHOST"], "-hosts", env["KOLO_CLUSTER_HOSTS"],
@@ -230,8 +309,8 @@ def disrupt(case):
         link("h2", "drop-out")
 
 
-def run_case(case, args, notes):
-    """Runs one case; returns (rows, failures)."""
+def run_case(case, args, notes, port=0):
+    """Runs one case; returns (rows, failures). `port`: the socket world's MASTER_PORT."""
     failures, rows = [], []
     bound_ms = 1000 if case.fault == "kill" else args.timeout * 1000 + 2000
     watchdog_ns = int((args.timeout + 25) * 1e9)
@@ -249,7 +328,7 @@ def run_case(case, args, notes):
         failures.append("h1 and h2 do not reach each other before the case (the cluster)")
         return rows, failures
     log = open(log_path, "w")
-    job = launch(case, args, tmp, log)
+    job = launch(case, args, tmp, log, port)
     started = now_ns()
     every = range(case.np)
     victims = case.h2 if case.fault in ("kill", "stop") else []
@@ -312,8 +391,9 @@ def run_case(case, args, notes):
                 stacks(tmp, left, failures)
         exited = now_ns()
         if not wait_until(lambda: job.poll() is not None, now_ns() + int(20e9)):
-            notes.append(f"{case.name}: mpiexec did not end within 20 s after its ranks "
-                         "(killed; the launcher's business, not kolo's)")
+            notes.append(f"{case.name}: {'the launcher-exec' if args.world == 'socket' else 'mpiexec'}"
+                         " did not end within 20 s after its ranks (killed; the launcher's "
+                         "business, not kolo's)")
         rows = collect(case, tmp, event, cont, bound_ms, failures, go_on, exited)
     finally:
         if busy:
@@ -324,7 +404,7 @@ def run_case(case, args, notes):
         signal_ranks(tmp, every, signal.SIGCONT)
         signal_ranks(tmp, every, signal.SIGKILL)
         if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
+            job.kill() if args.world == "socket" else os.killpg(job.pid, signal.SIGKILL)
         job.wait()
         log.close()
         if failures or args.verbose:  # the outputs, with the failures or printed
@@ -411,10 +491,12 @@ def check(case, row, bound_ms, failures):
 def inside(args):
     """In the cluster's switch namespace: every case, one after another."""
     failed, all_rows, notes = [], [], []
+    port = 20000 + 2 * (os.getpid() % 4000)  # 2 per case: MASTER_PORT and the store's
     for name in args.cases:
-        case = Case(name)
+        case = Case(name, args.world)
         t0 = time.monotonic()
-        rows, failures = run_case(case, args, notes)
+        port += 2
+        rows, failures = run_case(case, args, notes, port)
         all_rows += rows
         took = time.monotonic() - t0
         for row in rows:
@@ -445,7 +527,10 @@ def main():
     p.add_argument("--cluster", help="tools/pretend_cluster.sh")
     p.add_argument("--probe", help="host_failure_probe")
     p.add_argument("--ci", action="store_true", help="the cases CI runs (every group but soak)")
-    p.add_argument("--group", choices=sorted(GROUPS), help="one group of the CI cases")
+    p.add_argument("--group", choices=sorted(GROUPS) + sorted(SOCKET_GROUPS),
+                   help="one group of cases (socket.*: with --world socket)")
+    p.add_argument("--world", choices=("mpi", "socket"), default="mpi",
+                   help="which kolo world the ranks form (WORLDS above)")
     p.add_argument("--list", action="store_true")
     p.add_argument("--all", action="store_true", help="with --list or alone: the full matrix")
     p.add_argument("--timeout", type=float, default=2.0, help="KOLO_PEER_TIMEOUT_SECONDS")
@@ -463,19 +548,22 @@ def main():
     p.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.ci:
-        args.cases += CI_CASES
+        args.cases += SOCKET_GROUPS["socket.ci"] if args.world == "socket" else CI_CASES
     if args.group:
-        args.cases += GROUPS[args.group]
+        if args.group.startswith("socket.") != (args.world == "socket"):
+            p.error(f"group {args.group} is for the {'socket' if args.world == 'mpi' else 'mpi'} world")
+        args.cases += (SOCKET_GROUPS if args.world == "socket" else GROUPS)[args.group]
     if args.all and not args.list:
-        args.cases += all_cases()
+        args.cases += all_cases(args.world)
     if args.list:
-        print("\n".join(all_cases() if args.all else CI_CASES))
+        ci = SOCKET_GROUPS["socket.ci"] if args.world == "socket" else CI_CASES
+        print("\n".join(all_cases(args.world) if args.all else ci))
         return 0
     if not args.cases:
         p.error("no cases (name some, or --ci, or --all)")
     try:
         for name in args.cases:
-            Case(name)
+            Case(name, args.world)
     except ValueError as e:
         p.error(str(e))
     if args.inside:
@@ -485,7 +573,7 @@ def main():
     # One cluster for every case; this script again, inside it.
     limit = 120 + len(args.cases) * (args.timeout + 60) + \
         sum(args.soak_limit for c in args.cases if Case(c).soak)
-    inner = [sys.executable, os.path.abspath(__file__), "--inside", "--probe",
+    inner = [sys.executable, os.path.abspath(__file__), "--inside", "--world", args.world, "--probe",
              os.path.abspath(args.probe), "--timeout", str(args.timeout), "--rate", args.rate,
              "--soak-iterations", str(args.soak_iterations), "--slow-iterations",
              str(args.slow_iterations), "--soak-limit",
