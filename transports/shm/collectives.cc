@@ -274,6 +274,7 @@ Status ShmCollectives::run(Collective op, const CollectiveView& view) {
   if (options_.slot_stores == SlotStores::kAuto) far_ = node_->core_distance().last();
   const size_t posts = op == Collective::kBroadcast ? c.bytes(view.count) : in_bytes;
   c.stream_slot = posts >= options_.stream_slot_min_bytes && far_;
+  c.one_pass = one_pass(c, out_bytes);
   if (c.n == 1) {
     run_alone(c);
     return Status::OK();
@@ -311,7 +312,9 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   h[kOp] = static_cast<int64_t>(c.op);
   h[kDtype] = static_cast<int64_t>(v.dtype);
   h[kRoot] = bcast ? v.root : 0;
-  h[kCount] = bcast ? v.count : 0;
+  // Alltoall: the node's total, which decides the call's one pass (every rank
+  // must agree on it before it moves data that way).
+  h[kCount] = bcast ? v.count : c.op == Collective::kAlltoall ? v.alltoall_total : 0;
   h[kReduceOp] = reduces ? static_cast<int64_t>(v.reduction.op) : 0;
   h[kPid] = pid_;
   h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(bcast ? c.bcast_src : c.in));
@@ -487,10 +490,13 @@ Status ShmCollectives::run_call(Call& c) {
   // The first round: the header and the first pieces.
   if (g0 >= 1) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g0 - 1));
   write_header(c, header(c.me, g0));
-  post(c, 0);
+  if (!c.one_pass) post(c, 0);
   if (c.stream_slot) _mm_sfence();
   publish_counter(counter(c.me, kPosted), g0 + 1);
-  copy_own(c, 0);
+  if (c.one_pass)
+    copy_own_whole(c);
+  else
+    copy_own(c, 0);
   KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kPosted, g0 + 1));
   Status agreed = check_headers(c);
   if (!agreed.ok()) {
@@ -503,7 +509,7 @@ Status ShmCollectives::run_call(Call& c) {
   for (int r = 0; r < c.n && c.op != Collective::kBroadcast; ++r) {
     for (int i = 0; i < c.n; ++i) largest = std::max(largest, header(r, g0)[kFields + i]);
   }
-  if (single_copy() && c.bytes(largest) >= options_.single_copy_min_bytes) {
+  if (c.one_pass || (single_copy() && c.bytes(largest) >= options_.single_copy_min_bytes)) {
     // Note [Single copy for large calls]: done only once every peer is done
     // reading this rank's buffer, which the caller may change once run() returns.
     Status copied = copy_direct(c);
