@@ -42,8 +42,8 @@ class ShmCollectives {
   // kOnePassMinBytes and kOnePassMaxBytes read the peers' blocks straight from
   // their inputs when single_copy(), with no slot round first (Note [One pass
   // from the peers' inputs]).
-  static constexpr size_t kOnePassMinBytes = SIZE_MAX;
-  static constexpr size_t kOnePassMaxBytes = SIZE_MAX;
+  static constexpr size_t kOnePassMinBytes = size_t{64} << 10;
+  static constexpr size_t kOnePassMaxBytes = size_t{16} << 20;
   // Allgathers and alltoalls whose output has at least kStreamOutputMinBytes,
   // and broadcasts of at least kBroadcastStreamOutputMinBytes, write their
   // output with streaming stores (Note [Streaming the output]).

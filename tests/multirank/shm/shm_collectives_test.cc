@@ -69,10 +69,12 @@ std::unique_ptr<ShmCollectives> engine(size_t slot_bytes, const ShmCollectives::
 }
 
 // Options that reach each path: outputs streamed at every size or never; slots
-// written as told; single copy from 0 bytes (where the node allows it) or never.
+// written as told; single copy from 0 bytes (where the node allows it) or never;
+// no one pass (one_pass() below asks for it).
 ShmCollectives::Options with(size_t stream_output_from, ShmCollectives::SlotStores slots,
                              size_t single_copy_from = SIZE_MAX) {
   ShmCollectives::Options o;
+  o.one_pass_min_bytes = SIZE_MAX;
   o.stream_output_min_bytes = stream_output_from;
   o.broadcast_stream_output_min_bytes = stream_output_from;
   o.slot_stores = slots;
@@ -90,11 +92,13 @@ ShmCollectives::Options single_copy() {
 ShmCollectives::Options one_pass() {
   ShmCollectives::Options o;
   o.one_pass_min_bytes = 0;
+  o.one_pass_max_bytes = SIZE_MAX;
   return o;
 }
 
 ShmCollectives::Options slots(ShmCollectives::SlotStores stores) {
   ShmCollectives::Options o;
+  o.one_pass_min_bytes = SIZE_MAX;
   o.slot_stores = stores;
   return o;
 }
@@ -240,7 +244,10 @@ TEST(ShmCollectives, LargeBlocks) {
              : way == 2 ? ShmCollectives::SlotStores::kPlain
                         : ShmCollectives::SlotStores::kStreaming,
              way == 0 ? 0 : SIZE_MAX);
-    if (way >= 5) o.one_pass_min_bytes = 0;
+    if (way >= 5) {
+      o = one_pass();
+      o.stream_output_min_bytes = way == 6 ? 0 : SIZE_MAX;
+    }
     e = engine(ShmCollectives::kDefaultSlotBytes, o);
     ASSERT_NE(e, nullptr);
     check_allgather<float>(*e, 300007, false);
