@@ -35,7 +35,10 @@
 // rank's own block goes to the slot and its output in one pass (Note [One pass
 // over the own block]); large outputs are streamed (Note [Streaming the
 // output]). A call needs as many rounds as its largest piece; every rank
-// computes the same number from the headers.
+// computes the same number from the headers. Allgathers and alltoalls of 64 KiB
+// to 16 MiB per rank skip the slots where the node allows one-copy reads: one
+// round of headers, then each rank reads its peers' blocks straight from their
+// inputs (Note [One pass from the peers' inputs] in collectives_choices.cc).
 //
 // The headers: in its first round each rank publishes op, dtype, root, count,
 // reduce op and its counts (alltoall: its row and its column). After that round

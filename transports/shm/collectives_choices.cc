@@ -112,8 +112,9 @@ int64_t ShmCollectives::broadcast_piece(const Call& c) const {
 // it returns, so no buffer changes while a peer still reads it. Off by default
 // (kSingleCopyMinBytes is SIZE_MAX): process_vm_readv moved about half of
 // memcpy's bandwidth where it was measured, and the slots won at every size
-// (docs/perf/shm-collectives.md). Kept for nodes where such reads run at copy
-// speed; the bench's --engine=single measures it.
+// (docs/perf/shm-collectives.md) — but those calls ran a slot round first; the
+// one pass below does not. Kept for nodes where such reads run at copy speed;
+// the bench's --engine=single measures it.
 Status ShmCollectives::copy_direct(const Call& c) {
   const CollectiveView& v = *c.view;
   auto pid = [&](int p) { return static_cast<pid_t>(header(p, c.first)[kPid]); };
