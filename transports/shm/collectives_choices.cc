@@ -172,7 +172,10 @@ Status ShmCollectives::copy_direct(const Call& c) {
 // must be the same on every rank before any header is read, so it is made from
 // the view alone: allgather's recv_counts, alltoall's alltoall_total (which the
 // header carries as its count, so ranks that disagree fail alike); an alltoall
-// without a total (-1) keeps the slots.
+// without a total (-1) keeps the slots. The window, 64 KiB to 16 MiB: from
+// 64 KiB one round of hand-offs beats the slot's; at 64 MiB a one-copy read,
+// about half of memcpy's speed in this VM, costs more than the pass it saves
+// (docs/perf/shm-collectives.md, "One pass from the peers' inputs").
 bool ShmCollectives::one_pass(const Call& c, size_t out_bytes) const {
   if (!single_copy() || c.n == 1) return false;
   size_t per_rank = 0;
