@@ -337,9 +337,10 @@ Status ShmCollectives::check_headers(const Call& c) const {
     const int64_t* h = header(r, c.first);
     for (int f = kOp; f <= kReduceOp; ++f) {
       if (h[f] == zero[f]) continue;
-      return mismatch(what + " on the " + kFieldNames[f] + ": rank 0 has " +
-                              std::to_string(zero[f]) + ", rank " + std::to_string(r) + " has " +
-                              std::to_string(h[f]));
+      const bool total = f == kCount && c.op == Collective::kAlltoall;
+      return mismatch(what + " on the " + (total ? "alltoall_total" : kFieldNames[f]) +
+                      ": rank 0 has " + std::to_string(zero[f]) + ", rank " + std::to_string(r) +
+                      " has " + std::to_string(h[f]));
     }
     if (c.op == Collective::kAlltoall) continue;
     if (!std::equal(h + kFields, h + kFields + c.n, zero + kFields)) {
