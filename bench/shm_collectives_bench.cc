@@ -6,6 +6,7 @@
 //       [--engine=auto|slots|single] [--slot_bytes=N] [--stream_from=N]
 //       [--slot_stores=auto|plain|stream] [--stream_slot_from=N]
 //       [--broadcast_pieces_max_bytes=N] [--far_broadcast_pieces_above=N]
+//       [--one_pass_from=N] [--one_pass_to=N]
 //
 // --engine picks the engine's path for every call: auto (the default rule),
 // slots (data through the slots only) or single (single copy from 0 bytes,
@@ -17,7 +18,9 @@
 // --broadcast_pieces_max_bytes the largest broadcast cut into pieces near
 // (Note [Small broadcasts in pieces, near]; 0: none); --far_broadcast_pieces_above
 // the size above which broadcasts are cut into pieces far apart (Note [Large
-// broadcasts in pieces, far]; a huge N: none).
+// broadcasts in pieces, far]; a huge N: none); --one_pass_from/--one_pass_to the
+// output sizes per rank whose allgathers and alltoalls read the peers' inputs in
+// one pass (Note [One pass from the peers' inputs]).
 // Sizes 4 KiB to 256 MiB (x4 to 1 MiB plus 512 KiB, then x16 plus 4 and 64 MiB); buffers of 256 MiB per rank.
 // Every rank runs the same benchmarks with the same fixed iteration counts (a
 // collective cannot let each rank choose its own); rank 0 reports. Bytes are
@@ -75,6 +78,7 @@ CollectiveView view_for(Collective op, int64_t bytes) {
     case Collective::kAlltoall:
       v.send_counts.assign(static_cast<size_t>(s.size), per);
       v.recv_counts = v.send_counts;
+      v.alltoall_total = per * s.size * s.size;  // as the executor gives it
       break;
     default:
       v.recv_counts.assign(static_cast<size_t>(s.size), per);
@@ -157,6 +161,7 @@ struct Flags {
   std::string slot_stores = "auto";
   int64_t broadcast_pieces_max_bytes = -1;  // < 0: the engine's default
   int64_t far_broadcast_pieces_above = -1;  // < 0: the engine's default
+  int64_t one_pass_from = -1, one_pass_to = -1;  // < 0: the engine's default
 };
 
 // Takes this bench's own flags out of argv (the rest are Google Benchmark's).
@@ -177,6 +182,10 @@ bool parse_flags(int* argc, char** argv, Flags* f) {
       f->broadcast_pieces_max_bytes = std::strtoll(a.c_str() + 29, nullptr, 10);
     } else if (a.rfind("--far_broadcast_pieces_above=", 0) == 0) {
       f->far_broadcast_pieces_above = std::strtoll(a.c_str() + 29, nullptr, 10);
+    } else if (a.rfind("--one_pass_from=", 0) == 0) {
+      f->one_pass_from = std::strtoll(a.c_str() + 16, nullptr, 10);
+    } else if (a.rfind("--one_pass_to=", 0) == 0) {
+      f->one_pass_to = std::strtoll(a.c_str() + 14, nullptr, 10);
     } else if (a.rfind("--stream_slot_from=", 0) == 0) {
       f->stream_slot_from = std::strtoll(a.c_str() + 19, nullptr, 10);
     } else if (a.rfind("--slot_bytes=", 0) == 0) {
@@ -201,7 +210,8 @@ int main(int argc, char** argv) {
     fprintf(stderr,
             "shm_collectives_bench: --engine=auto|slots|single, --slot_bytes=N > 0, "
             "--stream_from=N, --stream_slot_from=N, --slot_stores=auto|plain|stream,\n"
-            "--broadcast_pieces_max_bytes=N, --far_broadcast_pieces_above=N\n");
+            "--broadcast_pieces_max_bytes=N, --far_broadcast_pieces_above=N,\n"
+            "--one_pass_from=N, --one_pass_to=N\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   Setup& s = setup();
@@ -219,6 +229,8 @@ int main(int argc, char** argv) {
     o.broadcast_pieces_max_bytes = static_cast<size_t>(flags.broadcast_pieces_max_bytes);
   if (flags.far_broadcast_pieces_above >= 0)
     o.far_broadcast_pieces_above_bytes = static_cast<size_t>(flags.far_broadcast_pieces_above);
+  if (flags.one_pass_from >= 0) o.one_pass_min_bytes = static_cast<size_t>(flags.one_pass_from);
+  if (flags.one_pass_to >= 0) o.one_pass_max_bytes = static_cast<size_t>(flags.one_pass_to);
   if (flags.slot_stores == "plain") o.slot_stores = ShmCollectives::SlotStores::kPlain;
   if (flags.slot_stores == "stream") o.slot_stores = ShmCollectives::SlotStores::kStreaming;
   NodeOptions regions;

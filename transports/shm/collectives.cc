@@ -35,7 +35,10 @@
 // rank's own block goes to the slot and its output in one pass (Note [One pass
 // over the own block]); large outputs are streamed (Note [Streaming the
 // output]). A call needs as many rounds as its largest piece; every rank
-// computes the same number from the headers.
+// computes the same number from the headers. Allgathers and alltoalls of 64 KiB
+// to 16 MiB per rank skip the slots where the node allows one-copy reads: one
+// round of headers, then each rank reads its peers' blocks straight from their
+// inputs (Note [One pass from the peers' inputs] in collectives_choices.cc).
 //
 // The headers: in its first round each rank publishes op, dtype, root, count,
 // reduce op and its counts (alltoall: its row and its column). After that round
@@ -274,6 +277,7 @@ Status ShmCollectives::run(Collective op, const CollectiveView& view) {
   if (options_.slot_stores == SlotStores::kAuto) far_ = node_->core_distance().last();
   const size_t posts = op == Collective::kBroadcast ? c.bytes(view.count) : in_bytes;
   c.stream_slot = posts >= options_.stream_slot_min_bytes && far_;
+  c.one_pass = one_pass(c, out_bytes);
   if (c.n == 1) {
     run_alone(c);
     return Status::OK();
@@ -311,7 +315,9 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   h[kOp] = static_cast<int64_t>(c.op);
   h[kDtype] = static_cast<int64_t>(v.dtype);
   h[kRoot] = bcast ? v.root : 0;
-  h[kCount] = bcast ? v.count : 0;
+  // Alltoall: the node's total, which decides the call's one pass (every rank
+  // must agree on it before it moves data that way).
+  h[kCount] = bcast ? v.count : c.op == Collective::kAlltoall ? v.alltoall_total : 0;
   h[kReduceOp] = reduces ? static_cast<int64_t>(v.reduction.op) : 0;
   h[kPid] = pid_;
   h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(bcast ? c.bcast_src : c.in));
@@ -331,9 +337,10 @@ Status ShmCollectives::check_headers(const Call& c) const {
     const int64_t* h = header(r, c.first);
     for (int f = kOp; f <= kReduceOp; ++f) {
       if (h[f] == zero[f]) continue;
-      return mismatch(what + " on the " + kFieldNames[f] + ": rank 0 has " +
-                              std::to_string(zero[f]) + ", rank " + std::to_string(r) + " has " +
-                              std::to_string(h[f]));
+      const bool total = f == kCount && c.op == Collective::kAlltoall;
+      return mismatch(what + " on the " + (total ? "alltoall_total" : kFieldNames[f]) +
+                      ": rank 0 has " + std::to_string(zero[f]) + ", rank " + std::to_string(r) +
+                      " has " + std::to_string(h[f]));
     }
     if (c.op == Collective::kAlltoall) continue;
     if (!std::equal(h + kFields, h + kFields + c.n, zero + kFields)) {
@@ -487,10 +494,13 @@ Status ShmCollectives::run_call(Call& c) {
   // The first round: the header and the first pieces.
   if (g0 >= 1) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g0 - 1));
   write_header(c, header(c.me, g0));
-  post(c, 0);
+  if (!c.one_pass) post(c, 0);
   if (c.stream_slot) _mm_sfence();
   publish_counter(counter(c.me, kPosted), g0 + 1);
-  copy_own(c, 0);
+  if (c.one_pass)
+    copy_own_whole(c);
+  else
+    copy_own(c, 0);
   KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kPosted, g0 + 1));
   Status agreed = check_headers(c);
   if (!agreed.ok()) {
@@ -503,7 +513,7 @@ Status ShmCollectives::run_call(Call& c) {
   for (int r = 0; r < c.n && c.op != Collective::kBroadcast; ++r) {
     for (int i = 0; i < c.n; ++i) largest = std::max(largest, header(r, g0)[kFields + i]);
   }
-  if (single_copy() && c.bytes(largest) >= options_.single_copy_min_bytes) {
+  if (c.one_pass || (single_copy() && c.bytes(largest) >= options_.single_copy_min_bytes)) {
     // Note [Single copy for large calls]: done only once every peer is done
     // reading this rank's buffer, which the caller may change once run() returns.
     Status copied = copy_direct(c);

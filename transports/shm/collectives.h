@@ -38,6 +38,12 @@ class ShmCollectives {
   // Calls whose largest block has at least this many bytes copy straight from
   // the peers' buffers when single_copy() (Note [Single copy for large calls]).
   static constexpr size_t kSingleCopyMinBytes = SIZE_MAX;
+  // Allgathers and alltoalls whose output (per rank, on average) has between
+  // kOnePassMinBytes and kOnePassMaxBytes read the peers' blocks straight from
+  // their inputs when single_copy(), with no slot round first (Note [One pass
+  // from the peers' inputs]).
+  static constexpr size_t kOnePassMinBytes = size_t{64} << 10;
+  static constexpr size_t kOnePassMaxBytes = size_t{16} << 20;
   // Allgathers and alltoalls whose output has at least kStreamOutputMinBytes,
   // and broadcasts of at least kBroadcastStreamOutputMinBytes, write their
   // output with streaming stores (Note [Streaming the output]).
@@ -69,6 +75,8 @@ class ShmCollectives {
   // set others to reach each path: 0 (always) or SIZE_MAX (never) for a size.
   struct Options {
     size_t single_copy_min_bytes = kSingleCopyMinBytes;
+    size_t one_pass_min_bytes = kOnePassMinBytes;
+    size_t one_pass_max_bytes = kOnePassMaxBytes;
     size_t stream_output_min_bytes = kStreamOutputMinBytes;
     size_t broadcast_stream_output_min_bytes = kBroadcastStreamOutputMinBytes;
     SlotStores slot_stores = SlotStores::kAuto;
@@ -121,6 +129,8 @@ class ShmCollectives {
   void consume(const Call& call, int64_t k);
   void run_alone(const Call& call);
   Status copy_direct(const Call& call);
+  bool one_pass(const Call& call, size_t out_bytes) const;
+  void copy_own_whole(Call& call) const;
   Status decide_slot_stores(Call& call, int64_t largest_bytes);
   int64_t broadcast_piece(const Call& call) const;
   Status reduce_direct(const Call& call);

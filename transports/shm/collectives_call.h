@@ -43,6 +43,10 @@ struct ShmCollectives::Call {
   const char* bcast_src = nullptr;
   bool stream = false;       // the output is written with streaming stores
   bool stream_slot = false;  // so is this rank's slot
+  // The peers' blocks are read straight from their inputs, with no slot round
+  // (Note [One pass from the peers' inputs]); decided from the view alone.
+  bool one_pass = false;
+  int64_t own_done = 0;     // elements of this rank's own block already in its output
   size_t elem = 4;
   int n = 1, me = 0;
   uint64_t first = 0;       // the call's first round

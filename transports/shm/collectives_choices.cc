@@ -15,6 +15,7 @@
 #include "transports/shm/collectives_call.h"
 #include "transports/shm/core_distance.h"
 #include "transports/shm/counter.h"
+#include "transports/shm/pass.h"
 #include "transports/shm/peer_read.h"
 
 namespace kolo::shm {
@@ -111,8 +112,9 @@ int64_t ShmCollectives::broadcast_piece(const Call& c) const {
 // it returns, so no buffer changes while a peer still reads it. Off by default
 // (kSingleCopyMinBytes is SIZE_MAX): process_vm_readv moved about half of
 // memcpy's bandwidth where it was measured, and the slots won at every size
-// (docs/perf/shm-collectives.md). Kept for nodes where such reads run at copy
-// speed; the bench's --engine=single measures it.
+// (docs/perf/shm-collectives.md) — but those calls ran a slot round first; the
+// one pass below does not. Kept for nodes where such reads run at copy speed;
+// the bench's --engine=single measures it.
 Status ShmCollectives::copy_direct(const Call& c) {
   const CollectiveView& v = *c.view;
   auto pid = [&](int p) { return static_cast<pid_t>(header(p, c.first)[kPid]); };
@@ -140,8 +142,9 @@ Status ShmCollectives::copy_direct(const Call& c) {
     const int64_t m = v.recv_counts[p];
     char* dst = c.out + c.bytes((*c.displs_out)[p]);
     if (p == c.me) {
-      // The first round's piece is there already (post_own(), copy_own()).
-      const int64_t done = c.len(m, 0);
+      // The first round's piece is there already (post_own(), copy_own()), or
+      // the whole block (copy_own_whole()).
+      const int64_t done = c.one_pass ? c.own_done : c.len(m, 0);
       const char* src = c.in + c.bytes((alltoall ? (*c.displs_in)[c.me] : 0) + done);
       if (src != dst + c.bytes(done)) copy_bytes(dst + c.bytes(done), src, c.bytes(m - done));
       continue;
@@ -151,6 +154,54 @@ Status ShmCollectives::copy_direct(const Call& c) {
     KOLO_RETURN_IF_ERROR_AS_IS(read_peer(pid(p), at(p, skip), dst, c.bytes(m)));
   }
   return Status::OK();
+}
+
+// Note [One pass from the peers' inputs]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Through the slots each byte a rank sends is copied twice (by its writer into
+// the slot, by its reader out of it), and an alltoall rank also copies its own
+// block: three passes. Reading the peers' inputs with one copy (peer_read.h)
+// leaves two: the own block, then each peer's block straight into the output.
+// But a call that runs a slot round first has posted its first pieces already
+// (up to a whole slot), so single copy could not win below a few slots. So
+// allgathers and alltoalls whose output per rank (the average: the node's total
+// over its ranks) lies in [Options::one_pass_min_bytes, one_pass_max_bytes]
+// skip the slot round: the first round carries the header only, each rank
+// copies its whole own block while the peers' headers arrive (Note [The own
+// block while the peers catch up]), then reads the peers' blocks. The choice
+// must be the same on every rank before any header is read, so it is made from
+// the view alone: allgather's recv_counts, alltoall's alltoall_total (which the
+// header carries as its count, so ranks that disagree fail alike); an alltoall
+// without a total (-1) keeps the slots. The window, 64 KiB to 16 MiB: from
+// 64 KiB one round of hand-offs beats the slot's; at 64 MiB a one-copy read,
+// about half of memcpy's speed in this VM, costs more than the pass it saves
+// (docs/perf/shm-collectives.md, "One pass from the peers' inputs").
+bool ShmCollectives::one_pass(const Call& c, size_t out_bytes) const {
+  if (!single_copy() || c.n == 1) return false;
+  size_t per_rank = 0;
+  if (c.op == Collective::kAllgather) {
+    per_rank = out_bytes;
+  } else if (c.op == Collective::kAlltoall && c.view->alltoall_total >= 0) {
+    per_rank = c.bytes(c.view->alltoall_total) / static_cast<size_t>(c.n);
+  } else {
+    return false;
+  }
+  return per_rank >= options_.one_pass_min_bytes && per_rank <= options_.one_pass_max_bytes;
+}
+
+// The own block into the output, all of it (a one-pass call's first round). An
+// alltoall rank whose own send and receive counts differ copies nothing (the
+// headers report the mismatch; Note [The own block while the peers catch up]).
+void ShmCollectives::copy_own_whole(Call& c) const {
+  const CollectiveView& v = *c.view;
+  const bool alltoall = c.op == Collective::kAlltoall;
+  c.own_done = 0;
+  if (alltoall && v.send_counts[c.me] != v.recv_counts[c.me]) return;
+  const int64_t m = v.recv_counts[c.me];
+  const char* src = c.in + c.bytes(alltoall ? (*c.displs_in)[c.me] : 0);
+  char* dst = c.out + c.bytes((*c.displs_out)[c.me]);
+  if (m > 0 && src != dst) copy(dst, src, c.bytes(m), c.stream);
+  c.own_done = m;
 }
 
 // This rank's block, a scratch-sized piece at a time: its own input (prescaled

@@ -69,10 +69,12 @@ std::unique_ptr<ShmCollectives> engine(size_t slot_bytes, const ShmCollectives::
 }
 
 // Options that reach each path: outputs streamed at every size or never; slots
-// written as told; single copy from 0 bytes (where the node allows it) or never.
+// written as told; single copy from 0 bytes (where the node allows it) or never;
+// no one pass (one_pass() below asks for it).
 ShmCollectives::Options with(size_t stream_output_from, ShmCollectives::SlotStores slots,
                              size_t single_copy_from = SIZE_MAX) {
   ShmCollectives::Options o;
+  o.one_pass_min_bytes = SIZE_MAX;
   o.stream_output_min_bytes = stream_output_from;
   o.broadcast_stream_output_min_bytes = stream_output_from;
   o.slot_stores = slots;
@@ -86,8 +88,17 @@ ShmCollectives::Options single_copy() {
   return o;
 }
 
+// Allgathers and alltoalls of every size in one pass (where the node allows it).
+ShmCollectives::Options one_pass() {
+  ShmCollectives::Options o;
+  o.one_pass_min_bytes = 0;
+  o.one_pass_max_bytes = SIZE_MAX;
+  return o;
+}
+
 ShmCollectives::Options slots(ShmCollectives::SlotStores stores) {
   ShmCollectives::Options o;
+  o.one_pass_min_bytes = SIZE_MAX;
   o.slot_stores = stores;
   return o;
 }
@@ -136,10 +147,15 @@ void check_broadcast(ShmCollectives& e, int64_t count, int root, bool in_place) 
 // Elements rank s sends rank d: uneven, some pairs empty.
 int64_t pair(int s, int d, int64_t base) { return (s + 2 * d) % 4 == 1 ? 0 : base * (1 + (s + d) % 3) + s; }
 
+// With `total`, the view carries the node's total, as the executor's does
+// (Note [One pass from the peers' inputs] reads it); without, -1.
 template <typename T>
-void check_alltoall(ShmCollectives& e, int64_t base) {
-  SCOPED_TRACE("alltoall base " + std::to_string(base));
+void check_alltoall(ShmCollectives& e, int64_t base, bool total = true) {
+  SCOPED_TRACE("alltoall base " + std::to_string(base) + (total ? "" : " without a total"));
   CollectiveView v = view_of<T>(nullptr, nullptr);
+  v.alltoall_total = total ? 0 : -1;
+  for (int s = 0; total && s < size(); ++s)
+    for (int d = 0; d < size(); ++d) v.alltoall_total += pair(s, d, base);
   std::vector<T> in, want;
   for (int d = 0; d < size(); ++d) {
     v.send_counts.push_back(pair(rank(), d, base));
@@ -194,15 +210,17 @@ TYPED_TEST(ShmCollectivesTest, EveryCollectiveExact) {
   std::unique_ptr<ShmCollectives> tiny = engine(256);
   std::unique_ptr<ShmCollectives> odd = engine(1000, with(0, ShmCollectives::SlotStores::kStreaming));
   std::unique_ptr<ShmCollectives> large = engine(ShmCollectives::kDefaultSlotBytes);
-  // Single copy (where the node allows).
+  // Single copy and one pass (where the node allows).
   std::unique_ptr<ShmCollectives> direct = engine(256, single_copy());
-  ASSERT_TRUE(tiny && odd && large && direct);
-  for (ShmCollectives* e : {tiny.get(), odd.get(), large.get(), direct.get()}) {
+  std::unique_ptr<ShmCollectives> once = engine(256, one_pass());
+  ASSERT_TRUE(tiny && odd && large && direct && once);
+  for (ShmCollectives* e : {tiny.get(), odd.get(), large.get(), direct.get(), once.get()}) {
     const std::vector<int64_t> bases =
         e == large.get() ? std::vector<int64_t>{1000} : std::vector<int64_t>{1, 65};
     for (int64_t base : bases) {
       for (bool in_place : {false, true}) check_allgather<TypeParam>(*e, base, in_place);
       check_alltoall<TypeParam>(*e, base);
+      if (e == once.get()) check_alltoall<TypeParam>(*e, base, false);  // the slots
       for (ReduceOp op : kOps)
         for (bool in_place : {false, true}) check_reducescatter<TypeParam>(*e, base, op, in_place);
       for (int root = 0; root < size(); ++root)
@@ -218,13 +236,19 @@ TYPED_TEST(ShmCollectivesTest, EveryCollectiveExact) {
 // (with plain and streamed outputs), and by single copy where the node allows it.
 TEST(ShmCollectives, LargeBlocks) {
   std::unique_ptr<ShmCollectives> e;
-  for (int way = 0; way < 5; ++way) {  // single copy; slots measured, plain, streamed (x2)
-    e = engine(ShmCollectives::kDefaultSlotBytes,
-               with(way == 4 ? 0 : SIZE_MAX,
-                    way == 1   ? ShmCollectives::SlotStores::kAuto
-                    : way == 2 ? ShmCollectives::SlotStores::kPlain
-                               : ShmCollectives::SlotStores::kStreaming,
-                    way == 0 ? 0 : SIZE_MAX));
+  // single copy; slots measured, plain, streamed (x2); one pass, plain and streamed output
+  for (int way = 0; way < 7; ++way) {
+    ShmCollectives::Options o =
+        with(way == 4 || way == 6 ? 0 : SIZE_MAX,
+             way == 1   ? ShmCollectives::SlotStores::kAuto
+             : way == 2 ? ShmCollectives::SlotStores::kPlain
+                        : ShmCollectives::SlotStores::kStreaming,
+             way == 0 ? 0 : SIZE_MAX);
+    if (way >= 5) {
+      o = one_pass();
+      o.stream_output_min_bytes = way == 6 ? 0 : SIZE_MAX;
+    }
+    e = engine(ShmCollectives::kDefaultSlotBytes, o);
     ASSERT_NE(e, nullptr);
     check_allgather<float>(*e, 300007, false);
     check_allgather<int16_t>(*e, 600001, true);
@@ -477,6 +501,48 @@ TEST(ShmCollectives, RepeatedMixedCalls) {
       case 3: check_reducescatter<float>(*e, base * 30, ReduceOp::kMax, false); break;
     }
   }
+}
+
+// Note [One pass from the peers' inputs]: where the node allows single copy, an
+// allgather or an alltoall with a total in the window runs in one round
+// whatever its size (through a 256-byte slot it would take many); an alltoall
+// without a total, or above the window, keeps the slots. Exact every way.
+TEST(ShmCollectives, OnePassRunsOneRound) {
+  ShmCollectives::Options o = one_pass();
+  o.one_pass_max_bytes = 64 << 10;
+  std::unique_ptr<ShmCollectives> e = engine(256, o);
+  ASSERT_NE(e, nullptr);
+  if (!e->single_copy()) GTEST_SKIP() << "this node does not allow single copy";
+  uint64_t before = e->rounds_run();
+  check_allgather<int32_t>(*e, 300, false);
+  EXPECT_EQ(e->rounds_run(), before + 1);
+  before = e->rounds_run();
+  check_alltoall<double>(*e, 200);
+  EXPECT_EQ(e->rounds_run(), before + 1);
+  before = e->rounds_run();
+  check_alltoall<double>(*e, 200, false);
+  EXPECT_GT(e->rounds_run(), before + 1);
+  before = e->rounds_run();
+  check_allgather<int32_t>(*e, 20000, false);  // over 64 KiB per rank
+  EXPECT_GT(e->rounds_run(), before + 1);
+}
+
+// Ranks that disagree on an alltoall's total (which picks its one pass) fail
+// alike, whichever way each began, and stay in step.
+TEST(ShmCollectives, OnePassTotalsThatDisagreeFailAlike) {
+  std::unique_ptr<ShmCollectives> e = engine(256, one_pass());
+  ASSERT_NE(e, nullptr);
+  std::vector<float> in(16 * static_cast<size_t>(size()), 1.0f), out(in.size());
+  CollectiveView a = view_of<float>(in.data(), out.data());
+  a.send_counts.assign(static_cast<size_t>(size()), 16);
+  a.recv_counts.assign(static_cast<size_t>(size()), 16);
+  a.alltoall_total = rank() == 0 ? -1 : 16 * size() * size();  // rank 0 keeps the slots
+  Status s = e->run(Collective::kAlltoall, a);
+  EXPECT_EQ(s.code(), Code::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("on the alltoall_total: rank 0 has -1"), std::string::npos)
+      << s.message();
+  check_alltoall<float>(*e, 100);  // still in step
+  check_allgather<float>(*e, 100, false);
 }
 
 // Ranks that disagree all get the same Mismatch naming the field; the engine
