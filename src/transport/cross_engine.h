@@ -53,7 +53,8 @@ class CrossEngine {
   virtual std::unique_ptr<Work> broadcast(void* data, int64_t count, DataType dtype, int root) = 0;
   // send_counts[d] elements from input + send_displs[d] go to group rank d; from
   // rank s, recv_counts[s] elements land at output + recv_displs[s].
-  virtual std::unique_ptr<Work> alltoallv(const void* input, const std::vector<int64_t>& send_counts,
+  virtual std::unique_ptr<Work> alltoallv(const void* input,
+                                          const std::vector<int64_t>& send_counts,
                                           const std::vector<int64_t>& send_displs, void* output,
                                           const std::vector<int64_t>& recv_counts,
                                           const std::vector<int64_t>& recv_displs,

@@ -38,8 +38,8 @@ Status make_cross(TransportFactory& factory, World* world, int space,
   if (world->p2p == nullptr || world->control == nullptr)
     return unsupported("no cross-node engine: the world has none of its own and no verbs");
   std::unique_ptr<algorithms::P2PCross> made;
-  KOLO_RETURN_IF_ERROR(
-      algorithms::P2PCross::create(*world->control, *world->p2p, space, algorithms::RingOptions{}, &made));
+  KOLO_RETURN_IF_ERROR(algorithms::P2PCross::create(*world->control, *world->p2p, space,
+                                                    algorithms::RingOptions{}, &made));
   *out = std::move(made);
   return Status::OK();
 }

@@ -143,7 +143,8 @@ Status HierarchicalCollectives::create(transport::ControlPlane& control, shm::Sh
   std::vector<transport::Bytes> all;
   KOLO_RETURN_IF_ERROR_AS_IS(control.allgather(transport::Bytes(1, mine), &all));
   h->consecutive_ = true;
-  for (const transport::Bytes& b : all) h->consecutive_ = h->consecutive_ && b == transport::Bytes(1, 1);
+  for (const transport::Bytes& b : all)
+    h->consecutive_ = h->consecutive_ && b == transport::Bytes(1, 1);
   h->cross_ = std::move(cross);
   h->node_ = &node;
   *out = std::move(h);

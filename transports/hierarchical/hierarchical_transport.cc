@@ -25,8 +25,8 @@ Status HierarchicalTransport::create(transport::ControlPlane& control,
                           std::to_string(topo.local_size) + ")");
   }
   std::unique_ptr<HierarchicalTransport> t(new HierarchicalTransport());
-  KOLO_RETURN_IF_ERROR(
-      HierarchicalCollectives::create(control, *node->collectives_engine(), cross, &t->collectives_));
+  KOLO_RETURN_IF_ERROR(HierarchicalCollectives::create(control, *node->collectives_engine(), cross,
+                                                       &t->collectives_));
   t->node_ = std::move(node);
   t->cross_ = std::move(cross);
   *out = std::move(t);
