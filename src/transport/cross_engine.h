@@ -17,9 +17,10 @@
 // - Counts and displacements are in elements of `dtype`; layouts as
 //   P2PCollectives' explicit forms (algorithms/p2p_collectives.h). reducescatter
 //   and allreduce take SUM, MIN, MAX, PRODUCT (no factors).
-// - max_call_bytes(): the most bytes one rank's side of one call may hold
-//   (MPI's int counts); a caller answers Unsupported above it, the same on every
-//   rank.
+// - max_call_bytes(): the most bytes one rank's side of one call may hold, and
+//   the most elements of one reducescatter (MPI's int counts: bytes where the
+//   engine moves bytes, elements of the dtype where it reduces); a caller
+//   answers Unsupported above it, the same on every rank.
 // - Errors: a failed peer or a verb's error fails the call's Status.
 #pragma once
 

@@ -186,8 +186,9 @@ Status HierarchicalCollectives::supports(Collective op, const CollectiveView& vi
       if (!is_elementwise(view.reduction.op))
         return unsupported(what + ": sum, min, max or product, not " + op_name(view.reduction.op));
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "recv_counts", view.recv_counts, size));
-      return fits(sum(view.recv_counts, 0, size), elem, most) ? Status::OK()
-                                                              : unsupported(too_large);
+      // Counted in elements of the dtype, not bytes (cross_engine.h: max_call_bytes).
+      return fits(sum(view.recv_counts, 0, size), 1, most) ? Status::OK()
+                                                           : unsupported(too_large);
     default:
       return internal_error(what + ": not a transport collective");
   }
