@@ -2,8 +2,8 @@
 // point-to-point verbs — an in-place allreduce (the ring) and allgatherv,
 // broadcast, alltoallv and reducescatter (P2PCollectives) among the ranks that
 // share this rank's local rank, one per node, in node order. What MPI's cross
-// communicator gives the MPI world (hierarchical_transport.h's CrossRing and the
-// MpiTransport inside HierarchicalCollectives), for every world with verbs.
+// communicator gives the MPI world (transports/mpi/mpi_cross.h), for every world
+// with verbs; the registry composes it into "hierarchical" (cross_engine.h).
 //
 // Contract:
 // - create() is collective over the world (one allgather of every rank's
@@ -20,13 +20,14 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "algorithms/p2p_collectives.h"
 #include "algorithms/ring_allreduce.h"
 #include "common/status.h"
 #include "transport/control_plane.h"
-#include "transport/factory.h"
+#include "transport/cross_engine.h"
 #include "transport/point_to_point.h"
 
 namespace kolo::algorithms {
@@ -45,8 +46,8 @@ class P2PCross : public transport::CrossEngine {
   static Status cross_members(const std::vector<transport::Topology>& all, int rank,
                               std::vector<int>* members);
 
-  int rank() const { return group_->rank(); }
-  int size() const { return group_->size(); }
+  int rank() const override { return group_->rank(); }
+  int size() const override { return group_->size(); }
 
   // CrossEngine: in place, op SUM, MIN, MAX or PRODUCT.
   Status allreduce(void* data, int64_t count, DataType dtype, ReduceOp op) override {
@@ -54,27 +55,38 @@ class P2PCross : public transport::CrossEngine {
   }
   void tune(const transport::Tuning& tuning) override;
 
-  // The other collectives, as P2PCollectives' explicit-layout forms.
-  Status allgatherv(const void* input, void* output, const std::vector<int64_t>& counts,
-                    const std::vector<int64_t>& displs, DataType dtype) {
-    return collectives_.allgatherv(input, output, counts, displs, dtype);
+  // The other collectives: P2PCollectives' explicit-layout forms, run to
+  // completion before they return.
+  std::unique_ptr<transport::Work> allgatherv(const void* input, void* output,
+                                              const std::vector<int64_t>& counts,
+                                              const std::vector<int64_t>& displs,
+                                              DataType dtype) override {
+    return done(collectives_.allgatherv(input, output, counts, displs, dtype));
   }
-  Status broadcast(void* data, int64_t count, DataType dtype, int root) {
-    return collectives_.broadcast(data, count, dtype, root);
+  std::unique_ptr<transport::Work> broadcast(void* data, int64_t count, DataType dtype,
+                                             int root) override {
+    return done(collectives_.broadcast(data, count, dtype, root));
   }
-  Status alltoallv(const void* input, const std::vector<int64_t>& send_counts,
-                   const std::vector<int64_t>& send_displs, void* output,
-                   const std::vector<int64_t>& recv_counts,
-                   const std::vector<int64_t>& recv_displs, DataType dtype) {
-    return collectives_.alltoallv(input, send_counts, send_displs, output, recv_counts,
-                                  recv_displs, dtype);
+  std::unique_ptr<transport::Work> alltoallv(const void* input,
+                                             const std::vector<int64_t>& send_counts,
+                                             const std::vector<int64_t>& send_displs, void* output,
+                                             const std::vector<int64_t>& recv_counts,
+                                             const std::vector<int64_t>& recv_displs,
+                                             DataType dtype) override {
+    return done(collectives_.alltoallv(input, send_counts, send_displs, output, recv_counts,
+                                       recv_displs, dtype));
   }
-  Status reducescatter(const void* input, void* output, const std::vector<int64_t>& counts,
-                       DataType dtype, ReduceOp op) {
-    return collectives_.reducescatter(input, output, counts, dtype, op);
+  std::unique_ptr<transport::Work> reducescatter(const void* input, void* output,
+                                                 const std::vector<int64_t>& counts,
+                                                 DataType dtype, ReduceOp op) override {
+    return done(collectives_.reducescatter(input, output, counts, dtype, op));
   }
 
  private:
+  static std::unique_ptr<transport::Work> done(Status s) {
+    return std::make_unique<transport::CompletedWork>(std::move(s));
+  }
+
   std::unique_ptr<transport::PointToPoint> group_;
   RingAllreduce ring_;
   P2PCollectives collectives_;

@@ -3,8 +3,8 @@
 // can build; the registry alone decides which transports a world offers and how
 // they are composed: it makes the ring and the Adasum engine over the world's
 // point-to-point verbs and the device transport over its control plane itself,
-// and composes hierarchical from an intra-node engine and a cross-node engine
-// (for host and device buckets alike).
+// and composes "hierarchical" (transports/hierarchical) from the node layer's
+// engines (node()) and a cross-node engine (for host and device buckets alike).
 //
 // Contract: called once, at init, by the thread that creates the world, in the
 // same order on every rank — several methods are collective over the world. Each
@@ -18,20 +18,14 @@
 
 #include "common/dtype.h"
 #include "common/status.h"
+#include "transport/cross_engine.h"
 #include "transport/transport.h"
 
-namespace kolo::transport {
+namespace kolo::shm {
+class ShmTransport;  // transports/shm/transport.h: the node layer's engines
+}  // namespace kolo::shm
 
-// An in-place allreduce of host memory among the ranks that share this rank's
-// local rank, one per node (the cross-node step of a hierarchical allreduce). Op
-// is SUM, MIN, MAX or PRODUCT. Coordinator thread; same order on those ranks.
-class CrossEngine {
- public:
-  virtual ~CrossEngine() = default;
-  virtual Status allreduce(void* data, int64_t count, DataType dtype, ReduceOp op) = 0;
-  // As Transport::tune.
-  virtual void tune(const Tuning& tuning) {}
-};
+namespace kolo::transport {
 
 class TransportFactory {
  public:
@@ -39,16 +33,17 @@ class TransportFactory {
 
   // The backend's native allreduce and collectives ("mpi").
   virtual Status native(std::unique_ptr<Transport>* out) = 0;
-  // The intra-node shared-memory engine over the whole world ("shm"): only where
-  // every rank is on one node; slices of up to `slot_bytes`. Collective.
-  virtual Status shared_memory(size_t slot_bytes, std::unique_ptr<Transport>* out) = 0;
+  // The node layer's engines over this rank's node ("shm" on one node; the
+  // intra-node step of "hierarchical" on several), slices of up to `slot_bytes`.
+  // Collective.
+  virtual Status node(size_t slot_bytes, std::unique_ptr<shm::ShmTransport>* out) = 0;
   // Whether every node has the same number of ranks. Collective.
   virtual Status equal_nodes(bool* out) = 0;
-  // The cross-node engine (see CrossEngine). Collective.
+  // The world's own cross-node engine (see cross_engine.h), where it has one
+  // better than kolo's over its verbs; OK with *out null: none of its own, the
+  // registry makes kolo's (algorithms/p2p_cross.h) over the world's verbs.
+  // Unsupported: no cross-node step in this world. Collective.
   virtual Status cross(std::shared_ptr<CrossEngine>* out) = 0;
-  // The intra-node shared-memory engine with `cross` after each shard's reduction
-  // ("hierarchical"). Collective.
-  virtual Status hierarchical(std::shared_ptr<CrossEngine> cross, std::unique_ptr<Transport>* out) = 0;
 };
 
 }  // namespace kolo::transport

@@ -5,10 +5,13 @@
 #include <utility>
 
 #include "algorithms/adasum.h"
+#include "algorithms/p2p_cross.h"
 #include "algorithms/ring_allreduce.h"
 #include "common/check.h"
 #include "common/logging.h"
+#include "transports/hierarchical/hierarchical_transport.h"
 #include "transports/nccl/nccl_factory.h"
+#include "transports/shm/transport.h"
 
 namespace kolo::transport {
 namespace {
@@ -20,7 +23,40 @@ TransportInfo device_info() {
   return info;
 }
 
+// The tag spaces (Note [Tag spaces] in algorithms/tags.h) of the cross-node
+// engines the registry makes over a world's verbs: the host hierarchical's and
+// the device transport's, apart from each other and from the ring's (space 0).
+constexpr int kHostCrossSpace = 1;
+constexpr int kDeviceCrossSpace = 2;
+
+// The cross-node engine: the world's own (factory.cross), else kolo's over the
+// world's verbs in `space`. Collective.
+Status make_cross(TransportFactory& factory, World* world, int space,
+                  std::shared_ptr<CrossEngine>* out) {
+  KOLO_RETURN_IF_ERROR_AS_IS(factory.cross(out));
+  if (*out != nullptr) return Status::OK();
+  if (world->p2p == nullptr || world->control == nullptr)
+    return unsupported("no cross-node engine: the world has none of its own and no verbs");
+  std::unique_ptr<algorithms::P2PCross> made;
+  KOLO_RETURN_IF_ERROR(algorithms::P2PCross::create(*world->control, *world->p2p, space,
+                                                    algorithms::RingOptions{}, &made));
+  *out = std::move(made);
+  return Status::OK();
+}
+
+Status make_hierarchical(ControlPlane* control, std::unique_ptr<shm::ShmTransport> node,
+                         std::shared_ptr<CrossEngine> cross, std::unique_ptr<Transport>* out) {
+  KOLO_CHECK(control != nullptr);
+  std::unique_ptr<hierarchical::HierarchicalTransport> t;
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      hierarchical::HierarchicalTransport::create(*control, std::move(node), std::move(cross), &t));
+  *out = std::move(t);
+  return Status::OK();
+}
+
 }  // namespace
+
+size_t hierarchical_slot_bytes() { return hierarchical::HierarchicalTransport::kSlotBytes; }
 
 const std::vector<TransportInfo>& known_transports() {
   static const std::vector<TransportInfo> kKnown = {
@@ -60,15 +96,19 @@ Status validate_preference(const std::string& preference) {
 // Every world offers its native collectives where it has them, and, where it has
 // point-to-point verbs, the ring and the Adasum engine (Note [Adasum has an engine
 // of its own]). One node: the shared-memory engine ("shm"). Several nodes of
-// equal size: "hierarchical", the node's shared-memory engine with a cross-node
-// engine after each shard. The device transport, where built, is hierarchical —
+// equal size: "hierarchical", composed here from the node's shared-memory engines
+// (factory.node) and a cross-node engine after each shard — the world's own
+// (factory.cross: MPI's cross communicator) or kolo's over the world's verbs
+// (algorithms/p2p_cross.h: the socket world's). No transport builds another. The
+// device transport, where built, is hierarchical —
 // the same cross-node engine kind, over pinned host copies — when
 // KOLO_HIERARCHICAL_ALLREDUCE asks and the nodes are of equal size (Note
 // [Hierarchical on GPUs] in nccl_transport.h). Every condition is the same on
 // every rank (topology, and an allreduced equal-nodes answer), so every rank makes
 // the same collective calls.
 Status build_transports(TransportFactory& factory, const Topology& topology,
-                        const BuildOptions& options, World* world, const DeviceMaker& device) {
+                        const BuildOptions& options, World* world, const DeviceMaker& device,
+                        const HierarchicalMaker& hierarchical) {
   std::unique_ptr<Transport> t;
   // `built` is what was answered for `t`: Unsupported leaves it out.
   auto offer = [&](Status built, const char* name) {
@@ -87,21 +127,29 @@ Status build_transports(TransportFactory& factory, const Topology& topology,
     t = algorithms::make_adasum_transport(*world->p2p);
     KOLO_RETURN_IF_ERROR_AS_IS(offer(Status::OK(), "adasum"));
   }
-  if (topology.local_size == topology.size)
-    KOLO_RETURN_IF_ERROR_AS_IS(offer(factory.shared_memory(options.shm_slot_bytes, &t), "shm"));
+  std::unique_ptr<shm::ShmTransport> node;
+  if (topology.local_size == topology.size) {
+    Status made = factory.node(options.shm_slot_bytes, &node);
+    t = std::move(node);
+    KOLO_RETURN_IF_ERROR_AS_IS(offer(std::move(made), "shm"));
+  }
   bool equal_nodes = false;
   KOLO_RETURN_IF_ERROR_AS_IS(factory.equal_nodes(&equal_nodes));
   // cross_size is the number of nodes when node sizes are equal, on every rank.
   if (equal_nodes && topology.cross_size > 1) {
     std::shared_ptr<CrossEngine> cross;
-    Status made = factory.cross(&cross);
-    if (made.ok()) made = factory.hierarchical(cross, &t);
+    Status made = factory.node(hierarchical_slot_bytes(), &node);
+    if (made.ok()) made = make_cross(factory, world, kHostCrossSpace, &cross);
+    if (made.ok()) {
+      made = hierarchical ? hierarchical(world->control.get(), std::move(node), cross, &t)
+                          : make_hierarchical(world->control.get(), std::move(node), cross, &t);
+    }
     KOLO_RETURN_IF_ERROR_AS_IS(offer(std::move(made), "hierarchical"));
   }
   std::shared_ptr<CrossEngine> device_cross;
   std::string about;
   if (nccl::device_transport_built(&about) && options.hierarchical_allreduce && equal_nodes) {
-    Status made = factory.cross(&device_cross);
+    Status made = make_cross(factory, world, kDeviceCrossSpace, &device_cross);
     if (made.code() != Code::kUnsupported) KOLO_RETURN_IF_ERROR_AS_IS(made);
   }
   DeviceSupport* support = nullptr;

@@ -54,15 +54,29 @@ struct BuildOptions {
 using DeviceMaker = std::function<Status(size_t fusion_bytes, std::shared_ptr<CrossEngine> cross,
                                          std::unique_ptr<Transport>* out, DeviceSupport** support)>;
 
+// Composes "hierarchical" from the node layer's engines and a cross-node engine
+// over the world's control plane (tests give a fake; empty: transports/hierarchical's).
+using HierarchicalMaker =
+    std::function<Status(ControlPlane* control, std::unique_ptr<shm::ShmTransport> node,
+                         std::shared_ptr<CrossEngine> cross, std::unique_ptr<Transport>* out)>;
+
+// The node layer's allreduce slots a world makes where it has several nodes: the
+// hierarchical transport's intra-node stage (transports/hierarchical).
+size_t hierarchical_slot_bytes();
+
 // Builds the transports `topology`'s world offers, appends them to
 // world->transports in the world's order (the factory's native one, then the
 // ring and Adasum over world->p2p where it is set, then shm on one node or
 // hierarchical on several nodes of equal size, then the device transport) and
 // sets world->device_support. The device transport is `device`'s, or, when that
-// is empty, the nccl library's over world->control (which must then be set).
-// See Note [Which transports a world offers]. Collective over the world.
+// is empty, the nccl library's over world->control (which must then be set);
+// hierarchical is `hierarchical`'s, or transports/hierarchical's. A cross-node
+// engine the world's factory does not give is made over world->p2p and
+// world->control. See Note [Which transports a world offers]. Collective over
+// the world.
 Status build_transports(TransportFactory& factory, const Topology& topology,
                         const BuildOptions& options, World* world,
-                        const DeviceMaker& device = nullptr);
+                        const DeviceMaker& device = nullptr,
+                        const HierarchicalMaker& hierarchical = nullptr);
 
 }  // namespace kolo::transport

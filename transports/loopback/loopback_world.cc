@@ -324,15 +324,12 @@ class LoopbackFactory : public transport::TransportFactory {
     *out = std::make_unique<LoopbackTransport>(hub_, rank_);
     return Status::OK();
   }
-  Status shared_memory(size_t, std::unique_ptr<Transport>*) override { return none("shared memory"); }
+  Status node(size_t, std::unique_ptr<shm::ShmTransport>*) override { return none("shared memory"); }
   Status equal_nodes(bool* out) override {
     *out = equal_nodes_;
     return Status::OK();
   }
   Status cross(std::shared_ptr<transport::CrossEngine>*) override { return none("cross-node"); }
-  Status hierarchical(std::shared_ptr<transport::CrossEngine>, std::unique_ptr<Transport>*) override {
-    return none("hierarchical");
-  }
 
  private:
   std::shared_ptr<Hub> hub_;

@@ -2,8 +2,8 @@
 
 #include <mpi.h>
 
-#include "transports/mpi/hierarchical_transport.h"
 #include "transports/mpi/mpi_check.h"
+#include "transports/mpi/mpi_cross.h"
 #include "transports/mpi/mpi_transport.h"
 #include "transports/mpi/mpi_wait.h"
 #include "transports/shm/transport.h"
@@ -18,7 +18,7 @@ Status MpiFactory::native(std::unique_ptr<transport::Transport>* out) {
 }
 
 // The node layer was made with slots of `slot_bytes` (node_options in mpi_world.cc).
-Status MpiFactory::shared_memory(size_t slot_bytes, std::unique_ptr<transport::Transport>* out) {
+Status MpiFactory::node(size_t slot_bytes, std::unique_ptr<shm::ShmTransport>* out) {
   if (shm::ShmAllreduce::slot_size(slot_bytes) !=
       shm::ShmAllreduce::slot_size(node_->options().allreduce_slot_bytes)) {
     return internal_error("shm: the node layer's slots are " +
@@ -45,27 +45,12 @@ Status MpiFactory::equal_nodes(bool* out) {
   return Status::OK();
 }
 
+// MPI's cross communicator, rather than kolo's engine over the world's verbs: see
+// Note [The MPI world's cross engine] in mpi_cross.h.
 Status MpiFactory::cross(std::shared_ptr<transport::CrossEngine>* out) {
-  std::unique_ptr<CrossRing> ring;
-  KOLO_RETURN_IF_ERROR(CrossRing::create(comms_, &ring));
-  *out = std::move(ring);
-  return Status::OK();
-}
-
-Status MpiFactory::hierarchical(std::shared_ptr<transport::CrossEngine> cross,
-                                std::unique_ptr<transport::Transport>* out) {
-  if (node_->options().allreduce_slot_bytes != HierarchicalTransport::kSlotBytes)
-    return internal_error("hierarchical: the node layer was made without its slots");
-  std::unique_ptr<shm::ShmAllreduce> node_stage;
-  KOLO_RETURN_IF_ERROR(shm::ShmAllreduce::create(node_, comms_->liveness.get(), {}, &node_stage));
-  std::unique_ptr<shm::ShmCollectives> node_collectives;
-  KOLO_RETURN_IF_ERROR(
-      shm::ShmCollectives::create(node_, comms_->liveness.get(), {}, &node_collectives));
-  std::unique_ptr<HierarchicalTransport> t;
-  KOLO_RETURN_IF_ERROR(HierarchicalTransport::create(comms_, std::move(node_stage),
-                                                     std::move(node_collectives),
-                                                     std::move(cross), &t));
-  *out = std::move(t);
+  std::unique_ptr<MpiCross> cross;
+  KOLO_RETURN_IF_ERROR(MpiCross::create(comms_, &cross));
+  *out = std::move(cross);
   return Status::OK();
 }
 

@@ -1,9 +1,9 @@
 // MpiFactory: what only the MPI world can build, for the registry to compose
 // (transport/factory.h): MPI's own collectives, the node layer's engines
-// (transports/shm) for "shm" and "hierarchical", and the cross-node ring over
-// MPI's cross communicator. Which transports a world offers is the registry's
-// decision (build_transports); it makes the ring, Adasum and the device
-// transport itself.
+// (transports/shm) for "shm" and "hierarchical", and the cross-node engine over
+// MPI's cross communicator (mpi_cross.h). Which transports a world offers is the
+// registry's decision (build_transports); it makes the ring, Adasum, the device
+// transport and "hierarchical" itself.
 #pragma once
 
 #include <memory>
@@ -23,11 +23,9 @@ class MpiFactory : public transport::TransportFactory {
       : comms_(std::move(comms)), node_(std::move(node)), control_(control) {}
 
   Status native(std::unique_ptr<transport::Transport>* out) override;
-  Status shared_memory(size_t slot_bytes, std::unique_ptr<transport::Transport>* out) override;
+  Status node(size_t slot_bytes, std::unique_ptr<shm::ShmTransport>* out) override;
   Status equal_nodes(bool* out) override;
   Status cross(std::shared_ptr<transport::CrossEngine>* out) override;
-  Status hierarchical(std::shared_ptr<transport::CrossEngine> cross,
-                      std::unique_ptr<transport::Transport>* out) override;
 
  private:
   SharedComms comms_;

@@ -19,7 +19,6 @@
 #include "transport/registry.h"
 #include "transports/mpi/mpi_check.h"
 #include "transports/mpi/mpi_comm.h"
-#include "transports/mpi/hierarchical_transport.h"
 #include "transports/mpi/mpi_control_plane.h"
 #include "transports/mpi/mpi_factory.h"
 #include "transports/mpi/mpi_point_to_point.h"
@@ -201,7 +200,7 @@ void release_owned_world() {
 shm::NodeOptions node_options(const transport::Topology& topology, const WorldOptions& options) {
   shm::NodeOptions o;
   const bool one_node = topology.local_size == topology.size;
-  o.allreduce_slot_bytes = one_node ? options.build.shm_slot_bytes : HierarchicalTransport::kSlotBytes;
+  o.allreduce_slot_bytes = one_node ? options.build.shm_slot_bytes : transport::hierarchical_slot_bytes();
   o.collectives_slot_bytes = shm::ShmCollectives::kDefaultSlotBytes;
   o.node_and = one_node && topology.size > 1;
   return o;

@@ -1,6 +1,6 @@
 // The "shm" transport: the node layer's engines (allreduce.h, collectives.h)
 // behind the Transport seam, offered by a world whose ranks are all on one node;
-// and the pieces the MPI world's "hierarchical" shares with it.
+// and the pieces "hierarchical" (transports/hierarchical) shares with it.
 //
 // Contract (see transport/transport.h): the engines' — coordinator thread only,
 // the same order on every rank, CPU memory.
@@ -46,6 +46,11 @@ class ShmTransport : public transport::Transport {
                              const transport::CollectiveView& view) const override;
   std::unique_ptr<transport::Work> collective(Collective op,
                                               const transport::CollectiveView& view) override;
+
+  // The engines, for a transport composed over this one ("hierarchical", which
+  // runs its intra-node steps on them). Coordinator thread, as every call.
+  ShmAllreduce& allreduce_engine() { return *engine_; }
+  ShmCollectives* collectives_engine() { return collectives_.get(); }
 
  private:
   std::unique_ptr<ShmAllreduce> engine_;

@@ -6,21 +6,13 @@
 #include "transports/shm/transport.h"
 
 namespace kolo::socket {
-namespace {
-
-constexpr const char* kNoHierarchical =
-    "the socket world has no hierarchical transport yet (the MPI world's needs MPI's cross "
-    "communicator); across hosts its ring runs over the sockets";
-
-}  // namespace
-
 Status SocketFactory::native(std::unique_ptr<transport::Transport>* out) {
   return unsupported("the socket world has no native collectives (those are MPI's); kolo's ring "
                      "and Adasum run over its point-to-point verbs");
 }
 
 // The node layer was made with slots of `slot_bytes` (node_options in socket_node.cc).
-Status SocketFactory::shared_memory(size_t slot_bytes, std::unique_ptr<transport::Transport>* out) {
+Status SocketFactory::node(size_t slot_bytes, std::unique_ptr<shm::ShmTransport>* out) {
   if (!node_ || node_->options().allreduce_slot_bytes == 0)
     return unsupported("the socket world runs without the node layer (see the warning at init)");
   if (shm::ShmAllreduce::slot_size(slot_bytes) !=
@@ -49,13 +41,10 @@ Status SocketFactory::equal_nodes(bool* out) {
   return Status::OK();
 }
 
-Status SocketFactory::cross(std::shared_ptr<transport::CrossEngine>*) {
-  return unsupported(kNoHierarchical);
-}
-
-Status SocketFactory::hierarchical(std::shared_ptr<transport::CrossEngine>,
-                                   std::unique_ptr<transport::Transport>*) {
-  return unsupported(kNoHierarchical);
+// None of its own: the registry makes kolo's over the world's verbs.
+Status SocketFactory::cross(std::shared_ptr<transport::CrossEngine>* out) {
+  out->reset();
+  return Status::OK();
 }
 
 }  // namespace kolo::socket

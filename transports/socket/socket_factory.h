@@ -1,10 +1,12 @@
 // SocketFactory: what only the socket world can build, for the registry to
 // compose (transport/factory.h). The registry makes kolo's ring and Adasum over
 // the world's point-to-point verbs and the device transport over its control
-// plane itself. The node layer (transports/shm, made by socket_node.h) gives
-// "shm" where the whole world is on one host. There are no native collectives
-// (that is MPI's), and no hierarchical transport yet: the MPI world's runs its
-// cross-node step and its other collectives on MPI's cross communicator.
+// plane itself. The node layer (transports/shm, made by socket_node.h) gives the
+// engines of "shm" where the whole world is on one host and of "hierarchical"'s
+// node step where hosts are several; the registry runs hierarchical's cross-node
+// step on kolo's engine over the world's verbs (algorithms/p2p_cross.h), as this
+// world has no cross engine of its own. There are no native collectives (that is
+// MPI's).
 #pragma once
 
 #include <memory>
@@ -25,11 +27,9 @@ class SocketFactory : public transport::TransportFactory {
       : control_(control), node_(std::move(node)), alive_(alive) {}
 
   Status native(std::unique_ptr<transport::Transport>* out) override;
-  Status shared_memory(size_t slot_bytes, std::unique_ptr<transport::Transport>* out) override;
+  Status node(size_t slot_bytes, std::unique_ptr<shm::ShmTransport>* out) override;
   Status equal_nodes(bool* out) override;
   Status cross(std::shared_ptr<transport::CrossEngine>* out) override;
-  Status hierarchical(std::shared_ptr<transport::CrossEngine> cross,
-                      std::unique_ptr<transport::Transport>* out) override;
 
  private:
   transport::ControlPlane& control_;

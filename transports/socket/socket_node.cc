@@ -10,6 +10,7 @@
 
 #include "common/check.h"
 #include "common/logging.h"
+#include "transport/registry.h"
 #include "transports/shm/board.h"
 #include "transports/shm/collectives.h"
 #include "transports/shm/doorbell.h"
@@ -158,10 +159,10 @@ Status services_over(SocketControlPlane& control, const std::shared_ptr<shm::Nod
 
 shm::NodeOptions node_options(const transport::Topology& topology, size_t shm_slot_bytes) {
   shm::NodeOptions o;
-  if (topology.local_size != topology.size) return o;
-  o.allreduce_slot_bytes = shm_slot_bytes;
+  const bool one_node = topology.local_size == topology.size;
+  o.allreduce_slot_bytes = one_node ? shm_slot_bytes : transport::hierarchical_slot_bytes();
   o.collectives_slot_bytes = shm::ShmCollectives::kDefaultSlotBytes;
-  o.node_and = topology.size > 1;
+  o.node_and = one_node && topology.size > 1;
   return o;
 }
 

@@ -41,8 +41,7 @@ Status join_node(SocketControlPlane* control, const NodeJoin& options, std::shar
 
 // The node layer's regions for a plane of this topology: the same on every rank.
 // One host: the shm allreduce's and collectives' slots and the node AND. Several
-// hosts: the board and doorbell only (the socket world has no hierarchical
-// transport yet, so nothing would use the engines' regions).
+// hosts: the hierarchical transport's slots (its node step), no AND.
 shm::NodeOptions node_options(const transport::Topology& topology, size_t shm_slot_bytes);
 
 }  // namespace kolo::socket

@@ -5,6 +5,11 @@
 // test_world(), and must make their collective calls in the same order on every
 // rank (a test that returns early on one rank would hang the others: prefer
 // EXPECT_* over ASSERT_* around collective calls).
+//
+// Compiled with KOLO_TEST_SOCKET_WORLD, the world is the socket world instead,
+// from what a launcher leaves in the environment (kolorun --world socket, as
+// kolo_init reads it), so that a test of the transports runs unchanged on both
+// worlds; kNativeTransport names the world's native collectives' transport.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,6 +24,11 @@
 #include "transports/mpi/mpi_comm.h"
 #include "transports/mpi/mpi_wait.h"
 #include "transports/mpi/mpi_world.h"
+#ifdef KOLO_TEST_SOCKET_WORLD
+#include "common/knobs.h"
+#include "transports/socket/launch_env.h"
+#include "transports/socket/socket_world.h"
+#endif
 
 namespace kolo::mpi::testing {
 
@@ -49,6 +59,27 @@ inline SharedComms dup_world_comms() {
   return comms;
 }
 
+#ifdef KOLO_TEST_SOCKET_WORLD
+// The socket world has no native collectives: kolo's ring over its verbs serves.
+constexpr const char* kNativeTransport = "ring";
+
+class WorldEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    Config config;
+    Status status = load_config(process_env(), &config);
+    socket::SocketWorldOptions options;
+    if (status.ok()) status = socket::options_from_env(config, process_env(), &options);
+    auto world = std::make_unique<transport::World>();
+    if (status.ok()) status = socket::create_world(options, world.get());
+    ASSERT_TRUE(status.ok()) << status.to_string();
+    world_slot() = std::move(world);
+  }
+  void TearDown() override { world_slot().reset(); }
+};
+#else
+constexpr const char* kNativeTransport = "mpi";
+
 class WorldEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
@@ -67,6 +98,7 @@ class WorldEnvironment : public ::testing::Environment {
     EXPECT_FALSE(finalized) << "destroying kolo's world should leave MPI_Finalize to exit";
   }
 };
+#endif
 
 inline ::testing::Environment* const kWorldEnvironment =
     ::testing::AddGlobalTestEnvironment(new WorldEnvironment);

@@ -83,7 +83,7 @@ void cross_step(int rank, int size, int l, transport::World& world) {
     for (int m = 0; m < c; ++m) counts.push_back(40 + group[m]), displs.push_back(group[m] * 100);
     std::vector<int32_t> out(size * 100, -1);
     for (int64_t k = 0; k < counts[rank / l]; ++k) out[rank * 100 + k] = value(rank, k);
-    EXPECT_TRUE(cross->allgatherv(out.data() + rank * 100, out.data(), counts, displs, DataType::kInt32).ok());
+    EXPECT_TRUE(cross->allgatherv(out.data() + rank * 100, out.data(), counts, displs, DataType::kInt32)->wait().ok());
     wrong = 0;
     for (int r = 0; r < size; ++r)
       for (int64_t k = 0; k < 100; ++k) {
@@ -93,7 +93,7 @@ void cross_step(int rank, int size, int l, transport::World& world) {
     EXPECT_EQ(wrong, 0) << "allgatherv, rank " << rank;
 
     std::vector<int32_t> bcast(3000, rank == group[round % c] ? 7 : 0);
-    EXPECT_TRUE(cross->broadcast(bcast.data(), 3000, DataType::kInt32, round % c).ok());
+    EXPECT_TRUE(cross->broadcast(bcast.data(), 3000, DataType::kInt32, round % c)->wait().ok());
     EXPECT_EQ(std::count(bcast.begin(), bcast.end(), 7), 3000) << "broadcast, rank " << rank;
 
     // Reducescatter of `c` blocks of 30 + m, MIN.
@@ -102,7 +102,7 @@ void cross_step(int rank, int size, int l, transport::World& world) {
     for (int m = 0; m < c; ++m) rs_counts.push_back(30 + m), total += 30 + m;
     std::vector<int32_t> in(total), mine(rs_counts[rank / l]);
     for (int64_t i = 0; i < total; ++i) in[i] = value(rank, i) * ((rank + i) % 2 ? 1 : -1);
-    EXPECT_TRUE(cross->reducescatter(in.data(), mine.data(), rs_counts, DataType::kInt32, ReduceOp::kMin).ok());
+    EXPECT_TRUE(cross->reducescatter(in.data(), mine.data(), rs_counts, DataType::kInt32, ReduceOp::kMin)->wait().ok());
     int64_t at = 0;
     for (int m = 0; m < rank / l; ++m) at += rs_counts[m];
     wrong = 0;
@@ -123,7 +123,7 @@ void cross_step(int rank, int size, int l, transport::World& world) {
     std::vector<uint8_t> a_in(st), a_out(rt);
     for (int m = 0; m < c; ++m)
       for (int64_t k = 0; k < sc[m]; ++k) a_in[sd[m] + k] = static_cast<uint8_t>(rank * 16 + m);
-    EXPECT_TRUE(cross->alltoallv(a_in.data(), sc, sd, a_out.data(), rc, rd, DataType::kUint8).ok());
+    EXPECT_TRUE(cross->alltoallv(a_in.data(), sc, sd, a_out.data(), rc, rd, DataType::kUint8)->wait().ok());
     wrong = 0;
     for (int m = 0; m < c; ++m)
       for (int64_t k = 0; k < rc[m]; ++k) wrong += a_out[rd[m] + k] != group[m] * 16 + rank / l;

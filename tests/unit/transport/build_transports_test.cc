@@ -13,6 +13,7 @@
 #include "transport/point_to_point.h"
 #include "transport/registry.h"
 #include "transport/world.h"
+#include "transports/shm/transport.h"
 
 namespace kolo::transport {
 namespace {
@@ -28,22 +29,51 @@ class FakeFactory : public TransportFactory {
   std::shared_ptr<CrossEngine> device_cross;
 
   Status native(std::unique_ptr<Transport>* out) override { return make("mpi", out, native_answer); }
-  Status shared_memory(size_t, std::unique_ptr<Transport>* out) override { return make("shm", out); }
+  std::vector<size_t> node_slots;
+  Status node(size_t slot_bytes, std::unique_ptr<shm::ShmTransport>* out) override {
+    asked.push_back("node");
+    node_slots.push_back(slot_bytes);
+    *out = std::make_unique<shm::ShmTransport>(nullptr);  // engines unused: named "shm"
+    return Status::OK();
+  }
   Status equal_nodes(bool* out) override {
     *out = equal;
     return Status::OK();
   }
   Status cross(std::shared_ptr<CrossEngine>* out) override {
     struct Cross : CrossEngine {
+      int rank() const override { return 0; }
+      int size() const override { return 2; }
       Status allreduce(void*, int64_t, DataType, ReduceOp) override { return Status::OK(); }
+      std::unique_ptr<Work> allgatherv(const void*, void*, const std::vector<int64_t>&,
+                                       const std::vector<int64_t>&, DataType) override {
+        return nullptr;
+      }
+      std::unique_ptr<Work> broadcast(void*, int64_t, DataType, int) override { return nullptr; }
+      std::unique_ptr<Work> alltoallv(const void*, const std::vector<int64_t>&,
+                                      const std::vector<int64_t>&, void*,
+                                      const std::vector<int64_t>&, const std::vector<int64_t>&,
+                                      DataType) override {
+        return nullptr;
+      }
+      std::unique_ptr<Work> reducescatter(const void*, void*, const std::vector<int64_t>&,
+                                          DataType, ReduceOp) override {
+        return nullptr;
+      }
     };
     ++crosses;
     *out = std::make_shared<Cross>();
     return Status::OK();
   }
-  Status hierarchical(std::shared_ptr<CrossEngine> cross, std::unique_ptr<Transport>* out) override {
-    EXPECT_NE(cross, nullptr);
-    return make("hierarchical", out);
+  // The registry's HierarchicalMaker over this backend: it gets the node's engines
+  // and the cross engine, and builds nothing else.
+  HierarchicalMaker hierarchical() {
+    return [this](ControlPlane*, std::unique_ptr<shm::ShmTransport> node,
+                  std::shared_ptr<CrossEngine> cross, std::unique_ptr<Transport>* out) {
+      EXPECT_NE(node, nullptr);
+      EXPECT_NE(cross, nullptr);
+      return make("hierarchical", out);
+    };
   }
   // The registry's DeviceMaker over this backend.
   DeviceMaker device() {
@@ -84,7 +114,7 @@ class IdleP2P : public PointToPoint {
 Status build(FakeFactory& f, const Topology& topology, const BuildOptions& options, World* w,
              bool verbs = true) {
   if (verbs) w->p2p = std::make_unique<IdleP2P>();
-  return build_transports(f, topology, options, w, f.device());
+  return build_transports(f, topology, options, w, f.device(), f.hierarchical());
 }
 
 std::vector<std::string> names_of(const World& w) {
@@ -108,6 +138,8 @@ TEST(BuildTransports, OneNodeOffersShmSeveralEqualNodesHierarchical) {
   ASSERT_TRUE(build(two, Topology{0, 4, 0, 2, 0, 2}, BuildOptions{}, &b).ok());
   EXPECT_EQ(names_of(b), (Names{"mpi", "ring", "adasum", "hierarchical"}));
   EXPECT_EQ(two.crosses, 1);
+  // The node step's engines with the hierarchical transport's slots, not shm's.
+  EXPECT_EQ(two.node_slots, (std::vector<size_t>{hierarchical_slot_bytes()}));
 
   FakeFactory unequal;
   unequal.equal = false;

@@ -1,7 +1,7 @@
 // Allgather(v), broadcast, alltoall(v) and reducescatter across nodes: a step
 // inside each node through the shm engine (ShmCollectives, in place where it can)
-// and a step across nodes through MPI over the cross communicator (the ranks with
-// this rank's local rank, one per node). Vocabulary: l ranks per node, c nodes,
+// and a step across nodes through the cross engine (transport/cross_engine.h: the
+// ranks with this rank's local rank, one per node). Vocabulary: l ranks per node, c nodes,
 // rank (m, i) = m * l + i is local rank i of node m; this rank is (n, j); "block
 // (m, i)" is what the view gives rank (m, i); every count is in elements.
 //
@@ -12,7 +12,7 @@
 // only the bytes another node needs on the network, once per receiving node.
 //
 //   allgather      cross: (n, j) sends its own block to (m, j) of every other node
-//                  (MPI_Iallgatherv in place, each block at its place in the output).
+//                  (an allgatherv in place, each block at its place in the output).
 //                  node: for each node m, a shm allgather in place of node m's
 //                  blocks; rank j brings block (m, j), which it has. The own node's
 //                  runs while the cross step is in flight.
@@ -23,28 +23,29 @@
 //                  node, in l streams.
 //   reducescatter  node: for each node m, a shm reducescatter of node m's blocks:
 //                  (n, j) gets the node's partial of block (m, j), one after the
-//                  other in a stage of c parts. cross: MPI's reducescatter of the
+//                  other in a stage of c parts. cross: a reducescatter of the
 //                  stage: (n, j) gets part n summed over the nodes, its own block.
 //   alltoall       node: for each other node m, a shm alltoall of the blocks bound
 //                  for node m: (n, j) gathers from every (n, i) the block for (m, j),
-//                  in a stage ordered by m, then i. cross: MPI_Ialltoallv of the
+//                  in a stage ordered by m, then i. cross: an alltoallv of the
 //                  stage: part m to (m, j); what (m, j) sends lands straight in the
 //                  output, already in the order of the senders (m, 0..l-1). The own
 //                  node's shm alltoall writes straight into the output while the
 //                  cross step is in flight. (n, j) learns what its node's ranks send
 //                  to (m, j) from the rows every rank publishes in agree().
 //
-// Per byte of the result, a rank moves it across nodes at most once, while MPI's
-// flat algorithms over c * l ranks cross the node boundary with some blocks
+// Per byte of the result, a rank moves it across nodes at most once, while flat
+// algorithms over c * l ranks cross the node boundary with some blocks
 // several times (a ring allgather carries every foreign block over the link of
 // the rank before a node's first rank, l - 1 of them more than needed).
 //
 // Note [Reducescatter order]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Each element is combined node by node: the shm engine combines the l values of
-// a node (in its own fixed order), then MPI's reducescatter combines the c node
-// partials. MPI's flat reducescatter combines the c * l values in the order of its
-// algorithm (MPICH: recursive halving or pairwise exchange, chosen by size). Both
+// a node (in its own fixed order), then the cross engine's reducescatter combines
+// the c node partials (MPI's in its algorithm's order, kolo's ring in ring order). A
+// flat reducescatter combines the c * l values in the order of its algorithm
+// (MPICH: recursive halving or pairwise exchange, chosen by size). Both
 // are the same terms under the same op: integers, MIN, MAX and floats whose sums
 // are exact give identical results (the tests use such values); other float sums
 // may differ in the last bits, as they do between MPI's own algorithms.
@@ -53,20 +54,20 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Ranks of different nodes share no memory, so the shm engine's header check
 // cannot see that node 1 thinks the call is a broadcast from rank 2 while node 0
-// thinks it is from rank 0 (MPI would hang or truncate). So every call starts with
+// thinks it is from rank 0 (the cross step would hang or truncate). So every call starts with
 // agree(): each rank publishes a record (collective, dtype, root, count, reduce op,
 // a hash of the counts, an alltoall balance, its alltoall row) through a shm
 // allgather; each node folds its records into one summary (min and max of each
 // field, the balance's sum) that every rank of the node computes alike; the
-// summaries go through MPI_Iallgather over the cross communicator. Every rank then
+// summaries go through the cross engine's allgatherv. Every rank then
 // holds every node's summary and reaches the same verdict from the same numbers,
 // so every rank returns the same error, naming the field and two values. Alltoall
 // counts are pairwise: sender s adds w(s, d) * send[d], receiver d subtracts
 // w(s, d) * recv[s] (w a 64-bit mix of s and d, wrapping arithmetic); a world sum of
 // zero means they match. The record's layout is the same for every op, so ranks
 // that disagree on the op still run the same agreement. Cost: one small shm round
-// and one small cross allgather per call (the routing keeps small calls on MPI).
-#include "transports/mpi/hierarchical_collectives.h"
+// and one small cross allgather per call (the routing keeps small calls off it).
+#include "transports/hierarchical/hierarchical_collectives.h"
 
 #include <algorithm>
 #include <climits>
@@ -74,11 +75,10 @@
 #include <string>
 #include <utility>
 
+#include "common/check.h"
 #include "transport/reduction.h"
-#include "transports/mpi/mpi_check.h"
-#include "transports/mpi/mpi_wait.h"
 
-namespace kolo::mpi {
+namespace kolo::hierarchical {
 namespace {
 
 using transport::CollectiveView;
@@ -120,44 +120,33 @@ Status check_counts(const std::string& what, const char* field,
                           std::to_string(size) + " ranks, got " + std::to_string(counts.size()));
 }
 
-// Byte counts and displacements of one side of an MPI v-collective over the cross
-// communicator; false if one does not fit MPI's int.
-bool to_int_bytes(const std::vector<int64_t>& elems, size_t elem, std::vector<int>* out) {
-  out->clear();
-  for (int64_t e : elems) {
-    const int64_t bytes = e * static_cast<int64_t>(elem);
-    if (bytes > INT_MAX) return false;
-    out->push_back(static_cast<int>(bytes));
-  }
-  return true;
+// Whether `elems` elements of `elem` bytes fit one cross call of at most `most` bytes.
+bool fits(int64_t elems, size_t elem, int64_t most) {
+  return elems >= 0 && elems <= most / static_cast<int64_t>(elem);
 }
 
 Status mismatch(std::string message) { return Status(Code::kMismatch, std::move(message)); }
 
 }  // namespace
 
-Status HierarchicalCollectives::create(const SharedComms& comms,
-                                       std::unique_ptr<shm::ShmCollectives> node,
+// Whether every node holds consecutive ranks: every rank's own answer, gathered.
+Status HierarchicalCollectives::create(transport::ControlPlane& control, shm::ShmCollectives& node,
+                                       std::shared_ptr<transport::CrossEngine> cross,
                                        std::unique_ptr<HierarchicalCollectives>* out) {
   std::unique_ptr<HierarchicalCollectives> h(new HierarchicalCollectives());
-  int rank = 0;
-  KOLO_MPI_CHECK(MPI_Comm_rank(comms->data, &rank));
-  KOLO_MPI_CHECK(MPI_Comm_rank(comms->local, &h->local_rank_));
-  KOLO_MPI_CHECK(MPI_Comm_size(comms->local, &h->local_size_));
-  KOLO_MPI_CHECK(MPI_Comm_rank(comms->cross, &h->node_index_));
-  KOLO_MPI_CHECK(MPI_Comm_size(comms->cross, &h->nodes_));
-  int mine = rank == h->world_rank(h->node_index_, h->local_rank_) ? 1 : 0, all = 0;
-  MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comms->data, &request));
-  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms->liveness.get()));
-  h->consecutive_ = all == 1;
-  h->comms_ = std::make_shared<Comms>();
-  h->comms_->liveness = comms->liveness;
-  KOLO_MPI_CHECK(MPI_Comm_idup(comms->cross, &h->comms_->data, &request));
-  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms->liveness.get()));
-  KOLO_MPI_CHECK(MPI_Comm_set_errhandler(h->comms_->data, MPI_ERRORS_RETURN));
-  KOLO_RETURN_IF_ERROR(MpiTransport::create(h->comms_, &h->cross_));
-  h->node_ = std::move(node);
+  const transport::Topology& topo = control.topology();
+  h->local_rank_ = topo.local_rank;
+  h->local_size_ = topo.local_size;
+  h->node_index_ = topo.cross_rank;
+  h->nodes_ = topo.cross_size;
+  const char mine = topo.rank == h->world_rank(h->node_index_, h->local_rank_) ? 1 : 0;
+  std::vector<transport::Bytes> all;
+  KOLO_RETURN_IF_ERROR_AS_IS(control.allgather(transport::Bytes(1, mine), &all));
+  h->consecutive_ = true;
+  for (const transport::Bytes& b : all)
+    h->consecutive_ = h->consecutive_ && b == transport::Bytes(1, 1);
+  h->cross_ = std::move(cross);
+  h->node_ = &node;
   *out = std::move(h);
   return Status::OK();
 }
@@ -171,8 +160,9 @@ Status HierarchicalCollectives::supports(Collective op, const CollectiveView& vi
     return unsupported(what + ": the nodes do not hold consecutive ranks (mpiexec -ppn does)");
   const int size = nodes_ * local_size_;
   const size_t elem = dtype_size(view.dtype);
-  std::vector<int> ints;
-  const std::string too_large = what + ": more than INT_MAX bytes in one MPI call";
+  const int64_t most = cross_->max_call_bytes();
+  const std::string too_large =
+      what + ": more than " + std::to_string(most) + " bytes in one cross-node call";
   switch (op) {
     case Collective::kBroadcast:
       if (view.root < 0 || view.root >= size || view.count < 0)
@@ -182,21 +172,23 @@ Status HierarchicalCollectives::supports(Collective op, const CollectiveView& vi
       return Status::OK();
     case Collective::kAllgather:
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "recv_counts", view.recv_counts, size));
-      return to_int_bytes({sum(view.recv_counts, 0, size)}, elem, &ints) ? Status::OK()
-                                                                           : unsupported(too_large);
+      return fits(sum(view.recv_counts, 0, size), elem, most) ? Status::OK()
+                                                              : unsupported(too_large);
     case Collective::kAlltoall:
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "send_counts", view.send_counts, size));
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "recv_counts", view.recv_counts, size));
       // This rank's row and column only (see the header).
-      return to_int_bytes({sum(view.send_counts, 0, size), sum(view.recv_counts, 0, size)}, elem,
-                          &ints)
+      return fits(sum(view.send_counts, 0, size), elem, most) &&
+                     fits(sum(view.recv_counts, 0, size), elem, most)
                  ? Status::OK()
                  : unsupported(too_large);
     case Collective::kReducescatter:
       if (!is_elementwise(view.reduction.op))
         return unsupported(what + ": sum, min, max or product, not " + op_name(view.reduction.op));
       KOLO_RETURN_IF_ERROR_AS_IS(check_counts(what, "recv_counts", view.recv_counts, size));
-      return sum(view.recv_counts, 0, size) <= INT_MAX ? Status::OK() : unsupported(too_large);
+      // Counted in elements of the dtype, not bytes (cross_engine.h: max_call_bytes).
+      return fits(sum(view.recv_counts, 0, size), 1, most) ? Status::OK()
+                                                           : unsupported(too_large);
     default:
       return internal_error(what + ": not a transport collective");
   }
@@ -279,10 +271,12 @@ Status HierarchicalCollectives::agree(Collective op, const CollectiveView& view)
   const Status node = node_->run(Collective::kAllgather, gather);
   summarize_node(op, view.dtype, node.ok());
   summaries_.resize(static_cast<size_t>(kSummary) * nodes_);
-  MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Iallgather(summary_.data(), kSummary, MPI_INT64_T, summaries_.data(),
-                                kSummary, MPI_INT64_T, comms_->data, &request));
-  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms_->liveness.get()));
+  recv_counts_.assign(nodes_, kSummary);
+  recv_displs_.clear();
+  for (int m = 0; m < nodes_; ++m) recv_displs_.push_back(int64_t{kSummary} * m);
+  KOLO_RETURN_IF_ERROR_AS_IS(cross_->allgatherv(summary_.data(), summaries_.data(), recv_counts_,
+                                                recv_displs_, DataType::kInt64)
+                                 ->wait());
   KOLO_RETURN_IF_ERROR_AS_IS(node);
   return verdict();
 }
@@ -319,10 +313,10 @@ Status HierarchicalCollectives::verdict() const {
   if (total != 0)
     return mismatch("hierarchical alltoall: some rank's send counts differ from its "
                     "destinations' receive counts");
-  if (forwarded > INT_MAX)
+  if (forwarded > cross_->max_call_bytes())
     return unsupported("hierarchical alltoall: a rank would forward " + std::to_string(forwarded) +
-                       " bytes across nodes, more than one MPI call takes (KOLO_TRANSPORT=mpi "
-                       "runs such calls)");
+                       " bytes across nodes, more than one cross-node call takes (" +
+                       std::to_string(cross_->max_call_bytes()) + ")");
   return Status::OK();
 }
 
@@ -357,18 +351,17 @@ Status HierarchicalCollectives::allgather(const CollectiveView& view) {
     node_counts(counts, m, &v.recv_counts);
     return node_->run(Collective::kAllgather, v);
   };
-  recv_bytes_.resize(nodes_);
+  recv_counts_.resize(nodes_);
   recv_displs_.resize(nodes_);
   for (int m = 0; m < nodes_; ++m) {
     const int r = world_rank(m, local_rank_);
-    recv_bytes_[m] = static_cast<int>(counts[r] * static_cast<int64_t>(elem));
-    recv_displs_[m] = static_cast<int>(displs_[r] * static_cast<int64_t>(elem));
+    recv_counts_[m] = counts[r];
+    recv_displs_[m] = displs_[r];
   }
-  MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, recv_bytes_.data(),
-                                 recv_displs_.data(), MPI_BYTE, comms_->data, &request));
+  std::unique_ptr<transport::Work> cross =
+      cross_->allgatherv(at(me), out, recv_counts_, recv_displs_, view.dtype);
   const Status own = node_step(node_index_);  // while the cross step is in flight
-  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms_->liveness.get()));
+  KOLO_RETURN_IF_ERROR_AS_IS(cross->wait());
   KOLO_RETURN_IF_ERROR_AS_IS(own);
   for (int m = 0; m < nodes_; ++m) {
     if (m != node_index_) KOLO_RETURN_IF_ERROR_AS_IS(node_step(m));
@@ -393,16 +386,14 @@ Status HierarchicalCollectives::broadcast(const CollectiveView& view) {
     v.root = root_local;
     KOLO_RETURN_IF_ERROR_AS_IS(node_->run(Collective::kBroadcast, v));
   }
-  CollectiveView x;
-  x.dtype = view.dtype;
-  x.input = x.output = out + static_cast<size_t>(start(local_rank_)) * elem;
-  x.count = start(local_rank_ + 1) - start(local_rank_);
-  x.root = root_node;
-  KOLO_RETURN_IF_ERROR_AS_IS(cross_->collective(Collective::kBroadcast, x)->wait());
+  char* shard = out + static_cast<size_t>(start(local_rank_)) * elem;
+  KOLO_RETURN_IF_ERROR_AS_IS(
+      cross_->broadcast(shard, start(local_rank_ + 1) - start(local_rank_), view.dtype, root_node)
+          ->wait());
   if (node_index_ == root_node || l == 1) return Status::OK();
   CollectiveView v;  // the shards, in place
   v.dtype = view.dtype;
-  v.input = x.output;
+  v.input = shard;
   v.output = out;
   for (int s = 0; s < l; ++s) v.recv_counts.push_back(start(s + 1) - start(s));
   return node_->run(Collective::kAllgather, v);
@@ -413,14 +404,12 @@ Status HierarchicalCollectives::reducescatter(const CollectiveView& view) {
   const size_t elem = dtype_size(view.dtype);
   const std::vector<int64_t>& counts = view.recv_counts;
   prefix(counts, &displs_);
-  CollectiveView x;  // the cross step: part m of the stage to node m
-  x.dtype = view.dtype;
-  x.reduction.op = view.reduction.op;
-  x.output = view.output;
-  x.input = view.input;  // one rank per node: the input is already in cross order
-  for (int m = 0; m < nodes_; ++m) x.recv_counts.push_back(counts[world_rank(m, local_rank_)]);
+  // The cross step: part m of the stage to node m.
+  const void* input = view.input;  // one rank per node: the input is already in cross order
+  recv_counts_.clear();
+  for (int m = 0; m < nodes_; ++m) recv_counts_.push_back(counts[world_rank(m, local_rank_)]);
   if (local_size_ > 1) {
-    const int64_t total = sum(x.recv_counts, 0, x.recv_counts.size());
+    const int64_t total = sum(recv_counts_, 0, recv_counts_.size());
     if (stage_.size() < static_cast<size_t>(total) * elem) stage_.resize(total * elem);
     int64_t offset = 0;
     for (int m = 0; m < nodes_; ++m) {
@@ -431,11 +420,12 @@ Status HierarchicalCollectives::reducescatter(const CollectiveView& view) {
       v.output = stage_.data() + offset * elem;
       node_counts(counts, m, &v.recv_counts);
       KOLO_RETURN_IF_ERROR_AS_IS(node_->run(Collective::kReducescatter, v));
-      offset += x.recv_counts[m];
+      offset += recv_counts_[m];
     }
-    x.input = stage_.data();
+    input = stage_.data();
   }
-  return cross_->collective(Collective::kReducescatter, x)->wait();
+  return cross_->reducescatter(input, view.output, recv_counts_, view.dtype, view.reduction.op)
+      ->wait();
 }
 
 // Bytes (n, j') would forward across nodes in an alltoall, the most over the
@@ -481,37 +471,36 @@ Status HierarchicalCollectives::alltoall(const CollectiveView& view) {
     for (int i = 0; i < l; ++i)
       v->recv_counts.push_back(m == n ? view.recv_counts[world_rank(n, i)] : row(i, world_rank(m, j)));
   };
-  send_bytes_.assign(nodes_, 0);
+  send_counts_.assign(nodes_, 0);
   send_displs_.assign(nodes_, 0);
-  recv_bytes_.assign(nodes_, 0);
+  recv_counts_.assign(nodes_, 0);
   recv_displs_.assign(nodes_, 0);
   int64_t offset = 0;
   for (int m = 0; m < nodes_; ++m) {
-    recv_displs_[m] = static_cast<int>(rdispls_[world_rank(m, 0)] * elem);
+    recv_displs_[m] = rdispls_[world_rank(m, 0)];
     if (m == n) continue;
-    recv_bytes_[m] = static_cast<int>((rdispls_[world_rank(m + 1, 0)] - rdispls_[world_rank(m, 0)]) * elem);
+    recv_counts_[m] = rdispls_[world_rank(m + 1, 0)] - rdispls_[world_rank(m, 0)];
     if (l == 1) {  // a node of one: the input's block for node m goes as it is
-      send_bytes_[m] = static_cast<int>(view.send_counts[m] * elem);
-      send_displs_[m] = static_cast<int>(displs_[m] * elem);
+      send_counts_[m] = view.send_counts[m];
+      send_displs_[m] = displs_[m];
       continue;
     }
     CollectiveView v;
     node_view(m, stage_.data() + offset * elem, &v);
     KOLO_RETURN_IF_ERROR_AS_IS(node_->run(Collective::kAlltoall, v));
     const int64_t part = sum(v.recv_counts, 0, l);
-    send_bytes_[m] = static_cast<int>(part * elem);
-    send_displs_[m] = static_cast<int>(offset * elem);
+    send_counts_[m] = part;
+    send_displs_[m] = offset;
     offset += part;
   }
-  MPI_Request request;
-  KOLO_MPI_CHECK(MPI_Ialltoallv(l == 1 ? in : stage_.data(), send_bytes_.data(), send_displs_.data(),
-                                MPI_BYTE, out, recv_bytes_.data(), recv_displs_.data(), MPI_BYTE,
-                                comms_->data, &request));
+  std::unique_ptr<transport::Work> cross =
+      cross_->alltoallv(l == 1 ? in : stage_.data(), send_counts_, send_displs_, out, recv_counts_,
+                        recv_displs_, view.dtype);
   CollectiveView own;  // while the cross step is in flight: straight into the output
   node_view(n, out + rdispls_[world_rank(n, 0)] * elem, &own);
   Status s = node_->run(Collective::kAlltoall, own);
-  KOLO_RETURN_IF_ERROR_AS_IS(wait(&request, comms_->liveness.get()));
+  KOLO_RETURN_IF_ERROR_AS_IS(cross->wait());
   return s;
 }
 
-}  // namespace kolo::mpi
+}  // namespace kolo::hierarchical

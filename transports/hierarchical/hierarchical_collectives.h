@@ -1,27 +1,28 @@
 // HierarchicalCollectives: allgather(v), broadcast, alltoall(v) and reducescatter
 // across several nodes of equal size, as an intra-node step through kolo's
-// shared-memory engine (ShmCollectives) and an inter-node step through MPI over
-// the cross communicator; the "hierarchical" transport's collectives other than
+// shared-memory engine (ShmCollectives) and an inter-node step through the cross
+// engine (transport/cross_engine.h); the "hierarchical" transport's collectives other than
 // allreduce (HierarchicalTransport::collective). The algorithms are explained at
 // the top of hierarchical_collectives.cc.
 //
 // Contract (see transport/transport.h, CollectiveView): called by the coordinator
 // thread only, for collectives in the same order on every rank; CPU memory; every
 // dtype; reducescatter with SUM, MIN, MAX, PRODUCT and the whole Reduction. The
-// view's rank indices are world ranks. Results are MPI's own collectives' results
+// view's rank indices are world ranks. Results are a flat collective's results
 // (reducescatter: see Note [Reducescatter order]). create() is collective over the
-// world (it duplicates the cross communicator and agrees on the layout).
+// world (it agrees on the layout through the control plane).
 //
 // Where it runs: supports() answers Unsupported, the same on every rank, unless
 // every node holds consecutive ranks (rank = node * local_size + local_rank, as
-// mpiexec -ppn places them; agreed at create()), and unless every count and
-// displacement fits MPI's int (alltoall: of this rank's row and column, as the
-// "mpi" transport's Note [Counts above INT_MAX] says).
+// mpiexec -ppn and kolorun's blocks place them; agreed at create()), and unless
+// every call's bytes fit the cross engine's max_call_bytes() (MPI's int; alltoall:
+// this rank's row and column, as the "mpi" transport's Note [Counts above INT_MAX]
+// says).
 //
 // Errors: every call first agrees on the call across the world (Note [One verdict
 // for every rank]): ranks whose views disagree all return the same Mismatch and
-// the engine stays usable. A failed peer fails the call (the shm engine and every
-// MPI wait consult the world's Liveness).
+// the engine stays usable. A failed peer fails the call (the shm engine and the
+// cross engine consult the world's Liveness).
 #pragma once
 
 #include <cstdint>
@@ -29,17 +30,19 @@
 #include <vector>
 
 #include "common/status.h"
+#include "transport/control_plane.h"
+#include "transport/cross_engine.h"
 #include "transport/transport.h"
-#include "transports/mpi/mpi_comm.h"
-#include "transports/mpi/mpi_transport.h"
 #include "transports/shm/collectives.h"
 
-namespace kolo::mpi {
+namespace kolo::hierarchical {
 
 class HierarchicalCollectives {
  public:
-  // `node` is the node layer's collectives engine (the intra-node step).
-  static Status create(const SharedComms& comms, std::unique_ptr<shm::ShmCollectives> node,
+  // `node` is the node layer's collectives engine (the intra-node step; it
+  // outlives this), `cross` the cross-node engine; `control` is the world's.
+  static Status create(transport::ControlPlane& control, shm::ShmCollectives& node,
+                       std::shared_ptr<transport::CrossEngine> cross,
                        std::unique_ptr<HierarchicalCollectives>* out);
 
   Status supports(Collective op, const transport::CollectiveView& view) const;
@@ -64,9 +67,8 @@ class HierarchicalCollectives {
   int64_t most_forwarded(size_t elem) const;
   int world_rank(int node, int local) const { return node * local_size_ + local; }
 
-  SharedComms comms_;        // data: the cross communicator's duplicate
-  std::unique_ptr<MpiTransport> cross_;  // MPI's collectives over comms_->data
-  std::unique_ptr<shm::ShmCollectives> node_;
+  std::shared_ptr<transport::CrossEngine> cross_;
+  shm::ShmCollectives* node_ = nullptr;
   int local_rank_ = 0, local_size_ = 1, node_index_ = 0, nodes_ = 1;
   bool consecutive_ = false;  // every node holds consecutive ranks (agreed)
   std::vector<int64_t> record_, records_, summary_, summaries_;  // agree()'s, reused
@@ -74,7 +76,8 @@ class HierarchicalCollectives {
   std::vector<char> input_copy_;  // an alltoall input that overlaps its output
   std::vector<char> prescaled_;   // a reducescatter's prescaled input
   std::vector<int64_t> displs_, rdispls_;  // per call, reused
-  std::vector<int> send_bytes_, send_displs_, recv_bytes_, recv_displs_;  // the cross call's
+  // The cross call's layout, in elements (the engine reads it until the call ends).
+  std::vector<int64_t> send_counts_, send_displs_, recv_counts_, recv_displs_;
 };
 
-}  // namespace kolo::mpi
+}  // namespace kolo::hierarchical
