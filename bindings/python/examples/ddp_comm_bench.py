@@ -3,6 +3,8 @@ gloo in the same processes (issue 30, "Speed").
 
     mpiexec.mpich -n 2 -bind-to core python3 ddp_comm_bench.py      # kolo's MPI world
     python3 ddp_comm_bench.py --spawn 2                              # kolo's socket world
+    torchrun --nproc_per_node 2 ddp_comm_bench.py                    # socket world, from the
+                                                # variables torchrun sets (RANK, WORLD_SIZE, ...)
 
 The model has one parameter of each shape in bench/profiles/resnet50.txt (161
 tensors, 25.6 M float32, 102 MB; torchvision is not needed), and a loss whose
@@ -197,9 +199,10 @@ def main():
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         mp.spawn(run, args=(args.spawn, args), nprocs=args.spawn, join=True)
         return
-    if "PMI_RANK" not in os.environ:
-        sys.exit("run under mpiexec, or with --spawn N")
-    kolo.torch.distributed.set_env_from_world()
+    if "PMI_RANK" in os.environ:
+        kolo.torch.distributed.set_env_from_world()
+    elif not all(v in os.environ for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")):
+        sys.exit("run under mpiexec or torchrun, or with --spawn N")
     run(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
 
 
