@@ -44,22 +44,6 @@ Status make_cross(TransportFactory& factory, World* world, int space,
   return Status::OK();
 }
 
-// Note [Host hierarchical needs the world's own cross engine]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The host hierarchical transport is composed only where the world offers a
-// cross engine of its own (the MPI world's), not over kolo's P2PCross on the
-// world's verbs: on the socket world at 2 hosts x 2 ranks that combination hung
-// in about 1 run of 10 (multihost.hierarchical_test.socket.2x2, two cross pairs
-// in different tests, one rank of a pair done with a call its peer still waits
-// in), cause not yet found. Until it is, the socket world reduces across hosts
-// with the ring, as before, and the tests that run hierarchical on it are not
-// registered (tests/multihost/CMakeLists.txt). P2PCross stays, unit-tested, for
-// the device transport's cross step.
-constexpr const char* kNoHostCross =
-    "hierarchical: this world has no cross-node engine of its own (kolo's over the "
-    "world's verbs is held back: Note [Host hierarchical needs the world's own cross "
-    "engine] in src/transport/registry.cc)";
-
 Status make_hierarchical(ControlPlane* control, std::unique_ptr<shm::ShmTransport> node,
                          std::shared_ptr<CrossEngine> cross, std::unique_ptr<Transport>* out) {
   KOLO_CHECK(control != nullptr);
@@ -154,10 +138,8 @@ Status build_transports(TransportFactory& factory, const Topology& topology,
   // cross_size is the number of nodes when node sizes are equal, on every rank.
   if (equal_nodes && topology.cross_size > 1) {
     std::shared_ptr<CrossEngine> cross;
-    // Note [Host hierarchical needs the world's own cross engine]
-    Status made = factory.cross(&cross);
-    if (made.ok() && cross == nullptr) made = unsupported(kNoHostCross);
-    if (made.ok()) made = factory.node(hierarchical_slot_bytes(), &node);
+    Status made = factory.node(hierarchical_slot_bytes(), &node);
+    if (made.ok()) made = make_cross(factory, world, kHostCrossSpace, &cross);
     if (made.ok()) {
       made = hierarchical ? hierarchical(world->control.get(), std::move(node), cross, &t)
                           : make_hierarchical(world->control.get(), std::move(node), cross, &t);
