@@ -34,9 +34,11 @@ case "$job" in
     # loopback transport, where TSan sees every synchronisation. MPICH is not
     # instrumented (Note [Sanitizer suppressions]); kolo-info's check is a script.
     # The socket world's unit tests too, but not those that fork a rank out of a
-    # process with threads (TSan does not follow a multithreaded fork) nor the C API
-    # tests the socket launcher starts (their programs are not built here).
-    select=(-L 'unit|socket' -LE 'tools|python|elastic'
+    # process with threads (TSan does not follow a multithreaded fork), nor the C API
+    # tests the socket launcher starts, nor the socket world's failure matrices and
+    # tests across pretend hosts (labels failure, multihost: their programs are not
+    # built here).
+    select=(-L 'unit|socket' -LE 'tools|python|elastic|failure|multihost'
             -E 'SocketLiveness\.A(Killed|Stopped|HostPeerThatLeftInOrder)|SocketWorld\.WithoutAUsableDevShm|\.socket\.np')
     # The unit tests under unit/mpi link libmpich, whose UCX (libucm) patches madvise
     # at load time; glibc madvises a thread's stack as the thread exits, after TSan
