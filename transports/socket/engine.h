@@ -210,6 +210,9 @@ class Engine : public Liveness {
   Status on_prefix(Peer& p);
   Status on_frame(Peer& p);
   Status match_eager(Peer& p, uint32_t channel, int tag);
+  // The first posted receive still live for `key` (taken off the queue), or 0; one
+  // whose size is not `bytes` is completed with the error and *refused is set.
+  RequestId take_posted(const MatchKey& key, size_t bytes, bool* refused);
   Status on_eager(Peer& p);
   void on_rts(Peer& p, const RtsMsg& m);
   void accept_rts(Peer& p, uint64_t message, uint64_t bytes, RequestId id);

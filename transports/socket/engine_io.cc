@@ -237,25 +237,35 @@ Status Engine::on_prefix(Peer& p) {
 // matches, else into an owned buffer (an unexpected message).
 Status Engine::match_eager(Peer& p, uint32_t channel, int tag) {
   InFrame& f = p.in;
-  auto posted = posted_.find(MatchKey{channel, p.link.rank, tag});
-  while (failed_.ok() && posted != posted_.end() && !posted->second.empty()) {
+  bool refused = false;
+  const RequestId id =
+      failed_.ok() ? take_posted(MatchKey{channel, p.link.rank, tag}, f.body_bytes, &refused) : 0;
+  if (id != 0) {
+    f.dst = requests_[id].data;
+    f.request = id;
+    return Status::OK();
+  }
+  f.discard = refused;
+  own_body(f.buf, &f.dst, f.body_bytes);
+  return Status::OK();
+}
+
+Engine::RequestId Engine::take_posted(const MatchKey& key, size_t bytes, bool* refused) {
+  *refused = false;
+  auto posted = posted_.find(key);
+  while (posted != posted_.end() && !posted->second.empty()) {
     const RequestId id = posted->second.front();
     posted->second.pop_front();
     auto it = requests_.find(id);
     if (it == requests_.end()) continue;  // abandoned after a failure
-    if (it->second.bytes != f.body_bytes) {
-      complete(id, invalid_argument("received " + std::to_string(f.body_bytes) +
-                                    " bytes from rank " + std::to_string(p.link.rank) + ", posted " +
-                                    std::to_string(it->second.bytes)));
-      f.discard = true;
-      break;
-    }
-    f.dst = it->second.data;
-    f.request = id;
-    return Status::OK();
+    if (it->second.bytes == bytes) return id;
+    complete(id, invalid_argument("received " + std::to_string(bytes) + " bytes from rank " +
+                                  std::to_string(std::get<1>(key)) + ", posted " +
+                                  std::to_string(it->second.bytes)));
+    *refused = true;
+    return 0;
   }
-  own_body(f.buf, &f.dst, f.body_bytes);
-  return Status::OK();
+  return 0;
 }
 
 Status Engine::on_frame(Peer& p) {
@@ -333,23 +343,15 @@ Status Engine::on_eager(Peer& p) {
   KOLO_RETURN_IF_ERROR_AS_IS(decode_eager_prefix(f.prefix, prefix_bytes(FrameType::kEager), &e));
   const MatchKey key{e.channel, p.link.rank, e.tag};
   // Note [A receive posted while its message was arriving]
-  auto posted = posted_.find(key);
-  while (posted != posted_.end() && !posted->second.empty()) {
-    const RequestId id = posted->second.front();
-    posted->second.pop_front();
-    auto it = requests_.find(id);
-    if (it == requests_.end()) continue;  // abandoned after a failure
-    if (it->second.bytes != f.buf.size()) {
-      complete(id, invalid_argument("received " + std::to_string(f.buf.size()) +
-                                    " bytes from rank " + std::to_string(p.link.rank) +
-                                    ", posted " + std::to_string(it->second.bytes)));
-      return Status::OK();
-    }
-    if (!f.buf.empty()) std::memcpy(it->second.data, f.buf.data(), f.buf.size());
-    it->second.moved = f.buf.size();
+  bool refused = false;
+  if (const RequestId id = take_posted(key, f.buf.size(), &refused); id != 0) {
+    Request& r = requests_[id];
+    if (!f.buf.empty()) std::memcpy(r.data, f.buf.data(), f.buf.size());
+    r.moved = f.buf.size();
     complete(id, Status::OK());
     return Status::OK();
   }
+  if (refused) return Status::OK();
   Unexpected u;
   u.data = std::move(f.buf);
   unexpected_[key].push_back(std::move(u));
