@@ -154,7 +154,8 @@ Status Selector::validate() const {
 }
 
 Status Selector::pick(const std::vector<Transport*>& order, Kind kind, DeviceKind memory,
-                      DataType dtype, size_t bytes, bool deterministic, const std::string& what,
+                      DataType dtype, size_t bytes, bool deterministic,
+                      const std::function<std::string()>& what,
                       const std::function<Status(Transport*)>& supports,
                       Transport** chosen) const {
   *chosen = nullptr;
@@ -168,12 +169,12 @@ Status Selector::pick(const std::vector<Transport*>& order, Kind kind, DeviceKin
     else if (deterministic && !c.deterministic) s = unsupported("does not reduce in rank order");
     else s = supports(t);
     if (s.ok()) {
-      KOLO_LOG(kDebug) << what << ": transport " << t->name()
+      KOLO_LOG(kDebug) << what() << ": transport " << t->name()
                        << (skipped.empty() ? "" : "; skipped ") << skipped;
       *chosen = t;
       return Status::OK();
     }
-    KOLO_LOG(kDebug) << what << ": skipping " << t->name() << ": " << s.message();
+    KOLO_LOG(kDebug) << what() << ": skipping " << t->name() << ": " << s.message();
     skipped += std::string(skipped.empty() ? "" : "; ") + t->name() + ": " + s.message();
   }
   (void)kind;
@@ -182,7 +183,7 @@ Status Selector::pick(const std::vector<Transport*>& order, Kind kind, DeviceKin
       deterministic ? " deterministically (KOLO_DETERMINISTIC=1 or the call's deterministic "
                       "flag asks for rank order; NCCL and Adasum do not offer it)"
                     : "";
-  return unsupported("no transport serves " + what + why + " (offered: " +
+  return unsupported("no transport serves " + what() + why + " (offered: " +
                      offered_names(offered_) + (skipped.empty() ? "" : "; " + skipped) + ")");
 }
 
@@ -190,7 +191,8 @@ Status Selector::select(const Bucket& bucket, Transport** chosen) const {
   const Kind kind = bucket.reduction.op == ReduceOp::kAdasum ? Kind::kAdasum : Kind::kAllreduce;
   KOLO_RETURN_IF_ERROR(validate());
   return pick(order_for(kind, bucket.device.kind, bucket.bytes()), kind, bucket.device.kind,
-              bucket.dtype, bucket.bytes(), bucket.reduction.deterministic, describe(bucket),
+              bucket.dtype, bucket.bytes(), bucket.reduction.deterministic,
+              [&] { return describe(bucket); },
               [&](Transport* t) { return t->supports(bucket); }, chosen);
 }
 
@@ -214,7 +216,7 @@ size_t Selector::call_bytes(Collective op, const CollectiveView& view, int world
 Status Selector::select_collective(Collective op, const CollectiveView& view,
                                    Transport** chosen) const {
   const size_t bytes = call_bytes(op, view, topology_.size);
-  const std::string what = std::string(collective_name(op)) + " " + std::to_string(view.sequence);
+  auto what = [&] { return std::string(collective_name(op)) + " " + std::to_string(view.sequence); };
   return pick(order_for(kind_of(op), view.device.kind, bytes), kind_of(op), view.device.kind,
               view.dtype, bytes, false, what,
               [&](Transport* t) { return t->supports_collective(op, view); }, chosen);

@@ -88,9 +88,11 @@ class Selector {
   std::vector<Transport*> candidates(const Rule* rule, Kind kind) const;
   const std::vector<Transport*>& order_for(Kind kind, DeviceKind memory, size_t bytes) const;
   // `deterministic`: only transports that reduce in rank order (Note
-  // [Deterministic reductions] in transport.h).
+  // [Deterministic reductions] in transport.h). `what` names the call for the
+  // debug log and the error; it is only asked for there, since building it costs
+  // a small call a fair part of its time (docs/perf/small-ops.md).
   Status pick(const std::vector<Transport*>& order, Kind kind, DeviceKind memory, DataType dtype,
-              size_t bytes, bool deterministic, const std::string& what,
+              size_t bytes, bool deterministic, const std::function<std::string()>& what,
               const std::function<Status(Transport*)>& supports, Transport** chosen) const;
 
   std::vector<Transport*> offered_;
