@@ -183,7 +183,6 @@ KNOB_SWITCHES = [
      "transport and sizes (docs/deterministic.md)"),
     ("--no-deterministic", "KOLO_DETERMINISTIC", "0", "the default order (each path its own)"),
 ]
-TEST_ONLY_KNOBS = ("KOLO_TEST_NODE_SIZE",)
 # The socket world's knobs that kolorun sets itself for every worker (names.py):
 # the world, the job's secret, the store's port and the generation.
 LAUNCHER_KNOBS = ("KOLO_WORLD", "KOLO_JOB_TOKEN", "KOLO_STORE_ADDR", "KOLO_STORE_PORT",

@@ -84,14 +84,17 @@ std::string build_info() {
   os << "], \"knobs\": {";
   const auto& specs = kolo::knob_specs();
   const auto values = kolo::knob_values(kolo::process_env());
+  first = true;
   for (size_t i = 0; i < specs.size(); ++i) {
-    os << (i ? ", " : "") << json_string(specs[i].name) << ": {\"type\": "
+    if (specs[i].test_only) continue;  // Note [Test-only switches] (common/knobs.h)
+    os << (first ? "" : ", ") << json_string(specs[i].name) << ": {\"type\": "
        << json_string(knob_type_name(specs[i].type))
        << ", \"default\": " << json_string(specs[i].default_value)
        << ", \"value\": " << json_string(i < values.size() ? values[i] : "")
        << ", \"accepted\": " << json_string(specs[i].accepted)
        << ", \"doc\": " << json_string(specs[i].doc)
        << ", \"agreement\": " << json_string(kolo::agreement_name(specs[i].agreement)) << "}";
+    first = false;
   }
   os << "}}";
   return os.str();

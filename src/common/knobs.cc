@@ -208,7 +208,8 @@ const Knob kKnobs[] = {
     // Must agree: it decides which ranks share a node, hence which transports exist.
     {{"KOLO_TEST_NODE_SIZE", KnobType::kInt, "0", "an integer >= 0",
       "tests only: split one machine's ranks into pretend nodes of this many consecutive "
-      "ranks (multi-node paths without a cluster); 0: real nodes"},
+      "ranks (multi-node paths without a cluster); 0: real nodes",
+      Agreement::kMustAgree, /*secret=*/false, /*test_only=*/true},
      [](const std::string& v, Config* c) {
        int64_t n = 0;
        if (!parse_int_at_least(v, 0, std::numeric_limits<int>::max(), &n)) return false;

@@ -76,6 +76,9 @@ struct KnobSpec {
   const char* doc;            // one line
   Agreement agreement = Agreement::kMustAgree;
   bool secret = false;        // its value is never printed (knob_values says "(set)")
+  // For kolo's own tests (Note [Test-only switches]): read and agreed like every
+  // knob, never listed by kolo-info or kolo_build_info_json().
+  bool test_only = false;
 };
 
 // A knob's effective value in one spelling per value ("64M" and "67108864" both
@@ -85,7 +88,7 @@ struct KnobValue {
   std::string value;
 };
 
-// Every knob, in a stable order.
+// Every knob, in a stable order; test-only ones included.
 const std::vector<KnobSpec>& knob_specs();
 
 // Looks up an environment variable; nullopt when unset. Injectable for tests.
@@ -124,5 +127,11 @@ const char* log_level_name(LogLevel level);
 // A knob is "must agree" unless its row says otherwise; the ones that may differ
 // change only this rank's own behaviour (what it logs, where its coordinator runs,
 // how long it sleeps between polls) or are read on rank 0 alone (the timeline).
+
+// Note [Test-only switches]
+// A switch that only kolo's own tests set (KOLO_TEST_NODE_SIZE: pretend nodes on one
+// machine) shapes the world as much as any knob, so it is read and agreed at init
+// the same way; but a user never sees it: kolo-info and the build info leave it out,
+// and docs/testing.md, not docs/knobs.md, describes it (docs/design.md, "Knobs").
 
 }  // namespace kolo

@@ -196,13 +196,14 @@ class Knobs(unittest.TestCase):
     def test_every_knob_of_kolo_is_a_flag(self):
         out = subprocess.run([KOLO_INFO, "--json"], check=True, capture_output=True, text=True)
         info = json.loads(out.stdout)["knobs"]
+        # Test-only switches are not knobs a user sees (docs/testing.md).
+        self.assertNotIn("KOLO_TEST_NODE_SIZE", info)
         # kolorun sets the socket world's launch knobs itself (LAUNCHER_KNOBS).
-        knobs = set(info) - set(kr.TEST_ONLY_KNOBS) - set(kr.LAUNCHER_KNOBS)
+        knobs = set(info) - set(kr.LAUNCHER_KNOBS)
         missing = sorted(knobs - kr.knob_variables())
         rows = "".join(f"\n    {suggested_row(name, info[name])}" for name in missing)
         self.assertEqual(missing, [], "kolo-info lists knobs kolorun has no flag for: add rows "
-                         "to KNOB_FLAGS in tools/kolorun.py (or the names to TEST_ONLY_KNOBS), "
-                         "e.g." + rows)
+                         "to KNOB_FLAGS in tools/kolorun.py, e.g." + rows)
         extra = kr.knob_variables() - knobs
         if "KOLO_WORLD" not in info:  # a libkolo without the socket world (issue 29) yet
             extra -= set(kr.SOCKET_WORLD_KNOBS)

@@ -356,6 +356,22 @@ TEST(KnobsTest, AgreedValuesAreCanonical) {
   EXPECT_EQ(va[0].value, "1024");
 }
 
+// Note [Test-only switches]: the pretend nodes shape the world, so ranks still
+// compare them at init; only the listing leaves them out.
+TEST(KnobsTest, TheTestOnlySwitchIsAgreedLikeAKnob) {
+  Config c;
+  ASSERT_TRUE(load_config([](const char* n) -> std::optional<std::string> {
+                if (std::string(n) == "KOLO_TEST_NODE_SIZE") return "2";
+                return std::nullopt;
+              }, &c).ok());
+  bool agreed = false;
+  for (const KnobValue& v : agreed_knob_values(c))
+    if (v.name == "KOLO_TEST_NODE_SIZE") agreed = v.value == "2";
+  EXPECT_TRUE(agreed);
+  for (const KnobSpec& spec : knob_specs())
+    EXPECT_EQ(spec.test_only, std::string(spec.name) == "KOLO_TEST_NODE_SIZE") << spec.name;
+}
+
 // The socket world's knobs: KOLO_WORLD takes three words, and the job token is a
 // secret: neither kolo-info's values nor an error message show it.
 TEST(KnobsTest, TheSocketWorldsKnobsAndTheSecretToken) {
