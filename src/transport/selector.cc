@@ -122,6 +122,7 @@ void Selector::refresh() {
     compiled_.push_back(std::move(c));
   }
   for (int k = 0; k < kNumKinds; ++k) fallback_[k] = candidates(nullptr, static_cast<Kind>(k));
+  valid_ = check_options();
 }
 
 std::vector<Transport*> Selector::candidates(const Rule* rule, Kind kind) const {
@@ -144,7 +145,7 @@ const std::vector<Transport*>& Selector::order_for(Kind kind, DeviceKind memory,
   return fallback_[static_cast<int>(kind)];
 }
 
-Status Selector::validate() const {
+Status Selector::check_options() const {
   if (!rules_status_.ok()) return rules_status_.with_context("KOLO_SELECT");
   if (offered_.empty()) return unsupported("this world offers no transport");
   if (options_.preference != "auto" && find(options_.preference) == nullptr)
@@ -189,7 +190,7 @@ Status Selector::pick(const std::vector<Transport*>& order, Kind kind, DeviceKin
 
 Status Selector::select(const Bucket& bucket, Transport** chosen) const {
   const Kind kind = bucket.reduction.op == ReduceOp::kAdasum ? Kind::kAdasum : Kind::kAllreduce;
-  KOLO_RETURN_IF_ERROR(validate());
+  if (!valid_.ok()) return valid_;
   return pick(order_for(kind, bucket.device.kind, bucket.bytes()), kind, bucket.device.kind,
               bucket.dtype, bucket.bytes(), bucket.reduction.deterministic,
               [&] { return describe(bucket); },

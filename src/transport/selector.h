@@ -40,8 +40,8 @@ class Selector {
            bool prefer_hierarchical = false);
 
   // Whether the knobs can be served by this world (an init-time error naming the
-  // knob otherwise).
-  Status validate() const;
+  // knob otherwise). Decided when the options change; select() asks on every bucket.
+  const Status& validate() const { return valid_; }
 
   // The transport for a bucket: the first candidate (Note [The selection table])
   // whose capabilities cover it and whose supports() is OK; the chosen one and
@@ -85,6 +85,7 @@ class Selector {
   bool serves(const Transport* t, Kind kind) const;
   // Rebuilds table_ from the options, then compiled_.
   void refresh();
+  Status check_options() const;  // what validate() answers
   std::vector<Transport*> candidates(const Rule* rule, Kind kind) const;
   const std::vector<Transport*>& order_for(Kind kind, DeviceKind memory, size_t bytes) const;
   // `deterministic`: only transports that reduce in rank order (Note
@@ -102,6 +103,7 @@ class Selector {
   Placement placement_;
   SelectionTable table_;
   Status rules_status_;                // KOLO_SELECT's parse
+  Status valid_;                       // validate()'s answer for options_
   std::vector<Compiled> compiled_;     // the rules this world's placement can match
   std::vector<Transport*> fallback_[kNumKinds];  // no rule matched
 };
