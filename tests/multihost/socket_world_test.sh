@@ -1,25 +1,66 @@
 #!/bin/sh
-# A test program on the socket world across the pretend cluster's hosts, 2 hosts x
-# 2 ranks (ranks 0-1 on h1, 2-3 on h2), started as torchrun starts a job: one
-# launch per host (socket_host.sh, through the cluster's launcher-exec), which
-# forks that host's ranks with torchrun's variables. So the ranks of a host share
-# its /dev/shm and the socket world has its node layer there (kolorun --world
-# socket launches each rank on its own, and an isolated pretend host gives each
-# launch a /dev/shm of its own). Run inside the cluster:
-#   tools/pretend_cluster.sh --hosts 2 --command -- tests/multihost/socket_world_test.sh PROGRAM
-# which provides KOLO_CLUSTER_ENTER (the launcher-exec script). The exit status is
-# 0 when every rank exits 0.
+# A test program on the socket world across the pretend cluster's hosts, PPN ranks
+# on each (block placement: ranks 0..PPN-1 on h1, then h2, ...), started as
+# torchrun starts a job: one launch per host (socket_host.sh, through the cluster's
+# launcher-exec), which forks that host's ranks with torchrun's variables. So the
+# ranks of a host share its /dev/shm and the socket world has its node layer there
+# (kolorun --world socket launches each rank on its own, and an isolated pretend
+# host gives each launch a /dev/shm of its own). Run inside the cluster:
+#   tools/pretend_cluster.sh --hosts H --command -- \
+#       tests/multihost/socket_world_test.sh [--ppn P] [--expect ERE] PROGRAM [ARGS...]
+# (P defaults to 2; with --expect, the ranks' output must also hold a line that
+# matches the extended regular expression ERE), which provides KOLO_CLUSTER_ENTER (the launcher-exec script)
+# and KOLO_CLUSTER_HOSTS. Every rank gets KOLO_WORLD=socket (kolo_init forms the
+# socket world or fails, never MPI's) and KOLO_TEST_BARRIER_DIR, a fresh directory
+# in /tmp, which the pretend hosts share (tests/multirank/world_barrier.h). The exit
+# status is 0 when every rank exits 0, else the first failing host's.
 set -u
-program=$1
+ppn=2
+expect=
+while [ $# -ge 2 ]; do
+  case $1 in
+    --ppn) ppn=$2 ;;
+    --expect) expect=$2 ;;
+    *) break ;;
+  esac
+  shift 2
+done
+if [ $# -lt 1 ]; then
+  echo "usage: socket_world_test.sh [--ppn P] [--expect ERE] PROGRAM [ARGS...]" >&2
+  exit 2
+fi
 : "${KOLO_CLUSTER_ENTER:?run me through tools/pretend_cluster.sh --command}"
+: "${KOLO_CLUSTER_HOSTS:?run me through tools/pretend_cluster.sh --command}"
 here=$(cd "$(dirname "$0")" && pwd)
+hosts=$(echo "$KOLO_CLUSTER_HOSTS" | tr ',' ' ')
+count=$(echo "$hosts" | wc -w)
+size=$((count * ppn))
+first_host=${hosts%% *}
 port=$((20000 + $$ % 20000))
 token=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
-"$KOLO_CLUSTER_ENTER" h1 "$here/socket_host.sh" 0 2 4 h1 "$port" "$token" "$program" &
-first=$!
-"$KOLO_CLUSTER_ENTER" h2 "$here/socket_host.sh" 1 2 4 h1 "$port" "$token" "$program" &
-second=$!
+barriers=$(mktemp -d /tmp/kolo-socket-barriers-XXXXXX)
+trap 'rm -rf "$barriers"' EXIT
+pids=
+node=0
+for host in $hosts; do
+  set -- "$KOLO_CLUSTER_ENTER" "$host" "$here/socket_host.sh" "$node" "$ppn" "$size" \
+    "$first_host" "$port" "$token" "$barriers" "$@"
+  # (--expect: each host's output to a file, shown and searched at the end)
+  if [ -n "$expect" ]; then "$@" >"$barriers/out.$node" 2>&1 & else "$@" & fi
+  pids="$pids $!"
+  shift 10
+  node=$((node + 1))
+done
 status=0
-wait "$first" || status=$?
-wait "$second" || status=$?
+for pid in $pids; do
+  wait "$pid" || { rc=$?; [ "$status" -eq 0 ] && status=$rc; }
+done
+if [ -n "$expect" ]; then
+  cat "$barriers"/out.*
+  if [ "$status" -eq 0 ] && ! cat "$barriers"/out.* | grep -Eq -- "$expect"; then
+    echo "socket_world_test.sh: no line of the output matches: $expect" >&2
+    status=1
+  fi
+fi
+[ "$status" -eq 0 ] || echo "socket_world_test.sh: failed with status $status" >&2
 exit "$status"

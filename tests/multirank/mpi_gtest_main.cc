@@ -9,15 +9,6 @@
 
 namespace {
 
-// Prints only failed assertions, with the rank, for ranks other than 0.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (r.failed())
-      std::fprintf(stderr, "[rank %s] %s:%d: Failure\n%s\n", std::getenv("PMI_RANK"),
-                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
-  }
-};
-
 int rank_from_env() {
   // RANK: a socket-world job without mpiexec (tests/socket/socket_launch.py).
   for (const char* var : {"PMI_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_RANK", "RANK"}) {
@@ -25,6 +16,15 @@ int rank_from_env() {
   }
   return 0;
 }
+
+// Prints only failed assertions, with the rank, for ranks other than 0.
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_from_env(),
+                   r.file_name() ? r.file_name() : "?", r.line_number(), r.summary());
+  }
+};
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "api_dtypes.h"
 #include "kolo/kolo.h"
@@ -29,17 +30,23 @@ class MpiEnvironment : public ::testing::Environment {
   void TearDown() override { MPI_Finalize(); }
 };
 
+// After kolo_init: kolo's world holds every rank of the job. In a socket-world job
+// each rank's MPI is a world of one, so a kolo that fell back to MPI would have
+// size 1 here, not the launcher's WORLD_SIZE.
+inline ::testing::AssertionResult joined_the_whole_job() {
+  if (kolo_size() == job_size()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "kolo_init formed a world of " << kolo_size()
+                                       << " ranks, the job has " << job_size()
+                                       << (socket_job() ? " (the socket world's WORLD_SIZE)" : "");
+}
+
 class KoloTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
     rank_ = kolo_rank();
     size_ = kolo_size();
-    // A job without mpiexec must have formed one world of every rank (not one
-    // MPI world of one rank per process).
-    if (const char* world_size = std::getenv("WORLD_SIZE")) {
-      ASSERT_EQ(size_, std::atoi(world_size)) << "kolo_init did not join the socket world's ranks";
-    }
+    ASSERT_TRUE(joined_the_whole_job());
   }
   // One rank's kolo_shutdown stops kolo on every rank (KOLO_ERR_SHUTDOWN from then
   // on), so a rank must not shut down while another is still in the test: where
@@ -82,6 +89,30 @@ inline kolo_status_t wait_or_abort(kolo_handle_t h, const std::string& what = "a
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   return s;
+}
+
+// Every rank's `bytes` bytes at `data`, in rank order, through kolo's allgather
+// (for references the tests compute themselves, on either world). Every rank
+// passes the same `bytes`; kolo must be running.
+inline std::vector<char> allgather_bytes(const std::string& name, const void* data, size_t bytes) {
+  std::vector<char> all;
+  kolo_handle_t h = nullptr;
+  const kolo_status_t s = kolo_allgather_async(name.c_str(), data, static_cast<int64_t>(bytes), 1,
+                                               KOLO_UINT8, cpu(), &h);
+  EXPECT_EQ(s, KOLO_OK) << kolo_last_error();
+  if (s != KOLO_OK) return all;
+  EXPECT_EQ(wait_or_abort(h, "allgather of \"" + name + "\""), KOLO_OK) << kolo_handle_message(h);
+  const void* out = nullptr;
+  int64_t out_bytes = 0;
+  if (kolo_handle_output(h, &out, &out_bytes) == KOLO_OK &&
+      out_bytes == static_cast<int64_t>(bytes) * kolo_size()) {
+    all.assign(static_cast<const char*>(out), static_cast<const char*>(out) + out_bytes);
+  } else {
+    ADD_FAILURE() << "allgather of \"" << name << "\": " << out_bytes << " bytes, not "
+                  << bytes << " from each of " << kolo_size() << " ranks";
+  }
+  kolo_handle_release(h);
+  return all;
 }
 
 // Enqueues, waits, returns the status; the handle's message goes to *message.

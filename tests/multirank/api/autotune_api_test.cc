@@ -1,11 +1,12 @@
-// Autotune under mpiexec: rank 0 decides, every rank applies the same setting at
-// the same cycle — so every rank's record of (cycle, setting) pairs is equal and
-// every result stays exact while the fusion threshold, the large-tensor cut-off,
-// the slice and the transport order change under it; the frozen setting is
-// logged and read back by the next run.
-#include <mpi.h>
+// Autotune under mpiexec and on the socket world (tests/socket): rank 0 decides,
+// every rank applies the same setting at the same cycle — so every rank's record of
+// (cycle, setting) pairs is equal and every result stays exact while the fusion
+// threshold, the large-tensor cut-off, the slice and the transport order change
+// under it; the frozen setting is logged and read back by the next run.
+#include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -27,13 +28,11 @@ const char* const kKnobs[] = {"KOLO_AUTOTUNE", "KOLO_AUTOTUNE_LOG", "KOLO_AUTOTU
 class Autotune : public ::testing::Test {
  protected:
   void SetUp() override {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    // One log path for the job, rank 0's (only rank 0 reads or writes it).
-    char path[256] = {};
-    if (rank_ == 0) std::snprintf(path, sizeof path, "/tmp/kolo_autotune_test_%d.csv", getpid());
-    MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
-    log_ = path;
+    rank_ = job_rank();
+    size_ = job_size();
+    // Only rank 0 reads or writes the log (the knob may differ between ranks), so
+    // each rank names its own and rank 0's is the one used.
+    log_ = "/tmp/kolo_autotune_test_" + std::to_string(getpid()) + ".csv";
     setenv("KOLO_AUTOTUNE", "1", 1);
     setenv("KOLO_AUTOTUNE_LOG", log_.c_str(), 1);
     setenv("KOLO_AUTOTUNE_SAMPLE_SECONDS", "0.02", 1);
@@ -45,7 +44,7 @@ class Autotune : public ::testing::Test {
   }
   void TearDown() override {
     for (const char* k : kKnobs) unsetenv(k);
-    MPI_Barrier(MPI_COMM_WORLD);
+    world_barrier();
     if (rank_ == 0) std::remove(log_.c_str());
   }
 
@@ -83,11 +82,11 @@ class Autotune : public ::testing::Test {
   int steps_until_frozen(int max_steps) {
     for (int s = 0; s < max_steps; ++s) {
       step(s);
-      int frozen = 0;
+      int frozen = 0;  // (int is KOLO_INT32 here)
       EXPECT_EQ(kolo_autotune_state(&frozen, nullptr, nullptr), KOLO_OK);
-      int all = 0;
-      MPI_Allreduce(&frozen, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-      if (all) return s + 1;
+      EXPECT_EQ(allreduce("autotune.frozen", &frozen, &frozen, 1, KOLO_INT32, KOLO_OP_MIN),
+                KOLO_OK);
+      if (frozen) return s + 1;
     }
     return max_steps;
   }
@@ -98,9 +97,11 @@ class Autotune : public ::testing::Test {
     uint64_t digest = 0;
     ASSERT_EQ(kolo_autotune_state(&frozen, changes, &digest), KOLO_OK);
     EXPECT_EQ(frozen, 1);
-    int64_t mine[2] = {*changes, static_cast<int64_t>(digest)};
+    const int64_t mine[2] = {*changes, static_cast<int64_t>(digest)};
+    const std::vector<char> bytes = allgather_bytes("autotune.state", mine, sizeof mine);
+    ASSERT_EQ(bytes.size(), sizeof mine * size_);
     std::vector<int64_t> all(2 * size_);
-    MPI_Allgather(mine, 2, MPI_INT64_T, all.data(), 2, MPI_INT64_T, MPI_COMM_WORLD);
+    std::memcpy(all.data(), bytes.data(), bytes.size());
     for (int r = 0; r < size_; ++r) {
       EXPECT_EQ(all[2 * r], all[0]) << "settings applied on rank " << r << " vs rank 0";
       EXPECT_EQ(all[2 * r + 1], all[1]) << "digest of (cycle, setting) on rank " << r;
@@ -114,6 +115,7 @@ class Autotune : public ::testing::Test {
 
 TEST_F(Autotune, EveryRankAppliesTheSameSettingAtTheSameCycle) {
   ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
+  ASSERT_TRUE(joined_the_whole_job());
   const int steps = steps_until_frozen(3000);
   EXPECT_LT(steps, 3000) << "the search did not freeze";
   step(steps);  // at the frozen setting

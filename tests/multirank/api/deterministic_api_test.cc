@@ -1,13 +1,14 @@
 // Deterministic reductions (docs/deterministic.md), through the C API under
-// mpiexec -n 2, 3, 4: random tensor sets (sizes, dtypes, ops, names, each rank
-// submitting in its own order) reduced with KOLO_DETERMINISTIC=1 or the call's
-// flag under every transport kolo runs here (shm, ring, the MPI transport asked
-// first, pretend nodes for hierarchical), several fusion thresholds, slice and
-// segment sizes — every result byte-identical to a plain reference computed on
-// every rank from the allgathered inputs (rank 0's value, then rank 1's, ..., in
-// the accumulation type). Then: the default mode does differ (3+ ranks), so the
-// knob matters; what cannot be deterministic fails naming the knob; ranks that
-// disagree on the flag get a mismatch; the timeline marks the path.
+// mpiexec -n 2, 3, 4 and on the socket world (tests/socket/socket_launch.py): random
+// tensor sets (sizes, dtypes, ops, names, each rank submitting in its own order)
+// reduced with KOLO_DETERMINISTIC=1 or the call's flag under every transport kolo
+// runs here (shm, ring, the MPI transport asked first, pretend nodes for
+// hierarchical), several fusion thresholds, slice and segment sizes — every result
+// byte-identical to a plain reference computed on every rank from the inputs
+// allgathered through kolo (rank 0's value, then rank 1's, ..., in the accumulation
+// type). Then: the default mode does differ (3+ ranks), so the knob matters; what
+// cannot be deterministic fails naming the knob; ranks that disagree on the flag get
+// a mismatch; the timeline marks the path.
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,12 +42,6 @@ class ScopedEnv {
  private:
   Env env_;
 };
-
-int world_size() {
-  int n = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 size_t elem_size(kolo_dtype_t t) { return kolo_dtype_size(t); }
 
@@ -147,9 +142,22 @@ std::vector<Tensor> make_set(uint64_t seed, int rank) {
     if (s_ != KOLO_OK) return 1;                                                    \
   } while (0)
 
+// Every tensor's reference from every rank's inputs, gathered through kolo (an
+// allgather copies bytes: no order to get wrong).
+std::vector<std::vector<char>> references(const std::vector<Tensor>& set, int size) {
+  std::vector<std::vector<char>> want;
+  for (const Tensor& t : set) {
+    std::vector<char> all;
+    if (!t.input.empty()) all = allgather_bytes("ref." + t.name, t.input.data(), t.input.size());
+    want.push_back(reference(t, all, size));
+  }
+  return want;
+}
+
 // Submits the set in this rank's own order (flag: the call's), waits, and checks
-// every output against the reference. Returns the number of mismatching tensors.
-int reduce_and_check(std::vector<Tensor>& set, bool flag, int rank, int size, const std::string& what) {
+// every output against `want`. Returns the number of mismatching tensors.
+int reduce_and_check(std::vector<Tensor>& set, const std::vector<std::vector<char>>& want,
+                     bool flag, int rank, const std::string& what) {
   std::vector<size_t> order(set.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::shuffle(order.begin(), order.end(), std::mt19937_64(77 + static_cast<uint64_t>(rank)));
@@ -179,17 +187,29 @@ int reduce_and_check(std::vector<Tensor>& set, bool flag, int rank, int size, co
     Tensor& t = set[k];
     EXPECT_EQ(wait_or_abort(hs[k], t.name), KOLO_OK) << what << " " << t.name;
     kolo_handle_release(hs[k]);
-    std::vector<char> all(t.input.size() * static_cast<size_t>(size));
-    MPI_Allgather(t.input.data(), static_cast<int>(t.input.size()), MPI_BYTE, all.data(),
-                  static_cast<int>(t.input.size()), MPI_BYTE, MPI_COMM_WORLD);
-    const std::vector<char> want = reference(t, all, size);
-    if (want != t.output) {
+    if (want[k] != t.output) {
       ++wrong;
       ADD_FAILURE() << what << ": tensor " << t.name << " (dtype " << t.dtype << ", op " << t.op
                     << ", count " << t.count << ") differs from the rank-order reference";
     }
   }
   return wrong;
+}
+
+// The transport that does not reduce in rank order, asked first (or only): MPI's on
+// the MPI world; on the socket world, which has no MPI transport, hierarchical over
+// pretend nodes of one rank.
+Env not_rank_order(bool only) {
+  const std::string rest = only ? " only" : "";
+  if (socket_job())
+    return {{"KOLO_SELECT", "allreduce host * * : hierarchical" + rest},
+            {"KOLO_TEST_NODE_SIZE", "1"}};
+  return {{"KOLO_SELECT", "allreduce host * * : mpi" + rest}};
+}
+
+Env with(Env env, const Env& more) {
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
 }
 
 // Every configuration: the transport asked first (or only), the sizes, and
@@ -205,8 +225,9 @@ std::vector<std::pair<Env, bool>> configurations(int size) {
         {"KOLO_DETERMINISTIC", "1"}}, true},
       {{{"KOLO_SELECT", "allreduce host * * : ring only"}, {"KOLO_FUSION_THRESHOLD", "4K"},
         {"KOLO_RING_SEGMENT_BYTES", "256K"}}, false},
-      // The MPI transport first: a marked bucket passes it for one that folds.
-      {{{"KOLO_SELECT", "allreduce host * * : mpi"}, {"KOLO_FUSION_THRESHOLD", "64K"}}, false},
+      // MPI's transport (or hierarchical) first: a marked bucket passes it for one
+      // that folds.
+      {with(not_rank_order(false), {{"KOLO_FUSION_THRESHOLD", "64K"}}), false},
       // Every rank a pretend node: hierarchical preferred.
       {{{"KOLO_TEST_NODE_SIZE", "1"}, {"KOLO_HIERARCHICAL_ALLREDUCE", "1"},
         {"KOLO_DETERMINISTIC", "1"}}, true},
@@ -219,19 +240,21 @@ std::vector<std::pair<Env, bool>> configurations(int size) {
 }
 
 TEST(Deterministic, EveryPathGivesTheRankOrderBits) {
-  const int size = world_size();
+  const int size = job_size();
   int config = 0;
   for (const auto& [env, knob] : configurations(size)) {
     ScopedEnv scoped(env);
     ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
+    ASSERT_TRUE(joined_the_whole_job());
     const int rank = kolo_rank();
     std::string what = "configuration " + std::to_string(config);
     for (const auto& [k, v] : env) what += " " + k + "=" + v;
     for (uint64_t seed = 1; seed <= 3; ++seed) {
       std::vector<Tensor> set = make_set(seed + 10 * static_cast<uint64_t>(config), rank);
+      const std::vector<std::vector<char>> want = references(set, size);
       // Twice: the second time from the response cache (and the AND's carry).
       for (int repeat = 0; repeat < 2; ++repeat)
-        EXPECT_EQ(reduce_and_check(set, !knob, rank, size, what), 0) << what;
+        EXPECT_EQ(reduce_and_check(set, want, !knob, rank, what), 0) << what;
     }
     world_barrier();
     ASSERT_EQ(kolo_shutdown(), KOLO_OK);
@@ -243,7 +266,7 @@ TEST(Deterministic, EveryPathGivesTheRankOrderBits) {
 // in rank order (1e8 + 1) - 1e8 == 0; the shm engine's default order starts each
 // shard with its owner's value, so rank 2's shard gives (-1e8 + 1e8) + 1 == 1.
 TEST(Deterministic, TheDefaultOrderDiffers) {
-  if (world_size() < 3) GTEST_SKIP() << "a float sum of two values is the same in either order";
+  if (job_size() < 3) GTEST_SKIP() << "a float sum of two values is the same in either order";
   ScopedEnv scoped(Env{{"KOLO_SELECT", "allreduce host * * : shm"}});
   ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
   const int rank = kolo_rank();
@@ -268,7 +291,7 @@ TEST(Deterministic, TheDefaultOrderDiffers) {
 }
 
 TEST(Deterministic, RefusalsNameTheKnob) {
-  ScopedEnv scoped(Env{{"KOLO_SELECT", "allreduce host * * : mpi only"}, {"KOLO_DETERMINISTIC", "1"}});
+  ScopedEnv scoped(with(not_rank_order(true), {{"KOLO_DETERMINISTIC", "1"}}));
   ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
   const int rank = kolo_rank();
   std::vector<float> x(16, 1.0f + static_cast<float>(rank));
@@ -279,7 +302,8 @@ TEST(Deterministic, RefusalsNameTheKnob) {
   EXPECT_NE(std::string(kolo_handle_message(h)).find("KOLO_DETERMINISTIC"), std::string::npos)
       << kolo_handle_message(h);
   kolo_handle_release(h);
-  // MIN and integers are exact in any order: not marked, so MPI may take them.
+  // MIN and integers are exact in any order: not marked, so that transport may
+  // take them.
   std::vector<int32_t> ints(16, rank);
   ASSERT_EQ(kolo_allreduce_async("ints", ints.data(), ints.data(), 16, KOLO_INT32, KOLO_OP_SUM,
                                  1.0, 1.0, cpu(), &h), KOLO_OK);
@@ -325,9 +349,7 @@ TEST(Deterministic, TheTimelineMarksThePath) {
     world_barrier();
     ASSERT_EQ(kolo_shutdown(), KOLO_OK);
   }
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  if (world_rank == 0) {
+  if (job_rank() == 0) {
     const std::string text = read_file(path);
     EXPECT_NE(text.find("deterministic\": true"), std::string::npos) << text.substr(0, 2000);
     EXPECT_NE(text.find(" deterministic\""), std::string::npos);
