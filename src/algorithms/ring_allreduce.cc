@@ -37,7 +37,11 @@
 // Segments: a chunk moves in segments of at most RingOptions::segment_bytes. In
 // the reduce-scatter, the receive of segment k+1 is posted (into the other half
 // of a two-segment scratch buffer) before segment k is reduced, so reduction
-// overlaps the transfer; all sends of a step are posted at its start.
+// overlaps the transfer. What a step receives (and reduces) is what the next
+// step sends, and each segment goes on as soon as it is in: step s+1's sends are
+// posted segment by segment inside step s (the first step's, all at once, from
+// `input`), so a rank's link carries the next step while its left neighbour is
+// still finishing this one (Note [Sends run a step ahead]).
 //
 // Input and output: the local operand of a chunk is read from `input` at the one
 // step where that chunk is combined, and the result is written to `output`; so an
@@ -49,6 +53,18 @@
 // one pair of ranks messages with equal tags arrive in order, every rank posts
 // the segments in the same order, and calls happen in the same order on every
 // rank.
+//
+// Note [Sends run a step ahead]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With each step's sends posted at its start, a rank whose left neighbour
+// started late finished sending first and then left its link idle until its
+// own receive was in and it could begin the next step; over a network link
+// that idle time was a sixth of a 64 MiB allreduce at 2 hosts x 1 rank
+// (docs/socket-world.md). Posted as soon as each segment is in, the next step's
+// sends queue behind the current ones and the link stays busy. The sends of the
+// reduce-scatter are all waited for before the allgather posts its receives:
+// those write the chunks they read, and a send's buffer may not change until
+// the send is done (PointToPoint's contract).
 #include "algorithms/ring_allreduce.h"
 
 #include <algorithm>
@@ -85,13 +101,17 @@ class RingRun {
         scratch_(scratch) {}
 
   Status run() {
-    for (int s = 0; s < schedule_.steps(); ++s) {
-      KOLO_RETURN_IF_ERROR(reduce_scatter_step(s));
+    Requests rs_sends(p2p_, tags::kRing), ag_sends(p2p_, tags::kRing);
+    const int last = schedule_.steps() - 1;
+    for (int s = 0; s <= last; ++s) {
+      KOLO_RETURN_IF_ERROR(reduce_scatter_step(s, rs_sends, s < last ? rs_sends : ag_sends));
     }
-    for (int s = 0; s < schedule_.steps(); ++s) {
-      KOLO_RETURN_IF_ERROR(allgather_step(s));
+    // The allgather writes chunks those sends read (in place, `input` too).
+    KOLO_RETURN_IF_ERROR(rs_sends.wait_all());
+    for (int s = 0; s <= last; ++s) {
+      KOLO_RETURN_IF_ERROR(allgather_step(s, ag_sends));
     }
-    return Status::OK();
+    return ag_sends.wait_all();
   }
 
  private:
@@ -100,52 +120,60 @@ class RingRun {
   char* slot(int64_t k) { return scratch_ + (k % 2) * segment_elems_ * elem_; }
 
   // Posts a send of every segment of `chunk`, read from `base`.
-  Status send_chunk(Requests& pending, const Range& chunk, const char* base) {
+  Status send_chunk(Requests& sends, const Range& chunk, const char* base) {
     const int64_t n = RingSchedule::num_segments(chunk.count, segment_elems_);
     for (int64_t k = 0; k < n; ++k) {
       const Range seg = RingSchedule::segment(chunk, segment_elems_, k);
-      KOLO_RETURN_IF_ERROR(pending.send(schedule_.right(), base + offset(seg), bytes(seg)));
+      KOLO_RETURN_IF_ERROR(sends.send(schedule_.right(), base + offset(seg), bytes(seg)));
     }
     return Status::OK();
   }
 
-  // Step s of phase 1: send a partial chunk, receive the next one segment by
-  // segment into scratch and combine it with our input into output.
-  Status reduce_scatter_step(int s) {
-    Requests pending(p2p_, tags::kRing);
-    const Range send = schedule_.chunk(schedule_.reduce_scatter_send(s));
+  // Step s of phase 1: receive a partial chunk segment by segment into scratch,
+  // combine it with our input into output, and pass each combined segment on as
+  // the next step's send (`next`). Step 0 first sends our own part of its chunk.
+  Status reduce_scatter_step(int s, Requests& sends, Requests& next) {
+    Requests recvs(p2p_, tags::kRing);
     const Range recv = schedule_.chunk(schedule_.reduce_scatter_recv(s));
     const int64_t n = RingSchedule::num_segments(recv.count, segment_elems_);
     std::vector<RequestId> ids(static_cast<size_t>(n));
     auto post = [&](int64_t k) {
       const Range seg = RingSchedule::segment(recv, segment_elems_, k);
-      return pending.recv(schedule_.left(), slot(k), bytes(seg), &ids[k]);
+      return recvs.recv(schedule_.left(), slot(k), bytes(seg), &ids[k]);
     };
     if (n > 0) KOLO_RETURN_IF_ERROR(post(0));
     // At step 0 the chunk we send holds only our own part: it is still in input.
-    KOLO_RETURN_IF_ERROR(send_chunk(pending, send, s == 0 ? input_ : output_));
+    if (s == 0) KOLO_RETURN_IF_ERROR(send_chunk(sends, schedule_.chunk(schedule_.reduce_scatter_send(0)), input_));
     failpoint("ring");
     for (int64_t k = 0; k < n; ++k) {
       if (k + 1 < n) KOLO_RETURN_IF_ERROR(post(k + 1));
-      KOLO_RETURN_IF_ERROR(pending.wait(ids[k]));
+      KOLO_RETURN_IF_ERROR(recvs.wait(ids[k]));
       const Range seg = RingSchedule::segment(recv, segment_elems_, k);
       reduce::reduce(output_ + offset(seg), input_ + offset(seg), slot(k), seg.count, dtype_, op_);
+      KOLO_RETURN_IF_ERROR(next.send(schedule_.right(), output_ + offset(seg), bytes(seg)));
     }
-    return pending.wait_all();
+    return recvs.wait_all();
   }
 
-  // Step s of phase 2: forward a finished chunk, receive one straight into output.
-  Status allgather_step(int s) {
-    Requests pending(p2p_, tags::kRing);
-    const Range send = schedule_.chunk(schedule_.allgather_send(s));
+  // Step s of phase 2: receive a finished chunk straight into output and pass
+  // each segment on as the next step's send (its own sends were posted by the
+  // step before).
+  Status allgather_step(int s, Requests& sends) {
+    Requests recvs(p2p_, tags::kRing);
     const Range recv = schedule_.chunk(schedule_.allgather_recv(s));
     const int64_t n = RingSchedule::num_segments(recv.count, segment_elems_);
+    std::vector<RequestId> ids(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
       const Range seg = RingSchedule::segment(recv, segment_elems_, k);
-      KOLO_RETURN_IF_ERROR(pending.recv(schedule_.left(), output_ + offset(seg), bytes(seg)));
+      KOLO_RETURN_IF_ERROR(recvs.recv(schedule_.left(), output_ + offset(seg), bytes(seg), &ids[k]));
     }
-    KOLO_RETURN_IF_ERROR(send_chunk(pending, send, output_));
-    return pending.wait_all();
+    for (int64_t k = 0; k < n; ++k) {
+      KOLO_RETURN_IF_ERROR(recvs.wait(ids[k]));
+      if (s + 1 == schedule_.steps()) continue;
+      const Range seg = RingSchedule::segment(recv, segment_elems_, k);
+      KOLO_RETURN_IF_ERROR(sends.send(schedule_.right(), output_ + offset(seg), bytes(seg)));
+    }
+    return Status::OK();
   }
 
   PointToPoint& p2p_;
