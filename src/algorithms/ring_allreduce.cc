@@ -62,9 +62,11 @@
 // that idle time was a sixth of a 64 MiB allreduce at 2 hosts x 1 rank
 // (docs/socket-world.md). Posted as soon as each segment is in, the next step's
 // sends queue behind the current ones and the link stays busy. The sends of the
-// reduce-scatter are all waited for before the allgather posts its receives:
-// those write the chunks they read, and a send's buffer may not change until
-// the send is done (PointToPoint's contract).
+// allgather's receives write the chunks the reduce-scatter's sends read (in
+// place, `input` too), and a send's buffer may not change until the send is
+// done (PointToPoint's contract): each segment's receive is posted once the
+// send that read it is done. Waiting for all of them first cost the time of a
+// late neighbour again, in the clear-to-send the peer waited for.
 #include "algorithms/ring_allreduce.h"
 
 #include <algorithm>
@@ -106,11 +108,10 @@ class RingRun {
     for (int s = 0; s <= last; ++s) {
       KOLO_RETURN_IF_ERROR(reduce_scatter_step(s, rs_sends, s < last ? rs_sends : ag_sends));
     }
-    // The allgather writes chunks those sends read (in place, `input` too).
-    KOLO_RETURN_IF_ERROR(rs_sends.wait_all());
     for (int s = 0; s <= last; ++s) {
-      KOLO_RETURN_IF_ERROR(allgather_step(s, ag_sends));
+      KOLO_RETURN_IF_ERROR(allgather_step(s, rs_sends, ag_sends));
     }
+    KOLO_RETURN_IF_ERROR(rs_sends.wait_all());
     return ag_sends.wait_all();
   }
 
@@ -119,12 +120,15 @@ class RingRun {
   size_t offset(const Range& r) const { return static_cast<size_t>(r.begin) * elem_; }
   char* slot(int64_t k) { return scratch_ + (k % 2) * segment_elems_ * elem_; }
 
-  // Posts a send of every segment of `chunk`, read from `base`.
-  Status send_chunk(Requests& sends, const Range& chunk, const char* base) {
+  // Posts a send of every segment of `chunk`, read from `base`; their ids go to
+  // `ids`.
+  Status send_chunk(Requests& sends, const Range& chunk, const char* base,
+                    std::vector<RequestId>* ids) {
     const int64_t n = RingSchedule::num_segments(chunk.count, segment_elems_);
     for (int64_t k = 0; k < n; ++k) {
       const Range seg = RingSchedule::segment(chunk, segment_elems_, k);
-      KOLO_RETURN_IF_ERROR(sends.send(schedule_.right(), base + offset(seg), bytes(seg)));
+      ids->emplace_back();
+      KOLO_RETURN_IF_ERROR(sends.send(schedule_.right(), base + offset(seg), bytes(seg), &ids->back()));
     }
     return Status::OK();
   }
@@ -143,27 +147,35 @@ class RingRun {
     };
     if (n > 0) KOLO_RETURN_IF_ERROR(post(0));
     // At step 0 the chunk we send holds only our own part: it is still in input.
-    if (s == 0) KOLO_RETURN_IF_ERROR(send_chunk(sends, schedule_.chunk(schedule_.reduce_scatter_send(0)), input_));
+    if (s == 0) {
+      sent_.assign(static_cast<size_t>(schedule_.steps()), {});
+      KOLO_RETURN_IF_ERROR(
+          send_chunk(sends, schedule_.chunk(schedule_.reduce_scatter_send(0)), input_, &sent_[0]));
+    }
     failpoint("ring");
     for (int64_t k = 0; k < n; ++k) {
       if (k + 1 < n) KOLO_RETURN_IF_ERROR(post(k + 1));
       KOLO_RETURN_IF_ERROR(recvs.wait(ids[k]));
       const Range seg = RingSchedule::segment(recv, segment_elems_, k);
       reduce::reduce(output_ + offset(seg), input_ + offset(seg), slot(k), seg.count, dtype_, op_);
-      KOLO_RETURN_IF_ERROR(next.send(schedule_.right(), output_ + offset(seg), bytes(seg)));
+      RequestId id = 0;
+      KOLO_RETURN_IF_ERROR(next.send(schedule_.right(), output_ + offset(seg), bytes(seg), &id));
+      if (s + 1 < schedule_.steps()) sent_[s + 1].push_back(id);
     }
     return recvs.wait_all();
   }
 
   // Step s of phase 2: receive a finished chunk straight into output and pass
   // each segment on as the next step's send (its own sends were posted by the
-  // step before).
-  Status allgather_step(int s, Requests& sends) {
+  // step before). The chunk is the one reduce-scatter step s sent: a segment's
+  // receive is posted once its send there is done (Note [Sends run a step ahead]).
+  Status allgather_step(int s, Requests& rs_sends, Requests& sends) {
     Requests recvs(p2p_, tags::kRing);
     const Range recv = schedule_.chunk(schedule_.allgather_recv(s));
     const int64_t n = RingSchedule::num_segments(recv.count, segment_elems_);
     std::vector<RequestId> ids(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
+      KOLO_RETURN_IF_ERROR(rs_sends.wait(sent_[s][k]));
       const Range seg = RingSchedule::segment(recv, segment_elems_, k);
       KOLO_RETURN_IF_ERROR(recvs.recv(schedule_.left(), output_ + offset(seg), bytes(seg), &ids[k]));
     }
@@ -185,6 +197,7 @@ class RingRun {
   size_t elem_;
   int64_t segment_elems_;
   char* scratch_;
+  std::vector<std::vector<RequestId>> sent_;  // reduce-scatter step -> its sends' ids
 };
 
 Status validate(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {
