@@ -61,7 +61,7 @@
 // own receive was in and it could begin the next step; over a network link
 // that idle time was a sixth of a 64 MiB allreduce at 2 hosts x 1 rank
 // (docs/socket-world.md). Posted as soon as each segment is in, the next step's
-// sends queue behind the current ones and the link stays busy. The sends of the
+// sends queue behind the current ones and the link stays busy. The
 // allgather's receives write the chunks the reduce-scatter's sends read (in
 // place, `input` too), and a send's buffer may not change until the send is
 // done (PointToPoint's contract): each segment's receive is posted once the
@@ -128,7 +128,8 @@ class RingRun {
     for (int64_t k = 0; k < n; ++k) {
       const Range seg = RingSchedule::segment(chunk, segment_elems_, k);
       ids->emplace_back();
-      KOLO_RETURN_IF_ERROR(sends.send(schedule_.right(), base + offset(seg), bytes(seg), &ids->back()));
+      KOLO_RETURN_IF_ERROR(
+          sends.send(schedule_.right(), base + offset(seg), bytes(seg), &ids->back()));
     }
     return Status::OK();
   }
@@ -177,7 +178,8 @@ class RingRun {
     for (int64_t k = 0; k < n; ++k) {
       KOLO_RETURN_IF_ERROR(rs_sends.wait(sent_[s][k]));
       const Range seg = RingSchedule::segment(recv, segment_elems_, k);
-      KOLO_RETURN_IF_ERROR(recvs.recv(schedule_.left(), output_ + offset(seg), bytes(seg), &ids[k]));
+      KOLO_RETURN_IF_ERROR(
+          recvs.recv(schedule_.left(), output_ + offset(seg), bytes(seg), &ids[k]));
     }
     for (int64_t k = 0; k < n; ++k) {
       KOLO_RETURN_IF_ERROR(recvs.wait(ids[k]));
