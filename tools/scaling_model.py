@@ -543,7 +543,8 @@ def check(args):
             s = int(r["size"])
             if s < args.min_bytes:
                 continue
-            for label, key, model in ((r["transport"], "time_us", r["transport"]),
+            kolo = args.auto if r["transport"] == "auto" and args.auto else r["transport"]
+            for label, key, model in ((r["transport"], "time_us", kolo),
                                       ("MPI_Allreduce", "ref_time_us", "mpi")):
                 if key in r and model in PATHS:
                     g = groups.setdefault((config, nodes, ppn, s, label, model), [])
@@ -696,6 +697,9 @@ def main():
     sub.choices["check"].add_argument("--measured", nargs="+", required=True)
     sub.choices["check"].add_argument("--min-bytes", type=int, default=0)
     sub.choices["check"].add_argument("--tolerance", type=float, default=0.25)
+    sub.choices["check"].add_argument(
+        "--auto", choices=sorted(PATHS),
+        help="the path transport 'auto' took (KOLO_LOG_LEVEL=debug says), to predict its rows")
     for name in ("predict", "efficiency"):
         sub.choices[name].add_argument(
             "--cores-per-node", type=int,

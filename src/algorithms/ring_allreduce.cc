@@ -37,7 +37,11 @@
 // Segments: a chunk moves in segments of at most RingOptions::segment_bytes. In
 // the reduce-scatter, the receive of segment k+1 is posted (into the other half
 // of a two-segment scratch buffer) before segment k is reduced, so reduction
-// overlaps the transfer; all sends of a step are posted at its start.
+// overlaps the transfer. What a step receives (and reduces) is what the next
+// step sends, and each segment goes on as soon as it is in: step s+1's sends are
+// posted segment by segment inside step s (the first step's, all at once, from
+// `input`), so a rank's link carries the next step while its left neighbour is
+// still finishing this one (Note [Sends run a step ahead]).
 //
 // Input and output: the local operand of a chunk is read from `input` at the one
 // step where that chunk is combined, and the result is written to `output`; so an
@@ -49,6 +53,20 @@
 // one pair of ranks messages with equal tags arrive in order, every rank posts
 // the segments in the same order, and calls happen in the same order on every
 // rank.
+//
+// Note [Sends run a step ahead]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With each step's sends posted at its start, a rank whose left neighbour
+// started late finished sending first and then left its link idle until its
+// own receive was in and it could begin the next step; over a network link
+// that idle time was 30-60 ms of a 650 ms 64 MiB allreduce at 2 hosts x 1 rank
+// (docs/socket-world.md). Posted as soon as each segment is in, the next step's
+// sends queue behind the current ones and the link stays busy. The
+// allgather's receives write the chunks the reduce-scatter's sends read (in
+// place, `input` too), and a send's buffer may not change until the send is
+// done (PointToPoint's contract): each segment's receive is posted once the
+// send that read it is done. Waiting for all of them first cost the time of a
+// late neighbour again, in the clear-to-send the peer waited for.
 #include "algorithms/ring_allreduce.h"
 
 #include <algorithm>
@@ -85,13 +103,16 @@ class RingRun {
         scratch_(scratch) {}
 
   Status run() {
-    for (int s = 0; s < schedule_.steps(); ++s) {
-      KOLO_RETURN_IF_ERROR(reduce_scatter_step(s));
+    Requests rs_sends(p2p_, tags::kRing), ag_sends(p2p_, tags::kRing);
+    const int last = schedule_.steps() - 1;
+    for (int s = 0; s <= last; ++s) {
+      KOLO_RETURN_IF_ERROR(reduce_scatter_step(s, rs_sends, s < last ? rs_sends : ag_sends));
     }
-    for (int s = 0; s < schedule_.steps(); ++s) {
-      KOLO_RETURN_IF_ERROR(allgather_step(s));
+    for (int s = 0; s <= last; ++s) {
+      KOLO_RETURN_IF_ERROR(allgather_step(s, rs_sends, ag_sends));
     }
-    return Status::OK();
+    KOLO_RETURN_IF_ERROR(rs_sends.wait_all());
+    return ag_sends.wait_all();
   }
 
  private:
@@ -99,53 +120,74 @@ class RingRun {
   size_t offset(const Range& r) const { return static_cast<size_t>(r.begin) * elem_; }
   char* slot(int64_t k) { return scratch_ + (k % 2) * segment_elems_ * elem_; }
 
-  // Posts a send of every segment of `chunk`, read from `base`.
-  Status send_chunk(Requests& pending, const Range& chunk, const char* base) {
+  // Posts a send of every segment of `chunk`, read from `base`; their ids go to
+  // `ids`.
+  Status send_chunk(Requests& sends, const Range& chunk, const char* base,
+                    std::vector<RequestId>* ids) {
     const int64_t n = RingSchedule::num_segments(chunk.count, segment_elems_);
     for (int64_t k = 0; k < n; ++k) {
       const Range seg = RingSchedule::segment(chunk, segment_elems_, k);
-      KOLO_RETURN_IF_ERROR(pending.send(schedule_.right(), base + offset(seg), bytes(seg)));
+      ids->emplace_back();
+      KOLO_RETURN_IF_ERROR(
+          sends.send(schedule_.right(), base + offset(seg), bytes(seg), &ids->back()));
     }
     return Status::OK();
   }
 
-  // Step s of phase 1: send a partial chunk, receive the next one segment by
-  // segment into scratch and combine it with our input into output.
-  Status reduce_scatter_step(int s) {
-    Requests pending(p2p_, tags::kRing);
-    const Range send = schedule_.chunk(schedule_.reduce_scatter_send(s));
+  // Step s of phase 1: receive a partial chunk segment by segment into scratch,
+  // combine it with our input into output, and pass each combined segment on as
+  // the next step's send (`next`). Step 0 first sends our own part of its chunk.
+  Status reduce_scatter_step(int s, Requests& sends, Requests& next) {
+    Requests recvs(p2p_, tags::kRing);
     const Range recv = schedule_.chunk(schedule_.reduce_scatter_recv(s));
     const int64_t n = RingSchedule::num_segments(recv.count, segment_elems_);
     std::vector<RequestId> ids(static_cast<size_t>(n));
     auto post = [&](int64_t k) {
       const Range seg = RingSchedule::segment(recv, segment_elems_, k);
-      return pending.recv(schedule_.left(), slot(k), bytes(seg), &ids[k]);
+      return recvs.recv(schedule_.left(), slot(k), bytes(seg), &ids[k]);
     };
     if (n > 0) KOLO_RETURN_IF_ERROR(post(0));
     // At step 0 the chunk we send holds only our own part: it is still in input.
-    KOLO_RETURN_IF_ERROR(send_chunk(pending, send, s == 0 ? input_ : output_));
+    if (s == 0) {
+      sent_.assign(static_cast<size_t>(schedule_.steps()), {});
+      KOLO_RETURN_IF_ERROR(
+          send_chunk(sends, schedule_.chunk(schedule_.reduce_scatter_send(0)), input_, &sent_[0]));
+    }
     failpoint("ring");
     for (int64_t k = 0; k < n; ++k) {
       if (k + 1 < n) KOLO_RETURN_IF_ERROR(post(k + 1));
-      KOLO_RETURN_IF_ERROR(pending.wait(ids[k]));
+      KOLO_RETURN_IF_ERROR(recvs.wait(ids[k]));
       const Range seg = RingSchedule::segment(recv, segment_elems_, k);
       reduce::reduce(output_ + offset(seg), input_ + offset(seg), slot(k), seg.count, dtype_, op_);
+      RequestId id = 0;
+      KOLO_RETURN_IF_ERROR(next.send(schedule_.right(), output_ + offset(seg), bytes(seg), &id));
+      if (s + 1 < schedule_.steps()) sent_[s + 1].push_back(id);
     }
-    return pending.wait_all();
+    return recvs.wait_all();
   }
 
-  // Step s of phase 2: forward a finished chunk, receive one straight into output.
-  Status allgather_step(int s) {
-    Requests pending(p2p_, tags::kRing);
-    const Range send = schedule_.chunk(schedule_.allgather_send(s));
+  // Step s of phase 2: receive a finished chunk straight into output and pass
+  // each segment on as the next step's send (its own sends were posted by the
+  // step before). The chunk is the one reduce-scatter step s sent: a segment's
+  // receive is posted once its send there is done (Note [Sends run a step ahead]).
+  Status allgather_step(int s, Requests& rs_sends, Requests& sends) {
+    Requests recvs(p2p_, tags::kRing);
     const Range recv = schedule_.chunk(schedule_.allgather_recv(s));
     const int64_t n = RingSchedule::num_segments(recv.count, segment_elems_);
+    std::vector<RequestId> ids(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
+      KOLO_RETURN_IF_ERROR(rs_sends.wait(sent_[s][k]));
       const Range seg = RingSchedule::segment(recv, segment_elems_, k);
-      KOLO_RETURN_IF_ERROR(pending.recv(schedule_.left(), output_ + offset(seg), bytes(seg)));
+      KOLO_RETURN_IF_ERROR(
+          recvs.recv(schedule_.left(), output_ + offset(seg), bytes(seg), &ids[k]));
     }
-    KOLO_RETURN_IF_ERROR(send_chunk(pending, send, output_));
-    return pending.wait_all();
+    for (int64_t k = 0; k < n; ++k) {
+      KOLO_RETURN_IF_ERROR(recvs.wait(ids[k]));
+      if (s + 1 == schedule_.steps()) continue;
+      const Range seg = RingSchedule::segment(recv, segment_elems_, k);
+      KOLO_RETURN_IF_ERROR(sends.send(schedule_.right(), output_ + offset(seg), bytes(seg)));
+    }
+    return Status::OK();
   }
 
   PointToPoint& p2p_;
@@ -157,6 +199,7 @@ class RingRun {
   size_t elem_;
   int64_t segment_elems_;
   char* scratch_;
+  std::vector<std::vector<RequestId>> sent_;  // reduce-scatter step -> its sends' ids
 };
 
 Status validate(const void* input, void* output, int64_t count, DataType dtype, ReduceOp op) {

@@ -149,6 +149,7 @@ class Engine : public Liveness {
     std::string owned;
     size_t written = 0;
     RequestId request = 0;  // credited with body_bytes once written
+    bool bulk = false;      // a data frame: others pass it while it is unwritten
     const char* body_data() const { return owns ? owned.data() : body; }
   };
   // What the frame being read is, and where its body goes.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 #include <vector>
 
 #include "tests/unit/algorithms/spawn.h"
@@ -100,6 +101,50 @@ TYPED_TEST(RingAllreduceTest, ManySegmentsPerChunk) {
       });
     }
   }
+}
+
+// The verbs of one rank, recording the order of sends posted and receives
+// waited for (ids of receives only; Note [Sends run a step ahead]).
+class RecordingP2P : public transport::PointToPoint {
+ public:
+  explicit RecordingP2P(transport::PointToPoint& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  Status isend(int peer, const void* data, size_t bytes, int tag,
+               transport::RequestId* id) override {
+    events.push_back("send");
+    return inner_.isend(peer, data, bytes, tag, id);
+  }
+  Status irecv(int peer, void* data, size_t bytes, int tag, transport::RequestId* id) override {
+    Status s = inner_.irecv(peer, data, bytes, tag, id);
+    receives.insert(*id);
+    return s;
+  }
+  Status test(transport::RequestId id, bool* done) override { return inner_.test(id, done); }
+  Status wait(transport::RequestId id) override {
+    if (receives.count(id)) events.push_back("received");
+    return inner_.wait(id);
+  }
+  std::vector<std::string> events;
+  std::set<transport::RequestId> receives;
+
+ private:
+  transport::PointToPoint& inner_;
+};
+
+// Note [Sends run a step ahead]: at 2 ranks, 4 segments a chunk, the allgather's
+// first segment is sent as soon as the reduce-scatter has received and reduced
+// the first, not after its last.
+TEST(RingAllreducePipelineTest, ASegmentGoesOnAsSoonAsItIsIn) {
+  spawn(2, [&](int rank, transport::World& world) {
+    RecordingP2P rec(*world.p2p);
+    RingAllreduce ring(rec, RingOptions{16});
+    allreduce_and_check<testing::Float32Type>(ring, rank, 2, 32, ReduceOp::kSum, true);
+    // 4 sends of the reduce-scatter, then its first receive, then a send.
+    ASSERT_GE(rec.events.size(), 6u);
+    EXPECT_EQ(rec.events[4], "received");
+    EXPECT_EQ(rec.events[5], "send") << "the allgather's first segment waited for the whole step";
+  });
 }
 
 // Scratch grows for a large call and is reused, without harm, by smaller ones.
