@@ -18,7 +18,7 @@ sizes=${SOCKET_RUNS_SIZES:--b 4 -e 64M -f 4 -n 5 -w 1}
 mkdir -p "$out"
 r=1
 while [ "$r" -le "$repeat" ]; do
-  for ppn in 1 2; do
+  for ppn in ${SOCKET_RUNS_PPN:-1 2}; do
     echo "$r 2x$ppn $(uptime)" >>"$out/load.txt"
     # Each rank becomes a socket-world rank; h1 (10.77.0.1) serves the store.
     # shellcheck disable=SC2086,SC2016

@@ -19,7 +19,7 @@
 // id, 0 for the world) over the same connections: control messages, rings and
 // point-to-point messages match only within their channel.
 //
-// Messages. Point-to-point messages up to kEagerBytes go at once (kEager) and
+// Messages. Point-to-point messages up to kEagerBytes (256 KiB) go at once (kEager) and
 // wait in a queue of unexpected messages if no receive is posted yet; larger ones
 // announce themselves (kRts), and their bytes (kData frames of up to
 // kChunkBytes, written straight from the sender's buffer) follow once the

@@ -43,7 +43,8 @@ constexpr size_t kMaxKeyBytes = 4096;
 constexpr size_t kMaxValueBytes = size_t{16} << 20;
 constexpr size_t kMaxWaitKeys = 65536;
 constexpr size_t kMaxControlBytes = size_t{256} << 20;  // one control-plane blob
-constexpr size_t kEagerBytes = size_t{64} << 10;        // p2p messages sent without a handshake
+// p2p messages sent without a handshake (Note [A ring segment goes eager])
+constexpr size_t kEagerBytes = size_t{256} << 10;
 constexpr size_t kChunkBytes = size_t{1} << 20;         // one data frame of a larger message
 
 enum class FrameType : uint8_t {
@@ -178,6 +179,15 @@ Status decode_eager_prefix(const void* data, size_t n, EagerPrefix* out);
 Status decode_rts(const void* data, size_t n, RtsMsg* out);
 Status decode_cts(const void* data, size_t n, CtsMsg* out);
 Status decode_data_prefix(const void* data, size_t n, DataPrefix* out);
+
+// Note [A ring segment goes eager]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The eager limit is at least the ring's default segment (KOLO_RING_SEGMENT_BYTES,
+// 256K): a larger message waits one round trip for its clear-to-send, and the
+// ring pays that on every segment it forwards, so across hosts its link idled
+// between segments (docs/socket-world.md has the runs). The price: an eager
+// message whose receive is not yet posted is held in the unexpected queue, up to
+// this many bytes each.
 
 // Note [Generations]
 // ~~~~~~~~~~~~~~~~~~
