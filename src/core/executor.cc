@@ -25,8 +25,7 @@ namespace {
 Executor::Executor(transport::Selector& selector, FusionBuffer& fusion, int rank,
                    int world_size, Complete complete, Timeline* timeline,
                    transport::DeviceSupport* device_support)
-    : carrier_(rank),
-      context_(selector, fusion, rank, world_size, device_support, carrier_),
+    : context_(selector, fusion, rank, world_size, device_support, selector.carrier()),
       allreduce_(context_),
       gather_(context_),
       alltoall_(context_),
@@ -93,6 +92,7 @@ void Executor::execute(const std::vector<Response>& responses, Pending* pending,
 // the selector's choice (see AllreduceFamily::pack_bucket).
 bool Executor::pack_ahead(const std::vector<const Response*>& ahead, Pending* pending,
                           char* slot, size_t capacity) {
+  if (context_.carrier == nullptr) return false;  // no transport carries: nothing rides
   const size_t limit = std::min(capacity, context_.carry_bytes);
   if (ahead.size() != 1 || is_allreduce(ahead[0]->params.collective))
     return allreduce_.pack_bucket(ahead, pending, slot, limit);

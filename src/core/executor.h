@@ -32,7 +32,6 @@
 #include "core/executor_negotiated.h"
 #include "core/executor_reducescatter.h"
 #include "core/flight_recorder.h"
-#include "core/host_carrier.h"
 #include "core/timeline.h"
 
 namespace kolo::core {
@@ -107,7 +106,6 @@ class Executor {
   // timeline and advances the sequence number; from launch().
   void record(const Batch& batch);
 
-  HostCarrier carrier_;
   ExecutionContext context_;
   AllreduceFamily allreduce_;
   GatherFamily gather_;

@@ -14,8 +14,8 @@ Status AllreduceFamily::start(Batch& batch, std::unique_ptr<transport::Work>* wo
   context_.deterministic = bucket_.reduction.deterministic;
   if (context_.carried != nullptr) {  // Note [Data rides with the AND]: packed on every rank
     KOLO_RETURN_IF_ERROR(described);
-    context_.transport_name = context_.carrier.name();
-    context_.carrier.finish(bucket_, *context_.carried);
+    context_.transport_name = context_.carrier->name();
+    context_.carrier->finish(bucket_, *context_.carried);
     return Status::OK();
   }
   if (!described.ok() || bucket_.count == 0) return described;
@@ -119,13 +119,13 @@ bool AllreduceFamily::pack_bucket(const std::vector<const Response*>& ahead, Pen
   bucket_.count = 0;
   if (!describe(entries_, ahead[plan[0].items[0]]->params).ok() || bucket_.count == 0)
     return false;
-  if (!context_.carrier.fits(bucket_, limit)) return false;
+  if (!context_.carrier->fits(bucket_, limit)) return false;
   // Only where the transport the bucket would take completes it from carried
-  // bytes (its capabilities say so).
+  // bytes with this very carrier.
   transport::Transport* transport = nullptr;
-  if (!context_.selector.select(bucket_, &transport).ok() || !transport->capabilities().carries)
+  if (!context_.selector.select(bucket_, &transport).ok() || transport->carrier() != context_.carrier)
     return false;
-  context_.carrier.pack(bucket_, slot);
+  context_.carrier->pack(bucket_, slot);
   return true;
 }
 

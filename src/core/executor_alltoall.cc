@@ -43,7 +43,7 @@ bool AlltoallFamily::pack(const Response& response, const TensorEntry& entry, ch
   part_.send_counts.clear();
   for (size_t d = 0; d < n; ++d)
     part_.send_counts.push_back(response.rows_matrix[me * n + d] * entry.request.params.row_count);
-  return context_.carrier.pack(Collective::kAlltoall, part_, slot, limit, capacity);
+  return context_.carrier->pack(Collective::kAlltoall, part_, slot, limit, capacity);
 }
 
 }  // namespace kolo::core

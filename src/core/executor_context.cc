@@ -72,9 +72,9 @@ Status ExecutionContext::start_on_transport(Collective op, CollectiveView view,
   transport::Transport* transport = nullptr;
   KOLO_RETURN_IF_ERROR(selector.select_collective(op, view, &transport));
   // Note [Data rides with the AND] (negotiator.h): every part is here already.
-  if (carried != nullptr && transport->capabilities().carries) {
-    transport_name = carrier.name();
-    carrier.finish(op, view, *carried);
+  if (carried != nullptr && transport->carrier() == carrier) {
+    transport_name = carrier->name();
+    carrier->finish(op, view, *carried);
     return Status::OK();
   }
   transport_name = transport->name();

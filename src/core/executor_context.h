@@ -73,7 +73,7 @@ class Family {
 
 struct ExecutionContext {
   ExecutionContext(transport::Selector& selector, FusionBuffer& fusion, int rank, int world_size,
-                   transport::DeviceSupport* device_support, const transport::Carrier& carrier)
+                   transport::DeviceSupport* device_support, const transport::Carrier* carrier)
       : selector(selector),
         fusion(fusion),
         rank(rank),
@@ -100,7 +100,9 @@ struct ExecutionContext {
   const int rank;
   const int world_size;
   transport::DeviceSupport* const device_support;  // null: the world takes no device tensors
-  const transport::Carrier& carrier;               // Note [Data rides with the AND]
+  // Note [Data rides with the AND]: the carrying transport's arithmetic (the
+  // selector's); null where no offered transport carries, and nothing rides.
+  const transport::Carrier* const carrier;
 
   size_t threshold;                    // the fusion threshold, <= fusion.size()
   size_t alone_bytes = size_t{1} << 20;  // the large-tensor cut-off

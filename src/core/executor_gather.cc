@@ -273,7 +273,7 @@ bool GatherFamily::pack(const Response& response, const TensorEntry& entry, char
   part_.dtype = p.dtype;
   part_.count = p.collective == Collective::kBroadcast ? p.count : entry.request.params.count;
   part_.root = p.root;
-  return context_.carrier.pack(p.collective, part_, slot, limit, capacity);
+  return context_.carrier->pack(p.collective, part_, slot, limit, capacity);
 }
 
 }  // namespace kolo::core

@@ -66,7 +66,7 @@ bool ReducescatterFamily::pack(const Response& response, const TensorEntry& entr
   part_.dtype = p.dtype;
   part_.count = p.count;
   part_.reduction = reduction_of(p, context_.world_size);
-  return context_.carrier.pack(Collective::kReducescatter, part_, slot, limit, capacity);
+  return context_.carrier->pack(Collective::kReducescatter, part_, slot, limit, capacity);
 }
 
 }  // namespace kolo::core

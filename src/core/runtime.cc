@@ -70,13 +70,6 @@ void Runtime::release_world() {
   world_.release_transports();
 }
 
-std::string Runtime::nccl_unavailable() {
-  for (const transport::TransportInfo& t : transport::known_transports())
-    if (t.name == "nccl" && !t.built)
-      return "the NCCL transport, which this kolo does not have (" + t.reason + ")";
-  return "the NCCL transport, which this world does not offer";
-}
-
 Status Runtime::start_timeline(const std::string& path, bool mark_cycles) {
   if (!running())
     return Status(Code::kShutdown, "kolo is not running (shut down by another rank, or stopped "
@@ -122,7 +115,7 @@ Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle
     device_lock.lock();
     if (!running()) return Status(Code::kShutdown, "kolo has stopped on this rank");
     const std::string prefix = "tensor '" + args.name + "': ";
-    if (world_.device_support == nullptr) return unsupported(prefix + "CUDA memory needs " + nccl_unavailable());
+    if (world_.device_support == nullptr) return unsupported(prefix + "CUDA memory needs " + transport::device_transport_missing());
     if (Status s = world_.device_support->resolve(&args.device); !s.ok())
       return Status(s.code(), prefix + s.message());
   }

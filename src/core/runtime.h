@@ -131,8 +131,6 @@ class Runtime {
   static Status launch(std::unique_ptr<Runtime> rt, std::unique_ptr<Runtime>* out);
   // The coordinator thread's body after run(): see the Note below.
   void release_world();
-  // Why CUDA tensors cannot be taken (the registry's reason in a build without NCCL).
-  static std::string nccl_unavailable();
 
   transport::World world_;
   std::mutex device_mu_;  // world_.device_support may go while a user thread asks it

@@ -4,10 +4,12 @@
 // control plane's carry slot; after an AND that carried, each rank finishes the
 // operation from every rank's part, with no second rendezvous.
 //
-// A transport whose capabilities say `carries` computes what its own engine
-// would (the same order of reductions, so the same bits); this is its face for
-// that. The core's HostCarrier (core/host_carrier.h) does the shm engine's
-// arithmetic until the node layer implements the face itself.
+// A transport whose capabilities say `carries` hands out its Carrier
+// (Transport::carrier()), which computes what its own engine would (the same
+// order of reductions, so the same bits): the node layer's is ShmCarrier
+// (transports/shm/carrier.h). The executor packs and finishes through the
+// selector's carrier, and only where the transport chosen for the operation is
+// the one that carrier belongs to.
 //
 // Contract: coordinator thread only. Every rank packs the same operation (the
 // same bucket or view, but for its own buffers) and finishes it from the same

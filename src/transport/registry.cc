@@ -73,6 +73,13 @@ const std::vector<TransportInfo>& known_transports() {
 
 bool is_device_transport(const std::string& name) { return name == "nccl"; }
 
+std::string device_transport_missing() {
+  const TransportInfo device = device_info();
+  if (!device.built)
+    return "the NCCL transport, which this kolo does not have (" + device.reason + ")";
+  return "the NCCL transport, which this world does not offer";
+}
+
 Status validate_rules(const std::string& rules) {
   std::vector<std::string> known = {"adasum"};
   for (const TransportInfo& info : known_transports()) known.push_back(info.name);

@@ -37,6 +37,10 @@ Status validate_preference(const std::string& preference);
 // KOLO_TRANSPORT rules before a world exists: kolo-info).
 bool is_device_transport(const std::string& name);
 
+// What a call on device memory lacks in a world that offers no device transport:
+// this build's device transport, and why it is not there (an error message's end).
+std::string device_transport_missing();
+
 // KOLO_SELECT: rules in the selection table's syntax that name only transports
 // kolo knows (or "adasum"); an error names the rule and the problem.
 Status validate_rules(const std::string& rules);

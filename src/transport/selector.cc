@@ -83,6 +83,12 @@ Transport* Selector::find(const std::string& name) const {
   return nullptr;
 }
 
+const Carrier* Selector::carrier() const {
+  for (size_t i = 0; i < offered_.size(); ++i)
+    if (caps_[i].carries && offered_[i]->carrier() != nullptr) return offered_[i]->carrier();
+  return nullptr;
+}
+
 const Capabilities& Selector::caps(const Transport* t) const {
   for (size_t i = 0; i < offered_.size(); ++i)
     if (offered_[i] == t) return caps_[i];

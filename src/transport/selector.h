@@ -39,6 +39,11 @@ class Selector {
   Selector(std::vector<Transport*> offered, std::string preference, Topology topology,
            bool prefer_hierarchical = false);
 
+  // The arithmetic for operations that ride with the AND (Note [Data rides with
+  // the AND] in core/negotiator.h): the carrier of the offered transport that
+  // carries; null where none does, and then nothing rides.
+  const Carrier* carrier() const;
+
   // Whether the knobs can be served by this world (an init-time error naming the
   // knob otherwise). Decided when the options change; select() asks on every bucket.
   const Status& validate() const { return valid_; }

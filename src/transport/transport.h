@@ -25,6 +25,8 @@
 
 namespace kolo::transport {
 
+class Carrier;
+
 // The arithmetic of a reduction, decided once for every path by
 // decide_reduction() (transport/reduction.h). Applied to every element in this
 // order:
@@ -177,6 +179,11 @@ class Transport {
 
   // What it can do (capabilities.h); the same on every rank, fixed once built.
   virtual Capabilities capabilities() const = 0;
+
+  // Where capabilities().carries: the arithmetic that finishes an operation from
+  // the parts carried with the AND exactly as this transport would (carrier.h);
+  // null otherwise. Lives as long as the transport.
+  virtual const Carrier* carrier() const { return nullptr; }
 
   virtual Status supports(const Bucket& bucket) const = 0;
 

@@ -12,11 +12,13 @@ namespace kolo::shm {
 using transport::CollectiveView;
 
 ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine)
-    : engine_(std::move(engine)) {}
+    : engine_(std::move(engine)), carrier_(engine_->local_rank()) {}
 
 ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine,
                            std::unique_ptr<ShmCollectives> collectives)
-    : engine_(std::move(engine)), collectives_(std::move(collectives)) {}
+    : engine_(std::move(engine)),
+      collectives_(std::move(collectives)),
+      carrier_(engine_->local_rank()) {}
 
 ShmTransport::~ShmTransport() = default;
 

@@ -14,6 +14,7 @@
 #include "transport/reduction.h"
 #include "transport/transport.h"
 #include "transports/shm/allreduce.h"
+#include "transports/shm/carrier.h"
 #include "transports/shm/collectives.h"
 
 namespace kolo::shm {
@@ -37,6 +38,7 @@ class ShmTransport : public transport::Transport {
     c.deterministic = true;  // ShmAllreduce::run's in_rank_order
     return c;
   }
+  const transport::Carrier* carrier() const override { return &carrier_; }
   Status supports(const transport::Bucket& bucket) const override;
   std::unique_ptr<transport::Work> allreduce(const transport::Bucket& bucket) override;
   void tune(const transport::Tuning& tuning) override {
@@ -55,6 +57,7 @@ class ShmTransport : public transport::Transport {
  private:
   std::unique_ptr<ShmAllreduce> engine_;
   std::unique_ptr<ShmCollectives> collectives_;
+  ShmCarrier carrier_;
 };
 
 // What shm and hierarchical accept: CPU memory.

@@ -1,6 +1,7 @@
-// HostCarrier: the shm engine's arithmetic for operations whose data rode with
-// the AND (transport/carrier.h, Note [Data rides with the AND] in negotiator.h),
-// computed by the core on the coordinator thread from the carried parts.
+// ShmCarrier: the shm engine's arithmetic for operations whose data rode with the
+// node AND (transport/carrier.h, Note [Data rides with the AND] in
+// core/negotiator.h): the "shm" transport's carrier, computed on the coordinator
+// thread from the carried parts.
 //
 // What each part is (the part rank r writes at its slot):
 //   bucket          every tensor's input, prescaled, one after another
@@ -15,16 +16,17 @@
 // block first, then each peer's in rank order, then the output factor. The same
 // kernels in the same order give the same bits.
 //
-// Until the node layer implements transport::Carrier itself. Coordinator thread only.
+// `rank` is this rank's local rank, as the engines index the node's ranks (the
+// carry runs only where the world is one node). Coordinator thread only.
 #pragma once
 
 #include "transport/carrier.h"
 
-namespace kolo::core {
+namespace kolo::shm {
 
-class HostCarrier : public transport::Carrier {
+class ShmCarrier : public transport::Carrier {
  public:
-  explicit HostCarrier(int rank) : rank_(rank) {}
+  explicit ShmCarrier(int rank) : rank_(rank) {}
 
   const char* name() const override { return "shm+and"; }
   bool fits(const transport::Bucket& bucket, size_t limit) const override;
@@ -40,4 +42,4 @@ class HostCarrier : public transport::Carrier {
   const int rank_;
 };
 
-}  // namespace kolo::core
+}  // namespace kolo::shm

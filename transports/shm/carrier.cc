@@ -1,4 +1,4 @@
-#include "core/host_carrier.h"
+#include "transports/shm/carrier.h"
 
 #include <cstring>
 #include <vector>
@@ -7,7 +7,7 @@
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 
-namespace kolo::core {
+namespace kolo::shm {
 namespace {
 
 // memcpy, for parts that may be empty (a rank that gives no rows passes no buffer).
@@ -21,11 +21,11 @@ size_t bytes_of(int64_t count, DataType dtype) {
 
 }  // namespace
 
-bool HostCarrier::fits(const transport::Bucket& bucket, size_t limit) const {
+bool ShmCarrier::fits(const transport::Bucket& bucket, size_t limit) const {
   return is_elementwise(bucket.reduction.op) && bucket.bytes() <= limit;
 }
 
-void HostCarrier::pack(const transport::Bucket& bucket, char* slot) const {
+void ShmCarrier::pack(const transport::Bucket& bucket, char* slot) const {
   for (const transport::BucketTensor& t : bucket.tensors) {
     if (t.count == 0) continue;
     reduce::copy_scaled(slot, t.input, t.count, bucket.dtype, bucket.reduction.prescale);
@@ -33,7 +33,7 @@ void HostCarrier::pack(const transport::Bucket& bucket, char* slot) const {
   }
 }
 
-bool HostCarrier::pack(Collective op, const transport::CollectiveView& part, char* slot,
+bool ShmCarrier::pack(Collective op, const transport::CollectiveView& part, char* slot,
                        size_t limit, size_t capacity) const {
   switch (op) {
     case Collective::kBroadcast:
@@ -71,7 +71,7 @@ bool HostCarrier::pack(Collective op, const transport::CollectiveView& part, cha
 // The parts, already prescaled, reduced in rank order into each tensor's output,
 // then the output factor: what the shm engine's one round computes, in the same
 // order.
-void HostCarrier::finish(const transport::Bucket& bucket,
+void ShmCarrier::finish(const transport::Bucket& bucket,
                          const std::vector<const char*>& from) const {
   const transport::Reduction& r = bucket.reduction;
   size_t at = 0;
@@ -94,7 +94,7 @@ void HostCarrier::finish(const transport::Bucket& bucket,
   }
 }
 
-void HostCarrier::finish(Collective op, const transport::CollectiveView& view,
+void ShmCarrier::finish(Collective op, const transport::CollectiveView& view,
                          const std::vector<const char*>& from) const {
   const size_t elem = dtype_size(view.dtype);
   char* out = static_cast<char*>(view.output);
@@ -141,4 +141,4 @@ void HostCarrier::finish(Collective op, const transport::CollectiveView& view,
   }
 }
 
-}  // namespace kolo::core
+}  // namespace kolo::shm

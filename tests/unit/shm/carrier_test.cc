@@ -1,4 +1,4 @@
-// HostCarrier (src/core/host_carrier.h): the arithmetic of operations whose data
+// ShmCarrier (transports/shm/carrier.h): the arithmetic of operations whose data
 // rode with the AND, through the transport::Carrier face alone — every rank packs
 // its part into its own slot, then every rank finishes the operation from all the
 // slots — at 1..4 ranks, against results computed here directly: allreduce
@@ -6,7 +6,7 @@
 // root writes), allgather and alltoall with uneven and empty blocks,
 // reducescatter with uneven shards; and the refusals (too large, not
 // element-wise, a part past the slot's capacity).
-#include "core/host_carrier.h"
+#include "transports/shm/carrier.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 
 #include "transport/reduction.h"
 
-namespace kolo::core {
+namespace kolo::shm {
 namespace {
 
 using transport::Bucket;
@@ -37,9 +37,9 @@ struct Slots {
   std::vector<std::vector<char>> bytes;
 };
 
-class HostCarrierTest : public ::testing::TestWithParam<int> {};
+class ShmCarrierTest : public ::testing::TestWithParam<int> {};
 
-TEST_P(HostCarrierTest, ABucketIsReducedInRankOrderWithItsFactors) {
+TEST_P(ShmCarrierTest, ABucketIsReducedInRankOrderWithItsFactors) {
   const int n = GetParam();
   const std::vector<int64_t> counts = {3, 0, 5};  // an empty tensor between two
   std::vector<std::vector<std::vector<float>>> in(n), out(n);  // [rank][tensor]
@@ -56,7 +56,7 @@ TEST_P(HostCarrierTest, ABucketIsReducedInRankOrderWithItsFactors) {
       b.tensors.push_back({in[r][t].data(), out[r][t].data(), counts[t], nullptr});
       b.count += counts[t];
     }
-    HostCarrier carrier(r);
+    ShmCarrier carrier(r);
     ASSERT_TRUE(carrier.fits(b, kSlot));
     carrier.pack(b, slots.bytes[r].data());
   }
@@ -66,7 +66,7 @@ TEST_P(HostCarrierTest, ABucketIsReducedInRankOrderWithItsFactors) {
     b.reduction = transport::decide_reduction(ReduceOp::kSum, DataType::kFloat32, 2.0, 0.5, n);
     for (size_t t = 0; t < counts.size(); ++t)
       b.tensors.push_back({in[r][t].data(), out[r][t].data(), counts[t], nullptr});
-    HostCarrier(r).finish(b, slots.carried());
+    ShmCarrier(r).finish(b, slots.carried());
     for (size_t t = 0; t < counts.size(); ++t)
       for (int64_t i = 0; i < counts[t]; ++i) {
         float sum = 0;
@@ -76,7 +76,7 @@ TEST_P(HostCarrierTest, ABucketIsReducedInRankOrderWithItsFactors) {
   }
 }
 
-TEST_P(HostCarrierTest, ABucketThatIsTooLargeOrNotElementwiseDoesNotRide) {
+TEST_P(ShmCarrierTest, ABucketThatIsTooLargeOrNotElementwiseDoesNotRide) {
   const int n = GetParam();
   std::vector<float> data(64, 1);
   Bucket b;
@@ -84,14 +84,14 @@ TEST_P(HostCarrierTest, ABucketThatIsTooLargeOrNotElementwiseDoesNotRide) {
   b.reduction = transport::decide_reduction(ReduceOp::kMax, DataType::kFloat32, 1, 1, n);
   b.tensors.push_back({data.data(), data.data(), 64, nullptr});
   b.count = 64;
-  HostCarrier carrier(0);
+  ShmCarrier carrier(0);
   EXPECT_TRUE(carrier.fits(b, 256));
   EXPECT_FALSE(carrier.fits(b, 255));
   b.reduction.op = ReduceOp::kAdasum;
   EXPECT_FALSE(carrier.fits(b, 4096));
 }
 
-TEST_P(HostCarrierTest, ABroadcastIsTheRootsDataAndOnlyTheRootWrites) {
+TEST_P(ShmCarrierTest, ABroadcastIsTheRootsDataAndOnlyTheRootWrites) {
   const int n = GetParam();
   const int root = n - 1;
   const int64_t count = 7;
@@ -104,7 +104,7 @@ TEST_P(HostCarrierTest, ABroadcastIsTheRootsDataAndOnlyTheRootWrites) {
     part.dtype = DataType::kFloat32;
     part.count = count;
     part.root = root;
-    ASSERT_TRUE(HostCarrier(r).pack(Collective::kBroadcast, part, slots.bytes[r].data(), kSlot, kSlot));
+    ASSERT_TRUE(ShmCarrier(r).pack(Collective::kBroadcast, part, slots.bytes[r].data(), kSlot, kSlot));
     if (r != root) EXPECT_EQ(slots.bytes[r][0], 0x5a) << "rank " << r << " is not the root";
   }
   for (int r = 0; r < n; ++r) {
@@ -113,12 +113,12 @@ TEST_P(HostCarrierTest, ABroadcastIsTheRootsDataAndOnlyTheRootWrites) {
     view.dtype = DataType::kFloat32;
     view.count = count;
     view.root = root;
-    HostCarrier(r).finish(Collective::kBroadcast, view, slots.carried());
+    ShmCarrier(r).finish(Collective::kBroadcast, view, slots.carried());
     for (int64_t i = 0; i < count; ++i) EXPECT_EQ(buffers[r][i], value(root, i)) << r << " " << i;
   }
 }
 
-TEST_P(HostCarrierTest, AnAllgatherConcatenatesUnevenBlocksInRankOrder) {
+TEST_P(ShmCarrierTest, AnAllgatherConcatenatesUnevenBlocksInRankOrder) {
   const int n = GetParam();
   auto rows = [](int r) { return static_cast<int64_t>(r % 3); };  // 0, 1, 2, 0 elements
   std::vector<std::vector<float>> in(n);
@@ -131,7 +131,7 @@ TEST_P(HostCarrierTest, AnAllgatherConcatenatesUnevenBlocksInRankOrder) {
     part.input = in[r].empty() ? nullptr : in[r].data();
     part.dtype = DataType::kFloat32;
     part.count = rows(r);
-    ASSERT_TRUE(HostCarrier(r).pack(Collective::kAllgather, part, slots.bytes[r].data(), kSlot, kSlot));
+    ASSERT_TRUE(ShmCarrier(r).pack(Collective::kAllgather, part, slots.bytes[r].data(), kSlot, kSlot));
   }
   for (int r = 0; r < n; ++r) {
     std::vector<float> out(total + 1, -1);
@@ -139,7 +139,7 @@ TEST_P(HostCarrierTest, AnAllgatherConcatenatesUnevenBlocksInRankOrder) {
     view.output = out.data();
     view.dtype = DataType::kFloat32;
     for (int p = 0; p < n; ++p) view.recv_counts.push_back(rows(p));
-    HostCarrier(r).finish(Collective::kAllgather, view, slots.carried());
+    ShmCarrier(r).finish(Collective::kAllgather, view, slots.carried());
     size_t at = 0;
     for (int p = 0; p < n; ++p)
       for (int64_t i = 0; i < rows(p); ++i) EXPECT_EQ(out[at++], value(p, i)) << r << " " << p;
@@ -147,7 +147,7 @@ TEST_P(HostCarrierTest, AnAllgatherConcatenatesUnevenBlocksInRankOrder) {
   }
 }
 
-TEST_P(HostCarrierTest, AnAlltoallFindsEachBlockByItsOffset) {
+TEST_P(ShmCarrierTest, AnAlltoallFindsEachBlockByItsOffset) {
   const int n = GetParam();
   auto sends = [](int from, int to) { return static_cast<int64_t>((from + 2 * to) % 3); };
   auto element = [](int from, int to, int64_t i) { return static_cast<float>(100 * from + 10 * to + i); };
@@ -161,13 +161,13 @@ TEST_P(HostCarrierTest, AnAlltoallFindsEachBlockByItsOffset) {
       for (int64_t i = 0; i < sends(r, d); ++i) in[r].push_back(element(r, d, i));
     }
     part.input = in[r].empty() ? nullptr : in[r].data();
-    ASSERT_TRUE(HostCarrier(r).pack(Collective::kAlltoall, part, slots.bytes[r].data(), kSlot, kSlot));
+    ASSERT_TRUE(ShmCarrier(r).pack(Collective::kAlltoall, part, slots.bytes[r].data(), kSlot, kSlot));
     // The data counts against the limit; the offsets too against the capacity.
     const size_t data = in[r].size() * sizeof(float);
     const size_t header = static_cast<size_t>(n) * sizeof(int64_t);
     std::vector<char> other(kSlot);
-    if (data > 0) EXPECT_FALSE(HostCarrier(r).pack(Collective::kAlltoall, part, other.data(), data - 1, kSlot));
-    EXPECT_FALSE(HostCarrier(r).pack(Collective::kAlltoall, part, other.data(), kSlot, header + data - 1));
+    if (data > 0) EXPECT_FALSE(ShmCarrier(r).pack(Collective::kAlltoall, part, other.data(), data - 1, kSlot));
+    EXPECT_FALSE(ShmCarrier(r).pack(Collective::kAlltoall, part, other.data(), kSlot, header + data - 1));
   }
   for (int r = 0; r < n; ++r) {
     std::vector<float> out;
@@ -178,7 +178,7 @@ TEST_P(HostCarrierTest, AnAlltoallFindsEachBlockByItsOffset) {
     for (int64_t c : view.recv_counts) total += c;
     out.assign(total, -1);
     view.output = out.data();
-    HostCarrier(r).finish(Collective::kAlltoall, view, slots.carried());
+    ShmCarrier(r).finish(Collective::kAlltoall, view, slots.carried());
     size_t at = 0;
     for (int s = 0; s < n; ++s)
       for (int64_t i = 0; i < sends(s, r); ++i)
@@ -186,7 +186,7 @@ TEST_P(HostCarrierTest, AnAlltoallFindsEachBlockByItsOffset) {
   }
 }
 
-TEST_P(HostCarrierTest, AReducescatterReducesEachRanksShard) {
+TEST_P(ShmCarrierTest, AReducescatterReducesEachRanksShard) {
   const int n = GetParam();
   const int64_t count = 2 * n + 1;  // not divisible by the world size
   std::vector<int64_t> shard;
@@ -202,7 +202,7 @@ TEST_P(HostCarrierTest, AReducescatterReducesEachRanksShard) {
     part.dtype = DataType::kInt32;
     part.count = count;
     part.reduction = reduction;
-    ASSERT_TRUE(HostCarrier(r).pack(Collective::kReducescatter, part, slots.bytes[r].data(), kSlot, kSlot));
+    ASSERT_TRUE(ShmCarrier(r).pack(Collective::kReducescatter, part, slots.bytes[r].data(), kSlot, kSlot));
   }
   int64_t first = 0;
   for (int r = 0; r < n; ++r) {
@@ -212,7 +212,7 @@ TEST_P(HostCarrierTest, AReducescatterReducesEachRanksShard) {
     view.output = out.data();
     view.recv_counts = shard;
     view.reduction = reduction;
-    HostCarrier(r).finish(Collective::kReducescatter, view, slots.carried());
+    ShmCarrier(r).finish(Collective::kReducescatter, view, slots.carried());
     for (int64_t i = 0; i < shard[r]; ++i) {
       int32_t sum = 0;
       for (int p = 0; p < n; ++p) sum += 3 * static_cast<int32_t>(value(p, first + i));
@@ -226,18 +226,18 @@ TEST_P(HostCarrierTest, AReducescatterReducesEachRanksShard) {
   adasum.count = 1;
   adasum.reduction.op = ReduceOp::kAdasum;
   std::vector<char> slot(kSlot);
-  EXPECT_FALSE(HostCarrier(0).pack(Collective::kReducescatter, adasum, slot.data(), kSlot, kSlot));
+  EXPECT_FALSE(ShmCarrier(0).pack(Collective::kReducescatter, adasum, slot.data(), kSlot, kSlot));
 }
 
-TEST(HostCarrier, GroupsBarriersAndAllreducesDoNotRideAsCollectives) {
+TEST(ShmCarrier, GroupsBarriersAndAllreducesDoNotRideAsCollectives) {
   std::vector<char> slot(kSlot);
   const CollectiveView part;
   for (Collective c : {Collective::kAllreduce, Collective::kGroupedAllgather, Collective::kBarrier,
                        Collective::kJoin})
-    EXPECT_FALSE(HostCarrier(0).pack(c, part, slot.data(), kSlot, kSlot)) << collective_name(c);
+    EXPECT_FALSE(ShmCarrier(0).pack(c, part, slot.data(), kSlot, kSlot)) << collective_name(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, HostCarrierTest, ::testing::Values(1, 2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmCarrierTest, ::testing::Values(1, 2, 3, 4));
 
 }  // namespace
-}  // namespace kolo::core
+}  // namespace kolo::shm
