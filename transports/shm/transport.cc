@@ -12,13 +12,13 @@ namespace kolo::shm {
 using transport::CollectiveView;
 
 ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine)
-    : engine_(std::move(engine)), carrier_(engine_->local_rank()) {}
+    : ShmTransport(std::move(engine), nullptr) {}
 
 ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine,
                            std::unique_ptr<ShmCollectives> collectives)
     : engine_(std::move(engine)),
       collectives_(std::move(collectives)),
-      carrier_(engine_->local_rank()) {}
+      carrier_(engine_ ? engine_->local_rank() : 0) {}  // engineless: carries nothing anyway
 
 ShmTransport::~ShmTransport() = default;
 
