@@ -13,6 +13,7 @@
 #include "transports/socket/engine.h"
 #include "transports/socket/frame.h"
 #include "transports/socket/net.h"
+#include "tests/unit/socket/raw_peer.h"
 
 namespace kolo::socket {
 namespace {
@@ -21,26 +22,10 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 TEST(EagerRace, AReceivePostedWhileItsMessageArrivesGetsIt) {
-  Endpoint where, bound;
-  ASSERT_TRUE(resolve("127.0.0.1", 0, &where).ok());
-  Fd listener, raw;
-  ASSERT_TRUE(listen_on(where, &listener, &bound).ok());
-  ASSERT_TRUE(connect_to(bound, Clock::now() + milliseconds(2000), "the engine", &raw).ok());
-  Fd accepted(::accept(listener.get(), nullptr, nullptr));
-  ASSERT_TRUE(accepted.valid());
-
-  PeerLink peer;
-  peer.rank = 1;
-  peer.fd = std::move(accepted);
-  peer.address = "raw peer";
-  peer.host = "here";
-  std::vector<PeerLink> peers;
-  peers.push_back(std::move(peer));
-  EngineOptions options;
-  options.rank = 0;
-  options.size = 2;
-  std::shared_ptr<Engine> engine;
-  ASSERT_TRUE(Engine::start(options, std::move(peers), &engine).ok());
+  RawPeerEngine job;
+  ASSERT_NO_FATAL_FAILURE(start_with_raw_peer(&job));
+  Fd& raw = job.raw;
+  std::shared_ptr<Engine>& engine = job.engine;
 
   // Rank 1's eager message of 60000 bytes (under kEagerBytes), tag 7, channel 0.
   const size_t bytes = 60000;

@@ -15,6 +15,7 @@
 #include "transports/socket/engine.h"
 #include "transports/socket/frame.h"
 #include "transports/socket/net.h"
+#include "tests/unit/socket/raw_peer.h"
 
 namespace kolo::socket {
 namespace {
@@ -29,28 +30,13 @@ std::string frame_of(FrameType type, const std::string& fixed) {
 }
 
 TEST(SmallFramesPass, AClearToSendPassesQueuedData) {
-  Endpoint where, bound;
-  ASSERT_TRUE(resolve("127.0.0.1", 0, &where).ok());
-  Fd listener, raw;
-  ASSERT_TRUE(listen_on(where, &listener, &bound).ok());
-  ASSERT_TRUE(connect_to(bound, Clock::now() + milliseconds(2000), "the engine", &raw).ok());
-  Fd accepted(::accept(listener.get(), nullptr, nullptr));
-  ASSERT_TRUE(accepted.valid());
-
+  // The buffers outlive the engine (declared first, destroyed last).
   const size_t mine = size_t{32} << 20, theirs = size_t{1} << 20;
   std::vector<char> out(mine, 'x'), in(theirs, '\0');
-  PeerLink peer;
-  peer.rank = 1;
-  peer.fd = std::move(accepted);
-  peer.address = "raw peer";
-  peer.host = "here";
-  std::vector<PeerLink> peers;
-  peers.push_back(std::move(peer));
-  EngineOptions options;
-  options.rank = 0;
-  options.size = 2;
-  std::shared_ptr<Engine> engine;
-  ASSERT_TRUE(Engine::start(options, std::move(peers), &engine).ok());
+  RawPeerEngine job;
+  ASSERT_NO_FATAL_FAILURE(start_with_raw_peer(&job));
+  Fd& raw = job.raw;
+  std::shared_ptr<Engine>& engine = job.engine;
 
   // The engine announces its message; the raw peer asks for it (receive 99).
   Engine::RequestId send = 0, recv = 0;
