@@ -71,8 +71,9 @@ CollectiveCase::CollectiveCase(MPI_Comm comm, const PerfOptions& options, int64_
   const Collective c = options.collective;
   const CollectiveShape most = collective_shape(c, max_bytes, elem_, world_size_);
   const bool kolo_owns_output = c == Collective::kAllgather || c == Collective::kAlltoall;
-  input_ = Buffer(static_cast<size_t>(most.input) * elem_);
-  if (!kolo_owns_output) output_ = Buffer(static_cast<size_t>(most.output) * elem_);
+  input_ = Buffer(static_cast<size_t>(most.input) * elem_, options.kolo_memory);
+  if (!kolo_owns_output)
+    output_ = Buffer(static_cast<size_t>(most.output) * elem_, options.kolo_memory);
   const bool reference = options.reference == Reference::kMpi;
   if (reference) ref_output_ = Buffer(static_cast<size_t>(most.output) * elem_);
   if (options.check) expected_ = Buffer(static_cast<size_t>(most.size()) * elem_);

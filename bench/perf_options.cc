@@ -147,6 +147,12 @@ const std::vector<Flag>& flags() {
          return true;
        },
        "an integer in 1..4096"},
+      {nullptr, "--memory",
+       [](const std::string& v, PerfOptions* o) {
+         o->kolo_memory = v == "kolo";
+         return v == "kolo" || v == "heap";
+       },
+       "heap (the default) or kolo (kolo_alloc: peers on the node read it in place)"},
       {nullptr, "--csv",
        [](const std::string& v, PerfOptions* o) {
          o->csv_path = v;
@@ -341,6 +347,8 @@ const char* perf_usage() {
          "      --breakdown          after each size, every rank's median time in each phase of\n"
          "                           an operation (submit, to_cycle, negotiate, to_transport,\n"
          "                           transport, to_complete, wake; kolo_handle_phases)\n"
+         "      --memory kolo        the sweep's kolo buffers from kolo_alloc (peers on a node\n"
+         "                           read a large allreduce's in place); default heap\n"
          "      --csv FILE           also write the rows as CSV\n"
          "      --timeline PATH      with -m: record the last timed kolo_fused step with\n"
          "                           kolo_timeline_start(PATH, 1) / kolo_timeline_stop()\n"

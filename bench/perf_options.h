@@ -46,6 +46,7 @@ struct PerfOptions {
   Reference reference = Reference::kNone;
   std::string model;     // empty: the size sweep
   std::string csv_path;  // empty: no CSV
+  bool kolo_memory = false;  // --memory kolo: the buffers from kolo_alloc
   std::string timeline_path;  // empty: no timeline of a model step
   std::vector<int> process_set;  // empty: the global set
   int tensors = 1;               // --tensors: tensors per timed operation (perf_tensors.h)

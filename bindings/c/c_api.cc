@@ -32,6 +32,7 @@
 #include "kolo_build_config.h"
 #include "transport/registry.h"
 #include "transports/mpi/mpi_world.h"
+#include "transports/shm/shared_alloc.h"
 #include "transports/socket/launch_env.h"
 #include "transports/socket/socket_world.h"
 
@@ -354,6 +355,17 @@ const char* kolo_last_error(void) {
 
 size_t kolo_dtype_size(kolo_dtype_t dtype) {
   return guarded(size_t{0}, [&] { return kolo::dtype_size(static_cast<kolo::DataType>(dtype)); });
+}
+
+kolo_status_t kolo_alloc(size_t bytes, void** out) {
+  return guarded([&] {
+    if (out == nullptr) return report(kolo::invalid_argument("kolo_alloc: out is NULL"));
+    return report(kolo::shm::shared_alloc(bytes, out));
+  });
+}
+
+kolo_status_t kolo_free(void* ptr) {
+  return guarded([&] { return report(kolo::shm::shared_free(ptr)); });
 }
 
 kolo_status_t kolo_allreduce_async(const char* name, const void* input, void* output,

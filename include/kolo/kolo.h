@@ -324,6 +324,22 @@ KOLO_API const char* kolo_last_error(void);
 /* Bytes per element of dtype, or 0 for an unknown dtype. */
 KOLO_API size_t kolo_dtype_size(kolo_dtype_t dtype);
 
+/* ---- memory the node's ranks can read in place ---------------------------- */
+
+/* Allocates at least `bytes` (> 0) of zeroed, page-aligned host memory that the
+ * other ranks on this node can map. A large allreduce (1 MiB and up, one tensor,
+ * no prescale) whose input and output lie in such memory on every rank of a node
+ * is reduced from the peers' buffers in place, without passing through kolo's
+ * shared-memory slots (docs/design.md, "Memory kolo hands out"); any other
+ * buffer works as before. Any thread, before or after kolo_init. Errors:
+ * KOLO_ERR_INVALID_ARGUMENT (size 0, out NULL), KOLO_ERR_INTERNAL (the system
+ * refused: the message names the call). */
+KOLO_API kolo_status_t kolo_alloc(size_t bytes, void** out);
+/* Frees memory from kolo_alloc; NULL is a no-op. The memory must not be in use
+ * by an operation that has not completed. Errors: KOLO_ERR_INVALID_ARGUMENT for
+ * an address kolo_alloc did not give, or gave and was freed. */
+KOLO_API kolo_status_t kolo_free(void* ptr);
+
 /* ---- allreduce ------------------------------------------------------------ */
 
 /* Starts an allreduce of `count` elements named `name`.

@@ -65,8 +65,9 @@
 namespace kolo::shm {
 namespace {
 
-// Each on its own cache line of the control block.
-enum Counter { kPosted = 0, kReduced = 1, kDone = 2 };
+// The counters (ShmAllreduce::CounterIndex) are each on their own cache line of
+// the control block; the in-place path's descriptions follow them
+// (allreduce_in_place.cc).
 constexpr size_t kCacheLine = 64;
 constexpr size_t kControlBytes = 4096;  // the counters, one per cache line; slots page-aligned
 constexpr int kSlots = 2;
@@ -177,11 +178,7 @@ struct ShmAllreduce::Slice {
   size_t elem = 4;
 
   // Shard r is [begin(r), begin(r + 1)) elements, cut on 64-byte boundaries.
-  int64_t begin(int r, int n) const {
-    const int64_t unit = static_cast<int64_t>(kCacheLine / elem);
-    const int64_t units = (count + unit - 1) / unit;
-    return std::min(count, units * r / n * unit);
-  }
+  int64_t begin(int r, int n) const { return shard_begin(count, elem, r, n); }
   size_t offset(int r, int n) const { return static_cast<size_t>(begin(r, n)) * elem; }
   size_t bytes(int r, int n) const { return static_cast<size_t>(begin(r + 1, n) - begin(r, n)) * elem; }
   // f(input, output, at, n) over shard r's elements, tensor by tensor (Tensors::visit).
@@ -190,6 +187,12 @@ struct ShmAllreduce::Slice {
     tensors->visit(first + begin(r, n), first + begin(r + 1, n), std::forward<F>(f));
   }
 };
+
+int64_t ShmAllreduce::shard_begin(int64_t count, size_t elem, int r, int n) {
+  const int64_t unit = static_cast<int64_t>(kCacheLine / elem);
+  const int64_t units = (count + unit - 1) / unit;
+  return std::min(count, units * r / n * unit);
+}
 
 size_t ShmAllreduce::slot_size(size_t slot_bytes) {
   return std::max<size_t>(kCacheLine, slot_bytes / kCacheLine * kCacheLine);
@@ -306,7 +309,7 @@ Status ShmAllreduce::run_small(const Tensors& tensors, DataType dtype, ReduceOp 
 
 // The three steps of a slice (see the top of the file); run() interleaves them
 // across consecutive slices: Note [Pipelined slices].
-Status ShmAllreduce::post(const Slice& s, bool stream) {
+Status ShmAllreduce::post(const Slice& s, bool stream, const Spans* spans) {
   const int n = local_size();
   const int me = local_rank();
   const uint64_t g = s.index;
@@ -323,6 +326,7 @@ Status ShmAllreduce::post(const Slice& s, bool stream) {
     });
   }
   if (stream) _mm_sfence();  // streaming stores are not ordered by the release below
+  if (spans != nullptr) *spans_area(me, g) = *spans;  // Note [Reading a peer's buffer in place]
   publish_counter(counter(me, kPosted), g + 1);
   failpoint("shm");
   return Status::OK();
@@ -429,12 +433,13 @@ Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, 
                                      : "shm: null buffer" + which);
   }
   KOLO_RETURN_IF_ERROR(broken_);
-  return run_tensors(Tensors(tensors, n, dtype_size(dtype), &starts_), dtype, op, stage, prescale,
-                     in_rank_order);
+  return run_tensors(Tensors(tensors, n, dtype_size(dtype), &starts_), n == 1 ? tensors : nullptr,
+                     dtype, op, stage, prescale, in_rank_order);
 }
 
-Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op,
-                                 const ShardStage& stage, double prescale, bool in_rank_order) {
+Status ShmAllreduce::run_tensors(const Tensors& tensors, const transport::BucketTensor* one,
+                                 DataType dtype, ReduceOp op, const ShardStage& stage,
+                                 double prescale, bool in_rank_order) {
   const size_t elem = dtype_size(dtype);
   const int64_t count = tensors.count();
   if (local_size() == 1) {
@@ -483,9 +488,23 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, DataType dtype, ReduceO
     s.elem = elem;
     return s;
   };
+  read_in_place_ = false;
+  // Note [Reading a peer's buffer in place]: described beside the first slice.
+  const bool may = may_read_in_place(one, dtype, stage, prescale);
+  Spans spans;
+  if (may) spans = describe(*one, elem);
   // Note [Pipelined slices]: post k+1 between reducing k and gathering k.
-  Status status = slices > 0 ? post(slice(0), stream) : Status::OK();
-  for (int64_t k = 0; k < slices && status.ok(); ++k) {
+  Status status = slices > 0 ? post(slice(0), stream, may ? &spans : nullptr) : Status::OK();
+  bool in_place = false;
+  if (may && status.ok()) status = everyone_in_place(next_slice_, &in_place);
+  if (in_place && status.ok()) {
+    status = run_in_place(next_slice_, *one, dtype, op, stage, in_rank_order, stream_output);
+    if (status.ok()) {
+      next_slice_ += 1;
+      return status;
+    }
+  }
+  for (int64_t k = 0; k < slices && status.ok() && !in_place; ++k) {
     const Slice s = slice(k);
     status = reduce_own(s, stage, stream, stream_output);
     if (status.ok() && k + 1 < slices) status = post(slice(k + 1), stream);

@@ -26,6 +26,7 @@
 #include "transport/transport.h"
 #include "transport/liveness.h"
 #include "transports/shm/node.h"
+#include "transports/shm/shared_alloc.h"
 
 namespace kolo::shm {
 
@@ -48,6 +49,10 @@ class ShmAllreduce {
   // Buckets from this size up write the caller's outputs with streaming stores,
   // near or far (Note [Streaming large outputs, near and far]).
   static constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;
+  // Contiguous buckets from this size up are reduced from the peers' buffers in
+  // place when every rank's lies in kolo_alloc memory (Note [Reading a peer's
+  // buffer in place] in allreduce_in_place.cc).
+  static constexpr size_t kInPlaceMinBytes = size_t{1} << 20;
 
   // Applied by each rank to its reduced shard of every slice, in place, before
   // the other ranks of the node copy it. The hierarchical allreduce passes the
@@ -85,6 +90,8 @@ class ShmAllreduce {
 
   // Whether the last run() that could stream did (for tests and logs).
   bool streaming() const { return streaming_; }
+  // Whether the last run() read the peers' buffers in place (tests, logs).
+  bool read_in_place() const { return read_in_place_; }
   // Whether the last bucket through the slices wrote its outputs with streaming
   // stores (Note [Streaming large outputs, near and far]; tests).
   bool streamed_last_output() const { return streamed_last_output_; }
@@ -114,12 +121,44 @@ class ShmAllreduce {
 
   Status run_list(const transport::BucketTensor* tensors, size_t n, DataType dtype, ReduceOp op,
                   const ShardStage& stage, double prescale, bool in_rank_order);
-  Status run_tensors(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage,
-                     double prescale, bool in_rank_order);
+  // `one`: the bucket's only tensor, or null when it has several.
+  Status run_tensors(const Tensors& tensors, const transport::BucketTensor* one, DataType dtype,
+                     ReduceOp op, const ShardStage& stage, double prescale, bool in_rank_order);
   // Note [One round for small buckets] (allreduce.cc).
   Status run_small(const Tensors& tensors, DataType dtype, ReduceOp op, const ShardStage& stage,
                    double prescale, bool in_rank_order);
-  Status post(const Slice& slice, bool stream);
+  // The counters in each rank's control block (allreduce.cc).
+  enum CounterIndex : int { kPosted = 0, kReduced = 1, kDone = 2 };
+  // Shard r of a slice of `count` elements of `elem` bytes, over n ranks, begins
+  // at this element (cut on 64-byte boundaries).
+  static int64_t shard_begin(int64_t count, size_t elem, int r, int n);
+
+ public:
+  // What a rank tells its peers of its buffers (Note [Reading a peer's buffer
+  // in place] in allreduce_in_place.cc).
+  struct Spans {
+    static constexpr uint64_t kNone = 0, kBoth = 1, kBroken = 2;
+    uint64_t state = kNone;
+    SharedSpan input;
+    SharedSpan output;
+  };
+
+ private:
+  // `spans`: also describe this rank's buffers to the peers, in the slot's area.
+  Status post(const Slice& slice, bool stream, const Spans* spans = nullptr);
+  // Note [Reading a peer's buffer in place]: whether a call of this one tensor
+  // may take it (the same answer on every rank; `one` null for a bucket of
+  // several), this rank's spans, and after slice `g` was posted whether every
+  // rank's buffers are mapped here (the peers' in peer_in_/peer_out_).
+  bool may_read_in_place(const transport::BucketTensor* one, DataType dtype,
+                         const ShardStage& stage, double prescale) const;
+  static Spans describe(const transport::BucketTensor& one, size_t elem);
+  Status everyone_in_place(uint64_t g, bool* all);
+  Status peers_broken(uint64_t g) const;
+  // The call, as slice `g`, from the peers' buffers.
+  Status run_in_place(uint64_t g, const transport::BucketTensor& one, DataType dtype, ReduceOp op,
+                      const ShardStage& stage, bool in_rank_order, bool stream_output);
+  Spans* spans_area(int rank, uint64_t g) const;
   // `stream`: the slots, `stream_output`: the outputs are written with streaming
   // stores (Note [Streaming stores across distant cores]).
   Status reduce_own(const Slice& slice, const ShardStage& stage, bool stream, bool stream_output);
@@ -147,6 +186,9 @@ class ShmAllreduce {
   std::vector<char> piece_;        // scratch for one piece (pass.h)
   std::vector<const char*> peers_; // the peers' copies of the own shard, this slice
   std::vector<const void*> order_; // a rank-order fold's inputs (pass.h's ShardPass::order)
+  PeerMappings mappings_;           // the peers' kolo_alloc memory, mapped on first use
+  std::vector<const char*> peer_in_, peer_out_;  // this call's, by local rank (in place)
+  bool read_in_place_ = false;
   Status broken_;
 };
 

@@ -138,6 +138,8 @@ _SIGNATURES = {
     "kolo_status_string": (_cstr, [_status]),
     "kolo_last_error": (_cstr, []),
     "kolo_dtype_size": (ctypes.c_size_t, [ctypes.c_int]),
+    "kolo_alloc": (_status, [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
+    "kolo_free": (_status, [_ptr]),
     "kolo_allreduce_async": (
         _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device,
                   _handle_p]),

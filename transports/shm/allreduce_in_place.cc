@@ -1,0 +1,163 @@
+// The shm allreduce from the peers' buffers, in place (ShmAllreduce, allreduce.h).
+//
+// Note [Reading a peer's buffer in place]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Through the slots a rank copies its peers' shards into its slot, reduces its
+// own shard into its slot and output, and copies its peers' results out: 4
+// bytes of memory traffic per byte of bucket at 2 ranks (allreduce.cc). When
+// every rank's input and output lie in memory kolo handed out (kolo_alloc:
+// shared_alloc.h), a rank can map its peers' buffers and skip the slots: it
+// reduces its own shard from its input and the peers' inputs, writing its
+// output (n/n read, 1/n written), then copies the peers' reduced shards
+// straight from their outputs (2(n-1)/n): 2.5 bytes at 2 ranks.
+//
+// Who may, and the agreement: a contiguous bucket (one tensor) of at least
+// kInPlaceMinBytes, no prescale, no stage that needs a whole shard, on a node
+// whose ranks can read each other (Node::single_copy()): the same on every rank
+// for the same bucket. Such a call runs its first slice's post as usual and
+// puts beside it, in the control block, where its input and output are
+// (SharedSpans, or none). After the peers' posted, every rank reads every
+// description; when all ranks have both buffers in kolo_alloc memory, all take
+// the in-place path, else all go on through the slots (the first slice already
+// posted, so the check costs no round). The descriptions alternate between two
+// areas as the slots do, so a slow peer reading slice g's never sees g + 1's.
+//
+// The call is then one slice numbered g, with the counters' usual meaning:
+// posted(g + 1) is the description; reduced(g + 1) says the own shard is in
+// the output (so the peers may copy it, and this rank's input shards that the
+// peers read are no longer needed by them: each peer reads this rank's input
+// only for its own shard, before its reduced); done(g + 1) says this rank has
+// copied what it needs. A rank returns only once every peer is done, since
+// the caller may then change its buffers. Every shard is still reduced by one
+// rank in the slots' order, so the bits are those of the slots' path.
+//
+// A rank that cannot map a peer's memory (after single_copy(), only lack of
+// address space) marks its description broken and publishes reduced and done
+// far ahead, so that every peer wakes, reads the mark and fails too.
+#include "transports/shm/allreduce.h"
+
+#include <emmintrin.h>
+
+#include <string>
+
+#include "common/check.h"
+#include "transports/shm/counter.h"
+#include "transports/shm/pass.h"
+
+namespace kolo::shm {
+namespace {
+
+constexpr size_t kCacheLine = 64;
+// In the control block, after the three counters: two description areas.
+constexpr size_t kSpansOffset = 4 * kCacheLine;
+constexpr size_t kSpansBytes = 2 * kCacheLine;
+static_assert(sizeof(ShmAllreduce::Spans) <= kSpansBytes, "a description fits its area");
+// Counters published by a rank that failed in the in-place path.
+constexpr uint64_t kFailedCounter = uint64_t{1} << 62;
+
+}  // namespace
+
+ShmAllreduce::Spans* ShmAllreduce::spans_area(int rank, uint64_t g) const {
+  return reinterpret_cast<Spans*>(bases_[static_cast<size_t>(rank)] + kSpansOffset +
+                                  (g % 2) * kSpansBytes);
+}
+
+bool ShmAllreduce::may_read_in_place(const transport::BucketTensor* one, DataType dtype,
+                                     const ShardStage& stage, double prescale) const {
+  return one != nullptr && static_cast<size_t>(one->count) * dtype_size(dtype) >= kInPlaceMinBytes &&
+         prescale == 1.0 && (!stage || stage.per_element) && node_->single_copy();
+}
+
+ShmAllreduce::Spans ShmAllreduce::describe(const transport::BucketTensor& one, size_t elem) {
+  Spans spans;
+  const size_t bytes = static_cast<size_t>(one.count) * elem;
+  if (find_shared(one.input, bytes, &spans.input) && find_shared(one.output, bytes, &spans.output))
+    spans.state = Spans::kBoth;
+  return spans;
+}
+
+Status ShmAllreduce::everyone_in_place(uint64_t g, bool* all) {
+  *all = false;
+  KOLO_RETURN_IF_ERROR(wait_peers(kPosted, g + 1));
+  const int n = local_size();
+  const int me = local_rank();
+  for (int p = 0; p < n; ++p) {
+    if (spans_area(p, g)->state != Spans::kBoth) return Status::OK();
+  }
+  peer_in_.assign(static_cast<size_t>(n), nullptr);
+  peer_out_.assign(static_cast<size_t>(n), nullptr);
+  Status mapped;
+  for (int p = 0; p < n && mapped.ok(); ++p) {
+    if (p == me) continue;
+    const Spans* theirs = spans_area(p, g);
+    mapped = mappings_.map(theirs->input, &peer_in_[static_cast<size_t>(p)]);
+    if (mapped.ok()) mapped = mappings_.map(theirs->output, &peer_out_[static_cast<size_t>(p)]);
+  }
+  if (!mapped.ok()) {
+    // Note [Reading a peer's buffer in place]: the peers must not wait for us.
+    spans_area(me, g)->state = Spans::kBroken;
+    publish_counter(counter(me, kReduced), kFailedCounter);
+    publish_counter(counter(me, kDone), kFailedCounter);
+    return mapped;
+  }
+  *all = true;
+  return Status::OK();
+}
+
+Status ShmAllreduce::peers_broken(uint64_t g) const {
+  for (int p = 0; p < local_size(); ++p) {
+    if (spans_area(p, g)->state == Spans::kBroken) {
+      return internal_error("shm: local rank " + std::to_string(p) +
+                            " could not map its peers' kolo_alloc memory");
+    }
+  }
+  return Status::OK();
+}
+
+Status ShmAllreduce::run_in_place(uint64_t g, const transport::BucketTensor& one, DataType dtype,
+                                  ReduceOp op, const ShardStage& stage, bool in_rank_order,
+                                  bool stream_output) {
+  const int n = local_size();
+  const int me = local_rank();
+  const size_t elem = dtype_size(dtype);
+  auto offset = [&](int r) { return static_cast<size_t>(shard_begin(one.count, elem, r, n)) * elem; };
+  const char* in = static_cast<const char*>(one.input);
+  char* out = static_cast<char*>(one.output);
+  read_in_place_ = true;
+  // The own shard, from the own input and the peers' inputs, into the output.
+  peers_.clear();
+  for (int p = 0; p < n; ++p) {
+    if (p != me) peers_.push_back(peer_in_[static_cast<size_t>(p)]);
+  }
+  ShardPass pass;
+  pass.dtype = dtype;
+  pass.op = op;
+  pass.stage = stage ? &stage.apply : nullptr;
+  pass.stream_slot = stream_output;  // the "slot" is the output here
+  if (in_rank_order) {
+    order_.resize(static_cast<size_t>(n));
+    pass.order = order_.data();
+    pass.own_at = me;
+  }
+  const size_t mine = offset(me);
+  KOLO_RETURN_IF_ERROR(reduce_shard(pass, in + mine, peers_.data(), n - 1, mine, out + mine,
+                                    nullptr, static_cast<int64_t>((offset(me + 1) - mine) / elem),
+                                    piece_.data()));
+  if (stream_output) _mm_sfence();
+  publish_counter(counter(me, kReduced), g + 1);
+  // The peers' reduced shards, from their outputs.
+  KOLO_RETURN_IF_ERROR(wait_peers(kReduced, g + 1));
+  KOLO_RETURN_IF_ERROR(peers_broken(g));
+  for (int p = 0; p < n; ++p) {
+    if (p == me) continue;
+    copy(out + offset(p), peer_out_[static_cast<size_t>(p)] + offset(p), offset(p + 1) - offset(p),
+         stream_output);
+  }
+  if (stream_output) _mm_sfence();
+  publish_counter(counter(me, kDone), g + 1);
+  // The caller may change its buffers once no peer reads them.
+  KOLO_RETURN_IF_ERROR(wait_peers(kDone, g + 1));
+  return peers_broken(g);
+}
+
+}  // namespace kolo::shm
