@@ -433,6 +433,15 @@ Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, 
                                      : "shm: null buffer" + which);
   }
   KOLO_RETURN_IF_ERROR(broken_);
+  // Note [Reading a peer's buffer in place]: a bucket of large tensors only goes
+  // tensor by tensor, so that each may be read in place.
+  if (n > 1 && each_may_read_in_place(tensors, n, dtype, stage, prescale)) {
+    for (size_t i = 0; i < n; ++i) {
+      KOLO_RETURN_IF_ERROR(run_tensors(Tensors(&tensors[i], 1, dtype_size(dtype), &starts_),
+                                       &tensors[i], dtype, op, stage, prescale, in_rank_order));
+    }
+    return Status::OK();
+  }
   return run_tensors(Tensors(tensors, n, dtype_size(dtype), &starts_), n == 1 ? tensors : nullptr,
                      dtype, op, stage, prescale, in_rank_order);
 }

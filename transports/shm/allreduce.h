@@ -152,6 +152,8 @@ class ShmAllreduce {
   // rank's buffers are mapped here (the peers' in peer_in_/peer_out_).
   bool may_read_in_place(const transport::BucketTensor* one, DataType dtype,
                          const ShardStage& stage, double prescale) const;
+  bool each_may_read_in_place(const transport::BucketTensor* tensors, size_t n, DataType dtype,
+                              const ShardStage& stage, double prescale) const;
   static Spans describe(const transport::BucketTensor& one, size_t elem);
   Status everyone_in_place(uint64_t g, bool* all);
   Status peers_broken(uint64_t g) const;

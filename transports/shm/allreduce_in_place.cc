@@ -14,7 +14,8 @@
 // Who may, and the agreement: a contiguous bucket (one tensor) of at least
 // kInPlaceMinBytes, no prescale, no stage that needs a whole shard, on a node
 // whose ranks can read each other (Node::single_copy()): the same on every rank
-// for the same bucket. Such a call runs its first slice's post as usual and
+// for the same bucket. A fused bucket whose every tensor may goes tensor by
+// tensor (fusion puts DDP's buckets, handed over together, in one). Such a call runs its first slice's post as usual and
 // puts beside it, in the control block, where its input and output are
 // (SharedSpans, or none). After the peers' posted, every rank reads every
 // description; when all ranks have both buffers in kolo_alloc memory, all take
@@ -66,6 +67,15 @@ bool ShmAllreduce::may_read_in_place(const transport::BucketTensor* one, DataTyp
                                      const ShardStage& stage, double prescale) const {
   return one != nullptr && static_cast<size_t>(one->count) * dtype_size(dtype) >= kInPlaceMinBytes &&
          prescale == 1.0 && (!stage || stage.per_element) && node_->single_copy();
+}
+
+bool ShmAllreduce::each_may_read_in_place(const transport::BucketTensor* tensors, size_t n,
+                                          DataType dtype, const ShardStage& stage,
+                                          double prescale) const {
+  for (size_t i = 0; i < n; ++i) {
+    if (!may_read_in_place(&tensors[i], dtype, stage, prescale)) return false;
+  }
+  return true;
 }
 
 ShmAllreduce::Spans ShmAllreduce::describe(const transport::BucketTensor& one, size_t elem) {

@@ -130,6 +130,8 @@ def breakdown(rank, gloo, sizes, args):
 
 def run(rank, size, args):
     torch.set_num_threads(1)
+    if args.kolo_memory:
+        kolo.torch.use_kolo_memory()  # before DDP makes its buckets
     dist.init_process_group(backend="kolo", init_method="env://", rank=rank, world_size=size)
     gloo = dist.new_group(list(range(size)), backend="gloo")
     model = Gradients(args.profile)
@@ -162,9 +164,10 @@ def run(rank, size, args):
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         world = "MPI" if os.environ.get("PMI_RANK") else "socket"
         print("ddp_comm_bench: %d ranks (kolo's %s world), %d tensors, %.1f MB, bucket %g MB "
-              "(%d buckets), gradient_as_bucket_view %s, %d steps x %d repeats"
+              "(%d buckets), gradient_as_bucket_view %s, kolo memory %s, %d steps x %d repeats"
               % (size, world, len(list(model.parameters())), n * 4 / 1e6, args.bucket_mb,
-                 len(sizes), args.gradient_as_bucket_view, args.steps, args.repeats))
+                 len(sizes), args.gradient_as_bucket_view, args.kolo_memory, args.steps,
+                 args.repeats))
         print("median step: kolo %.1f ms  gloo %.1f ms  DDP alone %.1f ms  compute alone %.1f ms  "
               "gloo/kolo %.2fx  (communication, a step less DDP alone: kolo %.1f ms  gloo %.1f ms  "
               "gloo/kolo %.2fx)"
@@ -189,6 +192,9 @@ def main():
     parser.add_argument("--gradient-as-bucket-view", action="store_true",
                         help="DDP's gradient_as_bucket_view=True (no copy of the buckets back "
                              "into the gradients)")
+    parser.add_argument("--kolo-memory", action="store_true",
+                        help="kolo.torch.use_kolo_memory() first: tensors of 1 MiB and up (the "
+                             "buckets) in memory the peers read in place")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time the buckets' allreduce alone, each way, and a copy")
     args = parser.parse_args()

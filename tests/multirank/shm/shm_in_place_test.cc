@@ -1,10 +1,12 @@
 // The shm allreduce from the peers' buffers in place (Note [Reading a peer's
 // buffer in place] in transports/shm/allreduce_in_place.cc), under mpiexec on one
 // node: buffers from kolo_alloc on every rank take it, and give bitwise the
-// bytes the slots give (float sums in rank order or not, in place and out of
-// place, an output factor); a bucket below the threshold, a fused bucket, or one
-// rank's heap buffer keep the slots, with the right result; freed and new
-// allocations between calls are never read through a stale mapping.
+// bytes the slots give (in rank order, or at 2 ranks; past that the same bytes
+// on every rank), in place and out of place, with an output factor; a bucket
+// below the threshold, a fused bucket with a small tensor, or one rank's heap
+// buffer keep the slots, with the right result; a fused bucket of large tensors
+// goes tensor by tensor; freed and new allocations between calls are never read
+// through a stale mapping.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -206,20 +208,25 @@ TEST(ShmInPlace, FreedAndNewAllocationsBetweenCalls) {
   }
 }
 
-TEST(ShmInPlace, AFusedBucketKeepsTheSlots) {
+// A fused bucket of large tensors goes tensor by tensor, each in place; with a
+// tensor below the threshold the bucket keeps the slots. Exact either way.
+TEST(ShmInPlace, FusedBuckets) {
   std::unique_ptr<ShmAllreduce> e = engine();
   ASSERT_NE(e, nullptr);
-  const int64_t count = kAtThreshold;
-  Memory<int32_t> a(count, true), b(count, true);
-  std::vector<int32_t> ones(static_cast<size_t>(count), rank() + 1);
-  a.fill(ones);
-  b.fill(ones);
-  std::vector<transport::BucketTensor> both{{a.data(), a.data(), count, nullptr},
-                                            {b.data(), b.data(), count, nullptr}};
-  ASSERT_TRUE(e->run(both, DataType::kInt32, ReduceOp::kSum).ok());
-  EXPECT_FALSE(e->read_in_place());
-  EXPECT_EQ(a.data()[count - 1], size() * (size() + 1) / 2);
-  EXPECT_EQ(b.data()[0], size() * (size() + 1) / 2);
+  for (int64_t second : {kAtThreshold + 3, kAtThreshold - 1}) {
+    SCOPED_TRACE("second tensor " + std::to_string(second));
+    Memory<int32_t> a(kAtThreshold, true), b(second, true);
+    a.fill(std::vector<int32_t>(static_cast<size_t>(kAtThreshold), rank() + 1));
+    b.fill(std::vector<int32_t>(static_cast<size_t>(second), 2 * rank()));
+    std::vector<transport::BucketTensor> both{{a.data(), a.data(), kAtThreshold, nullptr},
+                                              {b.data(), b.data(), second, nullptr}};
+    ASSERT_TRUE(e->run(both, DataType::kInt32, ReduceOp::kSum).ok());
+    EXPECT_EQ(e->read_in_place(), second >= kAtThreshold && size() > 1);
+    EXPECT_EQ(a.data()[0], size() * (size() + 1) / 2);
+    EXPECT_EQ(a.data()[kAtThreshold - 1], size() * (size() + 1) / 2);
+    EXPECT_EQ(b.data()[0], size() * (size() - 1));
+    EXPECT_EQ(b.data()[second - 1], size() * (size() - 1));
+  }
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ from .mpi_ops import (HorovodAllgather, HorovodAllreduce, HorovodAlltoall, Horov
                       grouped_allreduce_, grouped_allreduce_async, grouped_allreduce_async_,
                       grouped_reducescatter, grouped_reducescatter_async,
                       join, poll, reducescatter, reducescatter_async, synchronize)
+from .memory import kolo_memory_stats, use_kolo_memory
 from .optimizer import DistributedOptimizer
 from .sparse import sparse_allreduce_async
 
