@@ -10,6 +10,7 @@ packages=(
   mpich libmpich-dev
   libhwloc-dev libgtest-dev libbenchmark-dev
   python3-numpy python3-matplotlib python3-torch python3-pytest
+  libtorch-dev  # torch's C++ headers: libkolo_torch_memory (kolo.torch.use_kolo_memory)
   iproute2  # ip, tc and ss, for the pretend cluster (tools/pretend_cluster.sh); its
             # unshare, mount and hostname are in Debian's essential set. netem (delay,
             # loss) is the kernel's sch_netem, in Debian's kernel; without it the
