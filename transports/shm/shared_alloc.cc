@@ -1,6 +1,7 @@
 #include "transports/shm/shared_alloc.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -15,7 +16,7 @@ namespace {
 
 struct Allocation {
   size_t bytes = 0;
-  int fd = -1;
+  int fd = -1;  // -1: private since a fork (Note [kolo_alloc memory across fork])
 };
 
 // The live allocations of this process, by base address.
@@ -25,9 +26,43 @@ struct Registry {
   std::atomic<uint64_t> epoch{0};        // frees so far
 };
 
+void lock_for_fork();
+void unlock_after_fork();
+void make_private_after_fork();
+
 Registry& registry() {
-  static Registry* r = new Registry();  // never destroyed: frees may come at exit
+  static Registry* r = [] {
+    auto* made = new Registry();  // never destroyed: frees may come at exit
+    pthread_atfork(&lock_for_fork, &unlock_after_fork, &make_private_after_fork);
+    return made;
+  }();
   return *r;
+}
+
+// Note [kolo_alloc memory across fork]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A shared mapping stays shared in a forked child, where ordinary memory would be
+// copied on write: a child (a DataLoader worker) writing a tensor it inherited,
+// or two processes reusing the same freed block (kolo.torch's allocator keeps
+// them), would write each other's memory. So the child maps every allocation
+// again, privately, at the same address (MAP_PRIVATE over the same memfd): its
+// writes go to pages of its own, with no copy at the fork. Its allocations are
+// no longer the node's to read (find_shared says no); kolo_free unmaps them.
+// The registry's lock is held across the fork so the child finds it free.
+void lock_for_fork() { registry().mu.lock(); }
+void unlock_after_fork() { registry().mu.unlock(); }
+
+void make_private_after_fork() {
+  Registry& r = registry();
+  for (auto& [base, a] : r.live) {
+    if (a.fd < 0) continue;
+    void* p = reinterpret_cast<void*>(base);
+    // On failure the mapping stays shared: nothing better can be done in a child.
+    (void)mmap(p, a.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, a.fd, 0);
+    close(a.fd);
+    a.fd = -1;
+  }
+  r.mu.unlock();
 }
 
 Status errno_error(const std::string& what, int err) {
@@ -81,7 +116,7 @@ Status shared_free(void* p) {
     r.epoch.fetch_add(1, std::memory_order_acq_rel);
   }
   munmap(p, a.bytes);
-  close(a.fd);
+  if (a.fd >= 0) close(a.fd);
   return Status::OK();
 }
 
@@ -94,7 +129,7 @@ bool find_shared(const void* p, size_t bytes, SharedSpan* span) {
   --it;
   const uintptr_t base = it->first;
   const Allocation& a = it->second;
-  if (at - base > a.bytes || bytes > a.bytes - (at - base)) return false;
+  if (a.fd < 0 || at - base > a.bytes || bytes > a.bytes - (at - base)) return false;
   span->pid = getpid();
   span->fd = a.fd;
   span->epoch = r.epoch.load(std::memory_order_acquire);

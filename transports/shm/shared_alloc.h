@@ -15,6 +15,8 @@
 // - PeerMappings: one per engine, its thread only.
 // - Opening a peer's fd needs the same access as reading its memory
 //   (peer_read.h); Node::single_copy() says whether the node has it.
+// - A forked child's allocations become private to it (Note [kolo_alloc memory
+//   across fork] in shared_alloc.cc): its writes never reach the parent.
 #pragma once
 
 #include <sys/types.h>

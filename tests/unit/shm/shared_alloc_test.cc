@@ -1,9 +1,11 @@
 // kolo_alloc's memory (transports/shm/shared_alloc.h): allocations, their spans,
 // bad frees, and a second mapping through /proc/<pid>/fd, as a peer makes it,
-// dropped when an allocation of the owner goes (its epoch moves).
+// dropped when an allocation of the owner goes (its epoch moves); a forked
+// child's writes stay in the child.
 #include "transports/shm/shared_alloc.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -97,6 +99,36 @@ TEST(SharedAlloc, AnUnknownPeerFdIsAClearError) {
   Status s = peer.map(span, &seen);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("/fd/100000"), std::string::npos) << s.to_string();
+}
+
+// Note [kolo_alloc memory across fork]: a child writing an inherited block (or
+// one it reuses) leaves the parent's bytes alone, its blocks are no longer the
+// node's to read, and it can still free them and allocate new ones.
+TEST(SharedAlloc, AForkedChildWritesItsOwnCopy) {
+  void* p = nullptr;
+  ASSERT_TRUE(shared_alloc(1 << 16, &p).ok());
+  std::memcpy(p, "parent", 7);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    SharedSpan span;
+    int code = 0;
+    if (std::strcmp(static_cast<char*>(p), "parent") != 0) code |= 1;  // inherited as it was
+    std::memcpy(p, "child!", 7);
+    if (find_shared(p, 8, &span)) code |= 2;
+    if (!shared_free(p).ok()) code |= 4;
+    void* q = nullptr;
+    if (!shared_alloc(4096, &q).ok() || !find_shared(q, 8, &span) || !shared_free(q).ok()) code |= 8;
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "bits: 1 not inherited, 2 still shared, 4 free, 8 alloc";
+  EXPECT_STREQ(static_cast<char*>(p), "parent");
+  SharedSpan span;
+  EXPECT_TRUE(find_shared(p, 8, &span));
+  ASSERT_TRUE(shared_free(p).ok());
 }
 
 }  // namespace
