@@ -433,6 +433,7 @@ Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, 
                                      : "shm: null buffer" + which);
   }
   KOLO_RETURN_IF_ERROR(broken_);
+  read_in_place_ = false;
   // Note [Reading a peer's buffer in place]: a bucket of large tensors only goes
   // tensor by tensor, so that each may be read in place.
   if (n > 1 && each_may_read_in_place(tensors, n, dtype, stage, prescale)) {
@@ -497,7 +498,6 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, const transport::Bucket
     s.elem = elem;
     return s;
   };
-  read_in_place_ = false;
   // Note [Reading a peer's buffer in place]: described beside the first slice.
   const bool may = may_read_in_place(one, dtype, stage, prescale);
   Spans spans;
@@ -506,7 +506,7 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, const transport::Bucket
   Status status = slices > 0 ? post(slice(0), stream, may ? &spans : nullptr) : Status::OK();
   bool in_place = false;
   if (may && status.ok()) status = everyone_in_place(next_slice_, &in_place);
-  if (in_place && status.ok()) {
+  if (in_place) {
     status = run_in_place(next_slice_, *one, dtype, op, stage, in_rank_order, stream_output);
     if (status.ok()) {
       next_slice_ += 1;

@@ -192,7 +192,12 @@ TEST(ShmInPlace, AnyRankOnTheHeapKeepsTheSlots) {
     check_ints(*e, 2 * kAtThreshold, rank() != heap_rank, heap_rank);
     EXPECT_FALSE(e->read_in_place()) << "local rank " << heap_rank << " on the heap";
   }
+  check_ints(*e, kAtThreshold, true, 6);
+  EXPECT_EQ(e->read_in_place(), size() > 1);
   check_ints(*e, kAtThreshold - 1, true, 7);  // below the threshold
+  EXPECT_FALSE(e->read_in_place());
+  check_ints(*e, kAtThreshold, true, 8);
+  check_ints(*e, 1000, true, 9);  // a small bucket (one round)
   EXPECT_FALSE(e->read_in_place());
 }
 
