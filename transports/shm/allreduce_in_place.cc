@@ -15,22 +15,25 @@
 // kInPlaceMinBytes, no prescale, no stage that needs a whole shard, on a node
 // whose ranks can read each other (Node::single_copy()): the same on every rank
 // for the same bucket. A fused bucket whose every tensor may goes tensor by
-// tensor (fusion puts DDP's buckets, handed over together, in one). Such a call runs its first slice's post as usual and
-// puts beside it, in the control block, where its input and output are
-// (SharedSpans, or none). After the peers' posted, every rank reads every
-// description; when all ranks have both buffers in kolo_alloc memory, all take
-// the in-place path, else all go on through the slots (the first slice already
-// posted, so the check costs no round). The descriptions alternate between two
-// areas as the slots do, so a slow peer reading slice g's never sees g + 1's.
+// tensor (fusion puts DDP's buckets, handed over together, in one). Such a call
+// runs its first slice's post as usual and puts beside it, in the control
+// block, where its input and output are (Spans, or none). After the peers'
+// posted, every rank reads every description; when all ranks have both buffers
+// in kolo_alloc memory, all take the in-place path, else all go on through the
+// slots (the first slice already posted, so the check costs no round). The
+// descriptions alternate between two areas as the slots do, so a slow peer
+// reading slice g's never sees g + 1's.
 //
-// The call is then one slice numbered g, with the counters' usual meaning:
-// posted(g + 1) is the description; reduced(g + 1) says the own shard is in
-// the output (so the peers may copy it, and this rank's input shards that the
-// peers read are no longer needed by them: each peer reads this rank's input
-// only for its own shard, before its reduced); done(g + 1) says this rank has
-// copied what it needs. A rank returns only once every peer is done, since
-// the caller may then change its buffers. Every shard is still reduced by one
-// rank in the slots' order, so the bits are those of the slots' path.
+// The call is then one slice numbered g. posted(g + 1) is the description;
+// reduced(g + 1) says a rank's shard is in its output, and also that it has
+// read its shard of every peer's input, so a peer may now overwrite that part
+// of its own buffer (in place, input and output are one) with the result it
+// copies; done(g + 1) says a rank has copied every peer's result. A rank
+// returns only once every peer is done, since the caller may then change its
+// buffers. Each element is reduced by one rank, in the order the slots use
+// (own input first, or rank order when deterministic): at 2 ranks and in rank
+// order the bits are the slots' path's; past 2 ranks, as with the slots' slice
+// size, which rank reduces an element decides its bits, the same on every rank.
 //
 // A rank that cannot map a peer's memory (after single_copy(), only lack of
 // address space) marks its description broken and publishes reduced and done
