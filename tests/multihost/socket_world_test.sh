@@ -8,7 +8,8 @@
 # host gives each launch a /dev/shm of its own). Run inside the cluster:
 #   tools/pretend_cluster.sh --hosts H --command -- \
 #       tests/multihost/socket_world_test.sh [--ppn P] [--expect ERE] PROGRAM [ARGS...]
-# (P defaults to 2; with --expect, the ranks' output must also hold a line that
+# (P defaults to 2; P1,P2,... gives each host its own count, e.g. 2,1 for unequal
+# nodes; with --expect, the ranks' output must also hold a line that
 # matches the extended regular expression ERE), which provides KOLO_CLUSTER_ENTER (the launcher-exec script)
 # and KOLO_CLUSTER_HOSTS. Every rank gets KOLO_WORLD=socket (kolo_init forms the
 # socket world or fails, never MPI's) and KOLO_TEST_BARRIER_DIR, a fresh directory
@@ -26,7 +27,7 @@ while [ $# -ge 2 ]; do
   shift 2
 done
 if [ $# -lt 1 ]; then
-  echo "usage: socket_world_test.sh [--ppn P] [--expect ERE] PROGRAM [ARGS...]" >&2
+  echo "usage: socket_world_test.sh [--ppn P|P1,P2,...] [--expect ERE] PROGRAM [ARGS...]" >&2
   exit 2
 fi
 : "${KOLO_CLUSTER_ENTER:?run me through tools/pretend_cluster.sh --command}"
@@ -34,7 +35,17 @@ fi
 here=$(cd "$(dirname "$0")" && pwd)
 hosts=$(echo "$KOLO_CLUSTER_HOSTS" | tr ',' ' ')
 count=$(echo "$hosts" | wc -w)
-size=$((count * ppn))
+# One count per host: P for every host, or the list as given.
+case $ppn in
+  *,*) counts=$(echo "$ppn" | tr ',' ' ') ;;
+  *) counts=$(for _ in $hosts; do printf '%s ' "$ppn"; done) ;;
+esac
+if [ "$(echo $counts | wc -w)" -ne "$count" ]; then
+  echo "socket_world_test.sh: --ppn $ppn names $(echo $counts | wc -w) hosts, the cluster has $count" >&2
+  exit 2
+fi
+size=0
+for c in $counts; do size=$((size + c)); done
 first_host=${hosts%% *}
 port=$((20000 + $$ % 20000))
 token=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
@@ -42,14 +53,17 @@ barriers=$(mktemp -d /tmp/kolo-socket-barriers-XXXXXX)
 trap 'rm -rf "$barriers"' EXIT
 pids=
 node=0
+first=0
 for host in $hosts; do
-  set -- "$KOLO_CLUSTER_ENTER" "$host" "$here/socket_host.sh" "$node" "$ppn" "$size" \
-    "$first_host" "$port" "$token" "$barriers" "$@"
+  here_ranks=$(echo $counts | cut -d' ' -f$((node + 1)))
+  set -- "$KOLO_CLUSTER_ENTER" "$host" "$here/socket_host.sh" "$node" "$first" "$here_ranks" \
+    "$size" "$first_host" "$port" "$token" "$barriers" "$@"
   # (--expect: each host's output to a file, shown and searched at the end)
   if [ -n "$expect" ]; then "$@" >"$barriers/out.$node" 2>&1 & else "$@" & fi
   pids="$pids $!"
-  shift 10
+  shift 11
   node=$((node + 1))
+  first=$((first + here_ranks))
 done
 status=0
 for pid in $pids; do
