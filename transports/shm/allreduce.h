@@ -189,7 +189,7 @@ class ShmAllreduce {
   std::vector<const char*> peers_; // the peers' copies of the own shard, this slice
   std::vector<const void*> order_; // a rank-order fold's inputs (pass.h's ShardPass::order)
   PeerMappings mappings_;           // the peers' kolo_alloc memory, mapped on first use
-  std::vector<const char*> peer_in_, peer_out_;  // this call's, by local rank (in place)
+  std::vector<char*> peer_in_, peer_out_;  // this call's, by local rank (in place)
   bool read_in_place_ = false;
   Status broken_;
 };

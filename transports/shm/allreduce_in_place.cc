@@ -7,9 +7,10 @@
 // bytes of memory traffic per byte of bucket at 2 ranks (allreduce.cc). When
 // every rank's input and output lie in memory kolo handed out (kolo_alloc:
 // shared_alloc.h), a rank can map its peers' buffers and skip the slots: it
-// reduces its own shard from its input and the peers' inputs, writing its
-// output (n/n read, 1/n written), then copies the peers' reduced shards
-// straight from their outputs (2(n-1)/n): 2.5 bytes at 2 ranks.
+// reduces its own shard from its input and the peers' inputs and writes the
+// result into its own output and every peer's, in one pass at 2 ranks (read
+// 1, write 1: 2 bytes per byte of bucket; past 2 ranks the further peers'
+// copies are made from the own output).
 //
 // Who may, and the agreement: a contiguous bucket (one tensor) of at least
 // kInPlaceMinBytes, no prescale, no stage that needs a whole shard, on a node
@@ -25,15 +26,17 @@
 // reading slice g's never sees g + 1's.
 //
 // The call is then one slice numbered g. posted(g + 1) is the description;
-// reduced(g + 1) says a rank's shard is in its output, and also that it has
-// read its shard of every peer's input, so a peer may now overwrite that part
-// of its own buffer (in place, input and output are one) with the result it
-// copies; done(g + 1) says a rank has copied every peer's result. A rank
-// returns only once every peer is done, since the caller may then change its
-// buffers. Each element is reduced by one rank, in the order the slots use
-// (own input first, or rank order when deterministic): at 2 ranks and in rank
-// order the bits are the slots' path's; past 2 ranks, as with the slots' slice
-// size, which rank reduces an element decides its bits, the same on every rank.
+// done(g + 1) (and reduced, which moves with it) says a rank has written its
+// shard everywhere, having read its shard of every peer's input first. Nobody
+// else reads or writes that part of any buffer: a rank reads only its own
+// shard of each input and writes only its own shard of each output, so in
+// place (input and output one buffer) each piece is read before it is
+// overwritten, by the same rank. A rank returns only once every peer is done,
+// since the caller may then change its buffers. Each element is reduced by one
+// rank, in the order the slots use (own input first, or rank order when
+// deterministic): at 2 ranks and in rank order the bits are the slots'
+// path's; past 2 ranks, as with the slots' slice size, which rank reduces an
+// element decides its bits, the same on every rank.
 //
 // A rank that cannot map a peer's memory (after single_copy(), only lack of
 // address space) marks its description broken and publishes reduced and done
@@ -137,38 +140,39 @@ Status ShmAllreduce::run_in_place(uint64_t g, const transport::BucketTensor& one
   const char* in = static_cast<const char*>(one.input);
   char* out = static_cast<char*>(one.output);
   read_in_place_ = true;
-  // The own shard, from the own input and the peers' inputs, into the output.
+  // The own shard, from the own input and the peers' inputs, into the own output
+  // and the first peer's in the same pass, then copied to the others' (n > 2).
   peers_.clear();
+  char* first_out = nullptr;
   for (int p = 0; p < n; ++p) {
-    if (p != me) peers_.push_back(peer_in_[static_cast<size_t>(p)]);
+    if (p == me) continue;
+    peers_.push_back(peer_in_[static_cast<size_t>(p)]);
+    if (first_out == nullptr) first_out = peer_out_[static_cast<size_t>(p)];
   }
   ShardPass pass;
   pass.dtype = dtype;
   pass.op = op;
   pass.stage = stage ? &stage.apply : nullptr;
-  pass.stream_slot = stream_output;  // the "slot" is the output here
+  pass.stream_slot = stream_output;  // the "slot" is the own output here
+  pass.stream_output = stream_output;
   if (in_rank_order) {
     order_.resize(static_cast<size_t>(n));
     pass.order = order_.data();
     pass.own_at = me;
   }
   const size_t mine = offset(me);
+  const size_t bytes = offset(me + 1) - mine;
   KOLO_RETURN_IF_ERROR(reduce_shard(pass, in + mine, peers_.data(), n - 1, mine, out + mine,
-                                    nullptr, static_cast<int64_t>((offset(me + 1) - mine) / elem),
+                                    first_out + mine, static_cast<int64_t>(bytes / elem),
                                     piece_.data()));
-  if (stream_output) _mm_sfence();
-  publish_counter(counter(me, kReduced), g + 1);
-  // The peers' reduced shards, from their outputs.
-  KOLO_RETURN_IF_ERROR(wait_peers(kReduced, g + 1));
-  KOLO_RETURN_IF_ERROR(peers_broken(g));
   for (int p = 0; p < n; ++p) {
-    if (p == me) continue;
-    copy(out + offset(p), peer_out_[static_cast<size_t>(p)] + offset(p), offset(p + 1) - offset(p),
-         stream_output);
+    char* theirs = peer_out_[static_cast<size_t>(p)];
+    if (p != me && theirs != first_out) copy(theirs + mine, out + mine, bytes, stream_output);
   }
   if (stream_output) _mm_sfence();
+  publish_counter(counter(me, kReduced), g + 1);
   publish_counter(counter(me, kDone), g + 1);
-  // The caller may change its buffers once no peer reads them.
+  // The caller may change its buffers once no peer reads or writes them.
   KOLO_RETURN_IF_ERROR(wait_peers(kDone, g + 1));
   return peers_broken(g);
 }

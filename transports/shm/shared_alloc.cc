@@ -143,11 +143,11 @@ PeerMappings::~PeerMappings() {
 }
 
 void PeerMappings::drop(Owner* owner) {
-  for (auto& [fd, m] : owner->by_fd) munmap(const_cast<char*>(m.base), m.bytes);
+  for (auto& [fd, m] : owner->by_fd) munmap(m.base, m.bytes);
   owner->by_fd.clear();
 }
 
-Status PeerMappings::map(const SharedSpan& span, const char** out) {
+Status PeerMappings::map(const SharedSpan& span, char** out) {
   Owner& owner = owners_[span.pid];
   if (owner.epoch != span.epoch) {
     drop(&owner);
@@ -156,20 +156,20 @@ Status PeerMappings::map(const SharedSpan& span, const char** out) {
   auto it = owner.by_fd.find(span.fd);
   if (it == owner.by_fd.end() || it->second.bytes != span.bytes) {
     if (it != owner.by_fd.end()) {
-      munmap(const_cast<char*>(it->second.base), it->second.bytes);
+      munmap(it->second.base, it->second.bytes);
       owner.by_fd.erase(it);
     }
     const std::string path =
         "/proc/" + std::to_string(span.pid) + "/fd/" + std::to_string(span.fd);
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (fd < 0) return errno_error("shm: opening a peer's kolo_alloc memory at " + path, errno);
     // MAP_POPULATE: the page tables are made once here, not on every first
     // touch inside a collective.
-    void* p = mmap(nullptr, span.bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    void* p = mmap(nullptr, span.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     const int err = errno;
     close(fd);
     if (p == MAP_FAILED) return errno_error("shm: mapping a peer's kolo_alloc memory at " + path, err);
-    it = owner.by_fd.emplace(span.fd, Mapping{static_cast<const char*>(p), span.bytes}).first;
+    it = owner.by_fd.emplace(span.fd, Mapping{static_cast<char*>(p), span.bytes}).first;
   }
   *out = it->second.base + span.offset;
   return Status::OK();

@@ -48,7 +48,8 @@ Status shared_free(void* p);
 // fills *span (offset: p's). bytes may be 0.
 bool find_shared(const void* p, size_t bytes, SharedSpan* span);
 
-// The peers' allocations that this process has mapped (read-only), by owner.
+// The peers' allocations that this process has mapped (read and write: a rank
+// writes its reduced shard into its peers' outputs), by owner.
 // Unmaps everything when destroyed.
 class PeerMappings {
  public:
@@ -60,11 +61,11 @@ class PeerMappings {
   // The address of `span`'s first byte in this process. Maps the allocation on
   // first use; drops every mapping of span.pid first when its epoch moved.
   // Errors: the peer's fd cannot be opened or mapped (named, with errno).
-  Status map(const SharedSpan& span, const char** out);
+  Status map(const SharedSpan& span, char** out);
 
  private:
   struct Mapping {
-    const char* base = nullptr;
+    char* base = nullptr;
     size_t bytes = 0;
   };
   struct Owner {

@@ -50,17 +50,19 @@ TEST(SharedAlloc, BadArgumentsAreNamed) {
   EXPECT_TRUE(shared_free(nullptr).ok());
 }
 
-TEST(SharedAlloc, APeerMappingSeesTheOwnersWrites) {
+TEST(SharedAlloc, APeerMappingSharesTheOwnersBytes) {
   void* p = nullptr;
   ASSERT_TRUE(shared_alloc(1 << 20, &p).ok());
   SharedSpan span;
   ASSERT_TRUE(find_shared(static_cast<char*>(p) + 4096, 16, &span));
   PeerMappings peer;
-  const char* seen = nullptr;
+  char* seen = nullptr;
   ASSERT_TRUE(peer.map(span, &seen).ok());
   EXPECT_NE(seen, static_cast<char*>(p) + 4096);  // a mapping of its own
   std::memcpy(static_cast<char*>(p) + 4096, "kolo", 5);
   EXPECT_STREQ(seen, "kolo");
+  std::memcpy(seen, "peer", 5);  // and the owner sees the peer's writes
+  EXPECT_STREQ(static_cast<char*>(p) + 4096, "peer");
   ASSERT_TRUE(shared_free(p).ok());
 }
 
@@ -73,7 +75,7 @@ TEST(SharedAlloc, AFreeDropsThePeersMappings) {
   SharedSpan first;
   ASSERT_TRUE(find_shared(a, 8, &first));
   PeerMappings peer;
-  const char* seen = nullptr;
+  char* seen = nullptr;
   ASSERT_TRUE(peer.map(first, &seen).ok());
   EXPECT_STREQ(seen, "old");
   ASSERT_TRUE(shared_free(a).ok());
@@ -95,7 +97,7 @@ TEST(SharedAlloc, AnUnknownPeerFdIsAClearError) {
   span.fd = 100000;
   span.bytes = 4096;
   PeerMappings peer;
-  const char* seen = nullptr;
+  char* seen = nullptr;
   Status s = peer.map(span, &seen);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("/fd/100000"), std::string::npos) << s.to_string();
