@@ -11,7 +11,7 @@
 // survivor's kolo_shutdown took; later: the status of an allreduce submitted
 // after the error (before kolo_shutdown; for init and the shutdown orders,
 // after it). Usage: failure_probe <phase> <victim rank> <dir>.
-// Phases: init idle negotiate shm ring mpi barrier join teardown exit stop
+// Phases: init idle negotiate shm shm-in-place ring mpi barrier join teardown exit stop
 // resume shutdown-after-death, and the shutdown orders (order, idiom, busy; see
 // below). In "resume" the victim stops with a handle pending, the survivors give
 // it up and exit, and the driver then resumes it: the victim reports too (its
@@ -92,11 +92,13 @@ struct Outcome {
   double at_ms = 0;
 };
 
-Outcome allreduce(const char* name, int64_t count) {
-  std::vector<float> data(static_cast<size_t>(count), 1.0f);
+// `memory`: the buffer (count floats), or null for one of the heap's.
+Outcome allreduce(const char* name, int64_t count, float* memory = nullptr) {
+  std::vector<float> heap(memory ? 0 : static_cast<size_t>(count), 1.0f);
+  float* data = memory ? memory : heap.data();
   kolo_handle_t h = nullptr;
   Outcome out;
-  out.code = kolo_allreduce_async(name, data.data(), data.data(), count, KOLO_FLOAT32,
+  out.code = kolo_allreduce_async(name, data, data, count, KOLO_FLOAT32,
                                   KOLO_OP_SUM, 1.0, 1.0, KOLO_CPU_DEVICE, &h);
   if (out.code == KOLO_OK) {
     out.code = kolo_wait(h, -1.0);
@@ -111,13 +113,13 @@ Outcome allreduce(const char* name, int64_t count) {
 
 // Allreduces until one fails (the victim dies meanwhile); the victim dies itself
 // at iteration `die_at` with `signal_number` (0: kolo's hook kills it).
-Outcome loop(int64_t count, bool victim, int die_at, int signal_number) {
+Outcome loop(int64_t count, bool victim, int die_at, int signal_number, float* memory = nullptr) {
   for (int i = 0; i < 100000; ++i) {
     if (victim && signal_number != 0 && i == die_at) {
       if (signal_number < 0) std::exit(0);  // exits without kolo_shutdown
       die(signal_number);
     }
-    Outcome o = allreduce(("t" + std::to_string(i % 7)).c_str(), count);
+    Outcome o = allreduce(("t" + std::to_string(i % 7)).c_str(), count, memory);
     if (o.code != KOLO_OK) return o;
   }
   return Outcome{KOLO_OK, "no failure", monotonic_ms()};
@@ -285,6 +287,12 @@ int main(int argc, char** argv) {
     o = loop(16, victim, 0, 0);  // the victim dies inside kolo (KOLO_TEST_DIE_AT)
   } else if (phase == "shm") {
     o = loop(256 << 10, victim, 0, 0);
+  } else if (phase == "shm-in-place") {
+    // 1 MiB from kolo_alloc on every rank: the shm allreduce works on the peers'
+    // buffers in place, and the victim dies inside that pass.
+    void* memory = nullptr;
+    if (kolo_alloc(size_t{1} << 20, &memory) != KOLO_OK) return 2;
+    o = loop(256 << 10, victim, 0, 0, static_cast<float*>(memory));
   } else if (phase == "teardown") {
     o = Outcome{KOLO_OK, "", monotonic_ms()};  // the victim dies inside its teardown
   } else if (phase == "exit") {

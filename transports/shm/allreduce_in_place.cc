@@ -48,6 +48,7 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/failpoint.h"
 #include "transports/shm/counter.h"
 #include "transports/shm/pass.h"
 
@@ -170,6 +171,7 @@ Status ShmAllreduce::run_in_place(uint64_t g, const transport::BucketTensor& one
     if (p != me && theirs != first_out) copy(theirs + mine, out + mine, bytes, stream_output);
   }
   if (stream_output) _mm_sfence();
+  failpoint("shm-in-place");
   publish_counter(counter(me, kReduced), g + 1);
   publish_counter(counter(me, kDone), g + 1);
   // The caller may change its buffers once no peer reads or writes them.
