@@ -39,6 +39,9 @@
 // to 16 MiB per rank skip the slots where the node allows one-copy reads: one
 // round of headers, then each rank reads its peers' blocks straight from their
 // inputs (Note [One pass from the peers' inputs] in collectives_choices.cc).
+// Calls of 1 MiB or more whose every source lies in kolo_alloc memory read the
+// peers' buffers mapped, after the first round (Note [The peers' sources in
+// kolo memory]).
 //
 // The headers: in its first round each rank publishes op, dtype, root, count,
 // reduce op and its counts (alltoall: its row and its column). After that round
@@ -227,13 +230,14 @@ Status ShmCollectives::run(Collective op, const CollectiveView& view) {
   c.displs_out = &displs_out_;
   // Bytes each side spans, and the input blocks' displacements.
   size_t in_bytes = 0, out_bytes = 0;
+  bool exactly_in_place = false;
   switch (op) {
     case Collective::kAllgather:
       prefix(view.recv_counts, &displs_out_);
       in_bytes = c.bytes(view.recv_counts[c.me]);
       out_bytes = c.bytes(total(view.recv_counts));
       // Exactly in place (the input is this rank's block of the output) is fine.
-      if (c.in == c.out + c.bytes(displs_out_[c.me])) in_bytes = 0;
+      exactly_in_place = c.in == c.out + c.bytes(displs_out_[c.me]);
       break;
     case Collective::kBroadcast:
       break;  // the root copies its input first (memmove); others read no input
@@ -253,11 +257,12 @@ Status ShmCollectives::run(Collective op, const CollectiveView& view) {
   }
   // An input that overlaps the output (reducescatter in place) is read from a
   // copy: the output's pieces are written while later input pieces are unread.
-  if (overlaps(c.in, in_bytes, c.out, out_bytes)) {
+  if (!exactly_in_place && overlaps(c.in, in_bytes, c.out, out_bytes)) {
     if (staging_.size() < in_bytes) staging_.resize(in_bytes);
     std::memcpy(staging_.data(), c.in, in_bytes);
     c.in = staging_.data();
   }
+  c.in_bytes = in_bytes;
   c.bcast_src = c.out;
   if (op == Collective::kBroadcast && c.me == view.root && view.input != view.output &&
       view.count > 0) {
@@ -275,7 +280,8 @@ Status ShmCollectives::run(Collective op, const CollectiveView& view) {
   // (The node's verdict may be newer than this engine's last call: Note [One
   // calibration for the node] in core_distance.h.)
   if (options_.slot_stores == SlotStores::kAuto) far_ = node_->core_distance().last();
-  const size_t posts = op == Collective::kBroadcast ? c.bytes(view.count) : in_bytes;
+  const size_t posts =
+      op == Collective::kBroadcast ? c.bytes(view.count) : exactly_in_place ? 0 : in_bytes;
   c.stream_slot = posts >= options_.stream_slot_min_bytes && far_;
   c.one_pass = one_pass(c, out_bytes);
   if (c.n == 1) {
@@ -320,7 +326,17 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   h[kCount] = bcast ? v.count : c.op == Collective::kAlltoall ? v.alltoall_total : 0;
   h[kReduceOp] = reduces ? static_cast<int64_t>(v.reduction.op) : 0;
   h[kPid] = pid_;
-  h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(bcast ? c.bcast_src : c.in));
+  const char* source = bcast ? c.bcast_src : c.in;
+  h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(source));
+  // Note [The peers' sources in kolo memory]: a broadcast's peers read the
+  // root's count elements; the other collectives read from the input.
+  const size_t source_bytes = bcast ? (c.me == v.root ? c.bytes(v.count) : 0) : c.in_bytes;
+  SharedSpan span;
+  const bool shared = source_bytes > 0 && find_shared(source, source_bytes, &span);
+  h[kFd] = shared ? span.fd : source_bytes == 0 ? kNoSource : -1;
+  h[kEpoch] = shared ? static_cast<int64_t>(span.epoch) : 0;
+  h[kMapBytes] = shared ? static_cast<int64_t>(span.bytes) : 0;
+  h[kMapOffset] = shared ? static_cast<int64_t>(span.offset) : 0;
   for (int i = 0; i < c.n; ++i) {
     h[kFields + i] = c.op == Collective::kAlltoall ? v.send_counts[i]
                      : bcast                         ? 0
@@ -513,9 +529,13 @@ Status ShmCollectives::run_call(Call& c) {
   for (int r = 0; r < c.n && c.op != Collective::kBroadcast; ++r) {
     for (int i = 0; i < c.n; ++i) largest = std::max(largest, header(r, g0)[kFields + i]);
   }
-  if (c.one_pass || (single_copy() && c.bytes(largest) >= options_.single_copy_min_bytes)) {
+  const size_t largest_bytes = c.bytes(largest);
+  const bool mapped = largest_bytes >= options_.shared_direct_min_bytes && sources_shared(c);
+  if (c.one_pass ||
+      (single_copy() && (largest_bytes >= options_.single_copy_min_bytes || mapped))) {
     // Note [Single copy for large calls]: done only once every peer is done
     // reading this rank's buffer, which the caller may change once run() returns.
+    map_sources(c);
     Status copied = copy_direct(c);
     if (c.stream) _mm_sfence();  // round 0's own piece may have been streamed
     publish_counter(counter(c.me, kDone), g0 + 1);

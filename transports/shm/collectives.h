@@ -27,6 +27,7 @@
 #include "transport/transport.h"
 #include "transport/liveness.h"
 #include "transports/shm/node.h"
+#include "transports/shm/shared_alloc.h"
 
 namespace kolo::shm {
 
@@ -44,6 +45,10 @@ class ShmCollectives {
   // from the peers' inputs]).
   static constexpr size_t kOnePassMinBytes = size_t{64} << 10;
   static constexpr size_t kOnePassMaxBytes = size_t{16} << 20;
+  // Calls whose largest block has at least this many bytes, and whose every
+  // rank's data lies in kolo_alloc memory, copy straight from the peers' buffers,
+  // mapped (Note [The peers' sources in kolo memory]).
+  static constexpr size_t kSharedDirectMinBytes = size_t{1} << 20;
   // Allgathers and alltoalls whose output has at least kStreamOutputMinBytes,
   // and broadcasts of at least kBroadcastStreamOutputMinBytes, write their
   // output with streaming stores (Note [Streaming the output]).
@@ -77,6 +82,7 @@ class ShmCollectives {
     size_t single_copy_min_bytes = kSingleCopyMinBytes;
     size_t one_pass_min_bytes = kOnePassMinBytes;
     size_t one_pass_max_bytes = kOnePassMaxBytes;
+    size_t shared_direct_min_bytes = kSharedDirectMinBytes;
     size_t stream_output_min_bytes = kStreamOutputMinBytes;
     size_t broadcast_stream_output_min_bytes = kBroadcastStreamOutputMinBytes;
     SlotStores slot_stores = SlotStores::kAuto;
@@ -134,6 +140,9 @@ class ShmCollectives {
   Status decide_slot_stores(Call& call, int64_t largest_bytes);
   int64_t broadcast_piece(const Call& call) const;
   Status reduce_direct(const Call& call);
+  bool sources_shared(const Call& call) const;
+  void map_sources(const Call& call);
+  Status read_source(const Call& call, int p, int64_t at, char* dst, int64_t count);
   // Waits until counter `which` of every local rank in [0, n) other than this one
   // (or only of `only` when >= 0) is at least `target`.
   Status wait_peers(int which, uint64_t target, int only = -1);
@@ -155,6 +164,8 @@ class ShmCollectives {
   Status broken_;
   bool streamed_last_output_ = false;
   std::vector<char> scratch_;  // reduce_direct's peer piece, post's prescaled piece; pre-faulted
+  PeerMappings mappings_;                 // the peers' kolo_alloc memory this engine read
+  std::vector<const char*> peer_source_;  // this call's, mapped (null: read_peer)
   bool far_ = false;  // the node's last verdict when this call began (or the forced answer)
 };
 

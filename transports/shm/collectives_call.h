@@ -22,8 +22,15 @@ constexpr size_t kControlBytes = 4096;  // the counters, one per cache line; pag
 // Acquire loads between pauses before the counter wait (as allreduce.cc).
 constexpr int kSpinLoads = 64;
 // Header words before the counts: op, dtype, root, count, reduce op (compared),
-// then where this rank's data is for single-copy reads: pid, address.
-enum Field { kOp = 0, kDtype, kRoot, kCount, kReduceOp, kPid, kAddress, kFields = 8 };
+// then where this rank's data is for single-copy reads: pid, address; then, when
+// that data lies in kolo_alloc memory, its SharedSpan (fd, epoch, the
+// allocation's bytes, the data's offset in it; kFd is -1 otherwise: Note [The
+// peers' sources in kolo memory]; kNoSource when the rank has nothing for its peers).
+enum Field {
+  kOp = 0, kDtype, kRoot, kCount, kReduceOp, kPid, kAddress,
+  kFd, kEpoch, kMapBytes, kMapOffset, kFields = 12
+};
+constexpr int64_t kNoSource = -2;
 
 // memcpy, for copies that may be empty (an empty block's buffer may be null).
 inline void copy_bytes(void* dst, const void* src, size_t bytes) {
@@ -37,6 +44,7 @@ struct ShmCollectives::Call {
   Collective op = Collective::kAllgather;
   const transport::CollectiveView* view = nullptr;
   const char* in = nullptr;  // the view's input, or staging_ when it overlaps the output
+  size_t in_bytes = 0;       // of `in` (broadcast: 0)
   char* out = nullptr;
   // Broadcast: what the root publishes (its output, or its input when that is
   // elsewhere: Note [One pass over the own block]).

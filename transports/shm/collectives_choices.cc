@@ -117,18 +117,13 @@ int64_t ShmCollectives::broadcast_piece(const Call& c) const {
 // the bench's --engine=single measures it.
 Status ShmCollectives::copy_direct(const Call& c) {
   const CollectiveView& v = *c.view;
-  auto pid = [&](int p) { return static_cast<pid_t>(header(p, c.first)[kPid]); };
-  auto at = [&](int p, int64_t elements) {
-    return reinterpret_cast<const char*>(static_cast<uintptr_t>(header(p, c.first)[kAddress])) +
-           c.bytes(elements);
-  };
   switch (c.op) {
     case Collective::kBroadcast:
       if (c.me == v.root) {
         if (c.bcast_src != c.out) copy_bytes(c.out, c.bcast_src, c.bytes(v.count));
         return Status::OK();
       }
-      return read_peer(pid(v.root), at(v.root, 0), c.out, c.bytes(v.count));
+      return read_source(c, v.root, 0, c.out, v.count);
     case Collective::kReducescatter:
       return reduce_direct(c);
     case Collective::kAllgather:
@@ -146,14 +141,72 @@ Status ShmCollectives::copy_direct(const Call& c) {
       // the whole block (copy_own_whole()).
       const int64_t done = c.one_pass ? c.own_done : c.len(m, 0);
       const char* src = c.in + c.bytes((alltoall ? (*c.displs_in)[c.me] : 0) + done);
-      if (src != dst + c.bytes(done)) copy_bytes(dst + c.bytes(done), src, c.bytes(m - done));
+      if (m > done && src != dst + c.bytes(done))
+        copy(dst + c.bytes(done), src, c.bytes(m - done), c.stream);
       continue;
     }
     int64_t skip = 0;  // alltoall: where p's block for this rank starts in p's input
     for (int d = 0; alltoall && d < c.me; ++d) skip += header(p, c.first)[kFields + d];
-    KOLO_RETURN_IF_ERROR_AS_IS(read_peer(pid(p), at(p, skip), dst, c.bytes(m)));
+    KOLO_RETURN_IF_ERROR_AS_IS(read_source(c, p, skip, dst, m));
   }
   return Status::OK();
+}
+
+// Note [The peers' sources in kolo memory]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// What a rank publishes for its peers to read (its input; a broadcast root's
+// buffer) may lie in memory kolo handed out (shared_alloc.h). Each header then
+// carries that memory's SharedSpan, and a peer maps it (PeerMappings, kept
+// across calls) and reads it with memcpy, or streaming stores, at the speed of
+// a copy inside one process, where process_vm_readv ran at about half of it
+// (Note [Single copy for large calls]). So:
+// - the single-copy paths (one pass, Options::single_copy_min_bytes) read a
+//   mapped peer that way, and every other peer through read_peer;
+// - a call whose largest block has at least Options::shared_direct_min_bytes
+//   (1 MiB, as the allreduce's in-place path: Note [Reading a peer's buffer in
+//   place]) and whose every source rank published a span takes the single-copy
+//   path after its first round, as the allreduce decides after its first
+//   slice: every rank reads the same headers, so all decide alike. The first
+//   round's slot pieces are then wasted (a slot of 1 MiB, against the call's
+//   1 MiB or more); reducescatter reduces straight from the mapped peers.
+// A rank that cannot map a peer's span reads that peer through read_peer
+// (single_copy() says it can), so a failed mapping costs speed, never the call.
+bool ShmCollectives::sources_shared(const Call& c) const {
+  if (c.op == Collective::kBroadcast) return header(c.view->root, c.first)[kFd] >= 0;
+  for (int r = 0; r < c.n; ++r) {
+    if (header(r, c.first)[kFd] == -1) return false;  // kNoSource: nothing to read
+  }
+  return true;
+}
+
+void ShmCollectives::map_sources(const Call& c) {
+  peer_source_.assign(static_cast<size_t>(c.n), nullptr);
+  for (int p = 0; p < c.n; ++p) {
+    const int64_t* h = header(p, c.first);
+    if (p == c.me || h[kFd] < 0) continue;
+    SharedSpan span;
+    span.pid = h[kPid];
+    span.fd = h[kFd];
+    span.epoch = static_cast<uint64_t>(h[kEpoch]);
+    span.bytes = static_cast<uint64_t>(h[kMapBytes]);
+    span.offset = static_cast<uint64_t>(h[kMapOffset]);
+    char* at = nullptr;
+    if (mappings_.map(span, &at).ok()) peer_source_[static_cast<size_t>(p)] = at;
+  }
+}
+
+// `count` elements of peer p's source from element `at` into dst: from the
+// mapping when there is one, else with read_peer.
+Status ShmCollectives::read_source(const Call& c, int p, int64_t at, char* dst, int64_t count) {
+  const size_t bytes = c.bytes(count);
+  if (bytes == 0) return Status::OK();
+  if (const char* mapped = peer_source_[static_cast<size_t>(p)]) {
+    copy(dst, mapped + c.bytes(at), bytes, c.stream);
+    return Status::OK();
+  }
+  const int64_t* h = header(p, c.first);
+  const char* remote = reinterpret_cast<const char*>(static_cast<uintptr_t>(h[kAddress]));
+  return read_peer(static_cast<pid_t>(h[kPid]), remote + c.bytes(at), dst, bytes);
 }
 
 // Note [One pass from the peers' inputs]
@@ -222,13 +275,21 @@ Status ShmCollectives::reduce_direct(const Call& c) {
     }
     for (int p = 0; p < c.n; ++p) {
       if (p == c.me) continue;
-      const int64_t* h = header(p, c.first);
-      const char* remote =
-          reinterpret_cast<const char*>(static_cast<uintptr_t>(h[kAddress])) + c.bytes(first + lo);
-      KOLO_RETURN_IF_ERROR_AS_IS(
-          read_peer(static_cast<pid_t>(h[kPid]), remote, scratch_.data(), c.bytes(m)));
-      if (r.scales_input()) reduce::scale(scratch_.data(), scratch_.data(), m, v.dtype, r.prescale);
-      reduce::reduce(dst, a, scratch_.data(), m, v.dtype, r.op);
+      // A mapped peer's piece is reduced where it lies (unless it needs its
+      // factor first); any other is read into the scratch.
+      const char* piece = peer_source_[static_cast<size_t>(p)];
+      if (piece != nullptr) piece += c.bytes(first + lo);
+      if (piece == nullptr || r.scales_input()) {
+        char* into = scratch_.data();
+        if (piece != nullptr) {
+          reduce::scale(into, piece, m, v.dtype, r.prescale);
+        } else {
+          KOLO_RETURN_IF_ERROR_AS_IS(read_source(c, p, first + lo, into, m));
+          if (r.scales_input()) reduce::scale(into, into, m, v.dtype, r.prescale);
+        }
+        piece = into;
+      }
+      reduce::reduce(dst, a, piece, m, v.dtype, r.op);
       a = dst;
     }
     transport::finish_output(r, dst, m, v.dtype);
