@@ -125,7 +125,15 @@ void CollectiveCase::fill_expected_for_shape() {
 // the buffer later than its peers, and a peer's time would count that copy (6-7 ms
 // of a 12 ms median at 64 MiB, for kolo and MPI alike). With -c 1 a broadcast
 // iteration therefore starts from an MPI_Barrier after the preparation.
+//
+// An --in-place allreduce refills its output with the input the same way (every
+// rank, then the barrier): the op reduces its output.
 void CollectiveCase::prepare_output(char* output) const {
+  if (options_.in_place && output != nullptr) {
+    std::memcpy(output, input_.data(), static_cast<size_t>(shape_.output) * elem_);
+    MPI_Barrier(comm_);
+    return;
+  }
   if (!options_.check || output == nullptr) return;
   if (options_.collective != Collective::kBroadcast) {
     poison(output, shape_.output, options_.dtype);
@@ -156,7 +164,8 @@ double CollectiveCase::run_kolo(const std::string& name, int64_t* wrong) {
   const double start = now_seconds();
   switch (options_.collective) {
     case Collective::kAllreduce:
-      kolo_allreduce(comm_, name, input_.data(), output_.data(), s.count, dtype, options_.op);
+      kolo_allreduce(comm_, name, options_.in_place ? output_.data() : input_.data(),
+                     output_.data(), s.count, dtype, options_.op);
       break;
     case Collective::kAllgather:
       handle = kolo_allgather(comm_, name, input_.data(), s.count, dtype);
@@ -188,7 +197,7 @@ double CollectiveCase::run_reference(int64_t* wrong) {
   const double start = now_seconds();
   switch (options_.collective) {
     case Collective::kAllreduce:
-      reference_.allreduce(input_.data(), out, s.count);
+      reference_.allreduce(options_.in_place ? out : input_.data(), out, s.count);
       break;
     case Collective::kAllgather:
       reference_.allgather(input_.data(), out, s.count);

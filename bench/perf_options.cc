@@ -273,6 +273,10 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
       o.with_deterministic = true;
       continue;
     }
+    if (arg == "--in-place") {
+      o.in_place = true;
+      continue;
+    }
     if (arg == "--autotune") {
       o.autotune = true;
       continue;
@@ -303,6 +307,11 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
     }
   }
   if (!check_consistency(o, error)) return false;
+  if (o.in_place && (o.collective != Collective::kAllreduce || !o.model.empty() ||
+                     uses_device(o) || o.with_deterministic)) {
+    *error = "--in-place: the host allreduce sweep only (no -m, no -t nccl, no --with-deterministic)";
+    return false;
+  }
   if (o.with_deterministic &&
       (o.collective != Collective::kAllreduce || !o.model.empty() || uses_device(o))) {
     *error = "--with-deterministic: the host allreduce sweep only (no -m, no -t nccl)";
@@ -347,6 +356,8 @@ const char* perf_usage() {
          "      --breakdown          after each size, every rank's median time in each phase of\n"
          "                           an operation (submit, to_cycle, negotiate, to_transport,\n"
          "                           transport, to_complete, wake; kolo_handle_phases)\n"
+         "      --in-place           allreduce sweep: the output is the input (MPI: MPI_IN_PLACE),\n"
+         "                           refilled from the input before each op (not timed)\n"
          "      --memory kolo        the sweep's kolo buffers from kolo_alloc (peers on a node\n"
          "                           read a large allreduce's in place); default heap\n"
          "      --csv FILE           also write the rows as CSV\n"

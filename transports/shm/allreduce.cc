@@ -122,7 +122,22 @@ constexpr int kSpinLoads = 64;
 // streaming stores, whatever the cores' distance: a plain store reads each
 // output line before writing it, and such outputs do not stay in cache for long
 // anyway. Streaming measured faster near too, at every size from 2 MiB to 128 MiB
-// (docs/perf/shm-calibration.md, "Large outputs").
+// (docs/perf/shm-calibration.md, "Large outputs") — for outputs that are not
+// the inputs: see the next Note.
+
+// Note [Plain stores into a buffer just read]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A bucket whose every tensor is in place (output == input, as DDP's buckets
+// and Horovod's in-place ops) has read each output line shortly before writing
+// it: the slice's input went into the slot, or the in-place path read the
+// shard it now writes. Those lines are in cache, so a plain store costs no read
+// for ownership, and a streaming store would push them out to memory instead.
+// So such buckets write their outputs with plain stores at every size; in the
+// in-place path (allreduce_in_place.cc) each destination is judged alone, from
+// that rank's description. Measured (kolo-allreduce-perf --in-place, 2 ranks,
+// docs/perf/kolo-memory.md "In place"): through the slots 4 MiB 1.5 -> 1.0 ms,
+// 64 MiB 24.4 -> 20.5 ms; from kolo memory 4 MiB 1.0 -> 0.3 ms, 64 MiB 14.1 ->
+// 7.3-9.6 ms.
 
 }  // namespace
 
@@ -138,6 +153,13 @@ class ShmAllreduce::Tensors {
     for (size_t i = 0; i < n; ++i) starts->push_back(starts->back() + list[i].count);
   }
   int64_t count() const { return starts_.back(); }
+  // Whether every tensor's output is its input.
+  bool in_place() const {
+    for (size_t i = 0; i + 1 < starts_.size(); ++i) {
+      if (list_[i].input != list_[i].output) return false;
+    }
+    return true;
+  }
 
   // Calls f(input, output, at, n) for each tensor's part of elements [lo, hi) of
   // the concatenation, in order: `input` and `output` address element lo + at,
@@ -479,9 +501,11 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, const transport::Bucket
     }
     stream = streaming_;
   }
-  // Note [Streaming large outputs, near and far]
-  const bool stream_output = (!stage || stage.per_element) &&
-                             static_cast<size_t>(count) * elem >= kStreamOutputMinBytes;
+  // Note [Streaming large outputs, near and far], unless the outputs were just
+  // read (Note [Plain stores into a buffer just read]).
+  const bool stream_large = (!stage || stage.per_element) &&
+                            static_cast<size_t>(count) * elem >= kStreamOutputMinBytes;
+  const bool stream_output = stream_large && !tensors.in_place();
   streamed_last_output_ = stream_output;
   const int64_t per_slice = static_cast<int64_t>(slice_bytes_ / elem);
   const int64_t slices = (count + per_slice - 1) / per_slice;
@@ -507,7 +531,7 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, const transport::Bucket
   bool in_place = false;
   if (may && status.ok()) status = everyone_in_place(next_slice_, &in_place);
   if (in_place) {
-    status = run_in_place(next_slice_, *one, dtype, op, stage, in_rank_order, stream_output);
+    status = run_in_place(next_slice_, *one, dtype, op, stage, in_rank_order, stream_large);
     if (status.ok()) {
       next_slice_ += 1;
       return status;

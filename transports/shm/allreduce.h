@@ -157,9 +157,10 @@ class ShmAllreduce {
   static Spans describe(const transport::BucketTensor& one, size_t elem);
   Status everyone_in_place(uint64_t g, bool* all);
   Status peers_broken(uint64_t g) const;
-  // The call, as slice `g`, from the peers' buffers.
+  // The call, as slice `g`, from the peers' buffers; `stream_large`: outputs
+  // that are not their inputs are written with streaming stores.
   Status run_in_place(uint64_t g, const transport::BucketTensor& one, DataType dtype, ReduceOp op,
-                      const ShardStage& stage, bool in_rank_order, bool stream_output);
+                      const ShardStage& stage, bool in_rank_order, bool stream_large);
   Spans* spans_area(int rank, uint64_t g) const;
   // `stream`: the slots, `stream_output`: the outputs are written with streaming
   // stores (Note [Streaming stores across distant cores]).

@@ -133,7 +133,7 @@ Status ShmAllreduce::peers_broken(uint64_t g) const {
 
 Status ShmAllreduce::run_in_place(uint64_t g, const transport::BucketTensor& one, DataType dtype,
                                   ReduceOp op, const ShardStage& stage, bool in_rank_order,
-                                  bool stream_output) {
+                                  bool stream_large) {
   const int n = local_size();
   const int me = local_rank();
   const size_t elem = dtype_size(dtype);
@@ -145,17 +145,27 @@ Status ShmAllreduce::run_in_place(uint64_t g, const transport::BucketTensor& one
   // and the first peer's in the same pass, then copied to the others' (n > 2).
   peers_.clear();
   char* first_out = nullptr;
+  int first = -1;
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
     peers_.push_back(peer_in_[static_cast<size_t>(p)]);
-    if (first_out == nullptr) first_out = peer_out_[static_cast<size_t>(p)];
+    if (first_out == nullptr) {
+      first_out = peer_out_[static_cast<size_t>(p)];
+      first = p;
+    }
   }
+  // Note [Plain stores into a buffer just read] (allreduce.cc): a rank's output
+  // shard that is its input shard, which this pass reads, is written plainly.
+  auto stream_into = [&](int p) {
+    const Spans* s = spans_area(p, g);
+    return stream_large && !(s->input.fd == s->output.fd && s->input.offset == s->output.offset);
+  };
   ShardPass pass;
   pass.dtype = dtype;
   pass.op = op;
   pass.stage = stage ? &stage.apply : nullptr;
-  pass.stream_slot = stream_output;  // the "slot" is the own output here
-  pass.stream_output = stream_output;
+  pass.stream_slot = stream_into(me);  // the "slot" is the own output here
+  pass.stream_output = stream_into(first);
   if (in_rank_order) {
     order_.resize(static_cast<size_t>(n));
     pass.order = order_.data();
@@ -168,9 +178,9 @@ Status ShmAllreduce::run_in_place(uint64_t g, const transport::BucketTensor& one
                                     piece_.data()));
   for (int p = 0; p < n; ++p) {
     char* theirs = peer_out_[static_cast<size_t>(p)];
-    if (p != me && theirs != first_out) copy(theirs + mine, out + mine, bytes, stream_output);
+    if (p != me && theirs != first_out) copy(theirs + mine, out + mine, bytes, stream_into(p));
   }
-  if (stream_output) _mm_sfence();
+  if (stream_large) _mm_sfence();
   failpoint("shm-in-place");
   publish_counter(counter(me, kReduced), g + 1);
   publish_counter(counter(me, kDone), g + 1);

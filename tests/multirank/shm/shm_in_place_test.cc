@@ -150,6 +150,28 @@ TEST(ShmInPlace, KoloMemoryGivesTheSlotsBytes) {
   }
 }
 
+// Large enough for streamed outputs (kStreamOutputMinBytes), with the even
+// ranks in place and the odd ones not: each destination gets plain or
+// streaming stores as its rank's description says (Note [Plain stores into a
+// buffer just read]); the bytes are the slots' either way.
+TEST(ShmInPlace, RanksInPlaceAndNotBeside) {
+  std::unique_ptr<ShmAllreduce> e = engine();
+  ASSERT_NE(e, nullptr);
+  const int64_t count = static_cast<int64_t>(ShmAllreduce::kStreamOutputMinBytes / 4) + 3;
+  for (bool in_rank_order : {false, true}) {
+    const Case c{count, rank() % 2 == 0, in_rank_order};
+    SCOPED_TRACE(in_rank_order ? "rank order" : "own input first");
+    const std::vector<float> slots = reduce(*e, c, false);
+    const std::vector<float> mapped = reduce(*e, c, true);
+    EXPECT_EQ(e->read_in_place(), size() > 1);
+    if (in_rank_order || size() <= 2) {
+      EXPECT_EQ(std::memcmp(slots.data(), mapped.data(), slots.size() * 4), 0);
+    } else {
+      expect_alike_everywhere_and_near(mapped, slots);
+    }
+  }
+}
+
 TEST(ShmInPlace, OutputFactorOnTheWay) {
   std::unique_ptr<ShmAllreduce> e = engine();
   ASSERT_NE(e, nullptr);
