@@ -127,6 +127,20 @@ void expect_alike_everywhere_and_near(const std::vector<float>& got, const std::
 
 const int64_t kAtThreshold = static_cast<int64_t>(ShmAllreduce::kInPlaceMinBytes / 4);
 
+// `c` through the slots (heap) and then from kolo memory (read in place): the
+// same bytes at 2 ranks and in rank order, else alike everywhere and near.
+void expect_the_slots_bytes(ShmAllreduce& e, const Case& c) {
+  const std::vector<float> slots = reduce(e, c, false);
+  EXPECT_FALSE(e.read_in_place());
+  const std::vector<float> mapped = reduce(e, c, true);
+  EXPECT_EQ(e.read_in_place(), size() > 1);
+  if (c.in_rank_order || size() <= 2) {
+    EXPECT_EQ(std::memcmp(slots.data(), mapped.data(), slots.size() * 4), 0);
+  } else {
+    expect_alike_everywhere_and_near(mapped, slots);
+  }
+}
+
 TEST(ShmInPlace, KoloMemoryGivesTheSlotsBytes) {
   std::unique_ptr<ShmAllreduce> e = engine();
   ASSERT_NE(e, nullptr);
@@ -136,15 +150,7 @@ TEST(ShmInPlace, KoloMemoryGivesTheSlotsBytes) {
         const Case c{count, in_place, in_rank_order};
         SCOPED_TRACE("count " + std::to_string(count) + (in_place ? " in place" : " out of place") +
                      (in_rank_order ? " rank order" : ""));
-        const std::vector<float> slots = reduce(*e, c, false);
-        EXPECT_FALSE(e->read_in_place());
-        const std::vector<float> mapped = reduce(*e, c, true);
-        EXPECT_EQ(e->read_in_place(), size() > 1);
-        if (in_rank_order || size() <= 2) {
-          EXPECT_EQ(std::memcmp(slots.data(), mapped.data(), slots.size() * 4), 0);
-        } else {
-          expect_alike_everywhere_and_near(mapped, slots);
-        }
+        expect_the_slots_bytes(*e, c);
       }
     }
   }
@@ -161,14 +167,7 @@ TEST(ShmInPlace, RanksInPlaceAndNotBeside) {
   for (bool in_rank_order : {false, true}) {
     const Case c{count, rank() % 2 == 0, in_rank_order};
     SCOPED_TRACE(in_rank_order ? "rank order" : "own input first");
-    const std::vector<float> slots = reduce(*e, c, false);
-    const std::vector<float> mapped = reduce(*e, c, true);
-    EXPECT_EQ(e->read_in_place(), size() > 1);
-    if (in_rank_order || size() <= 2) {
-      EXPECT_EQ(std::memcmp(slots.data(), mapped.data(), slots.size() * 4), 0);
-    } else {
-      expect_alike_everywhere_and_near(mapped, slots);
-    }
+    expect_the_slots_bytes(*e, c);
   }
 }
 
