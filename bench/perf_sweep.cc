@@ -120,11 +120,12 @@ void print_header(const PerfOptions& o, int world_size, const CudaDevice* device
   const bool with_reference = o.reference != Reference::kNone;
   std::printf(
       "# kolo-allreduce-perf (kolo %s): %s, nranks %d, transport %s, every op through "
-      "kolo_%s_async + kolo_wait%s\n",
+      "kolo_%s_async + kolo_wait%s%s\n",
       kolo_version(), coll, world_size, effective_transport().c_str(), coll,
       o.collective == Collective::kBroadcast ? " (in place, root 0)"
       : o.in_place                           ? " (in place)"
-                                             : "");
+                                             : "",
+      o.kolo_memory ? "; buffers from kolo_alloc" : "");
   if (device != nullptr) {
     std::printf(
         "#  device buffers on %s (rank 0), kolo_device_t stream: the benchmark's producer "

@@ -2,7 +2,8 @@
 """tools/perf_collectives.py end to end: a tiny sweep of every collective at 2 ranks,
 the report's table has a row per collective and size, and a wrong element anywhere
 makes the report fail instead of printing a speedup; each sweep's placement is
-recorded, `--start` adds runs, and `report --placement` keeps only that placement's.
+recorded, `--start` adds runs, `report --placement` keeps only that placement's, and
+`--memory kolo` and `--in-place` reach the benchmark.
 
 Usage: perf_collectives_test.py BUILD_DIR
 """
@@ -35,6 +36,16 @@ def main():
             for r in (1, 2):
                 with open(os.path.join(out, f"{c}.{r}.placement")) as f:
                     assert float(f.read()) > 0, (c, r)
+        # --memory and --in-place reach the tool (in place: allreduce only).
+        done = tool("run", out, "--runs", "1", "--start", "4", "--build", build, "--max", "4K",
+                    "--collectives", "allreduce", "alltoall", "--memory", "kolo", "--in-place")
+        assert done.returncode == 0, done.stdout + done.stderr
+        head = open(os.path.join(out, "allreduce.4.txt")).read()
+        assert "(in place); buffers from kolo_alloc" in head, head
+        head = open(os.path.join(out, "alltoall.4.txt")).read()
+        assert "in place" not in head and "buffers from kolo_alloc" in head, head
+        for c in ("allreduce", "alltoall"):
+            os.remove(os.path.join(out, f"{c}.4.csv"))
         # A third run adds to the folder; then run 1 is near, 2 and 3 far.
         done = tool("run", out, "--runs", "1", "--start", "3", "--build", build, "--max", "4K",
                     "--collectives", "allgather")
