@@ -15,6 +15,12 @@
 //                  copy out scaling by 1/n (the copies are timed).
 // speedup_vs_mpi = the faster MPI variant's step time / this variant's step time.
 //
+// With --in-place (host only) every variant reduces the output arena in place, as
+// Horovod's optimizer averages gradients where they lie: before each step the
+// output arena is refilled from the input arena instead of poisoned (untimed,
+// then the barrier), and each tensor's input is its output (MPI: MPI_IN_PLACE).
+// With --memory kolo the two arenas come from kolo_alloc.
+//
 // With --autotune, kolo_unfused gives way to (Note [Timing autotune]):
 //   kolo_defaults  every knob autotune tunes unset: kolo's hand-tuned defaults.
 //   kolo_autotuned KOLO_AUTOTUNE=1 from the environment's knobs (kolo_fused's):
@@ -72,7 +78,9 @@ struct ModelRun {
   char* input_arena() const { return device ? device_input.data() : input.data(); }
   char* output_arena() const { return device ? device_output.data() : output.data(); }
   char* concat_arena() const { return device ? device_concat.data() : concat.data(); }
-  char* in(size_t t) const { return input_arena() + offsets[t] * elem(); }
+  char* in(size_t t) const {
+    return (options.in_place ? output_arena() : input_arena()) + offsets[t] * elem();
+  }
   char* out(size_t t) const { return output_arena() + offsets[t] * elem(); }
   size_t elem() const { return dtype_size(profile.dtype); }
   const char* reference_kind() const { return device ? "nccl" : "mpi"; }
@@ -92,14 +100,14 @@ void prepare(ModelRun* m) {
     m->offsets.push_back(offset);
     offset += t.elements;
   }
-  m->input = Buffer(bytes);
+  m->input = Buffer(bytes, m->options.kolo_memory);
   fill_input(m->input.data(), n, m->profile.dtype, kOp, m->rank);
   if (m->options.check) {
     m->expected = Buffer(bytes);
     fill_expected(m->expected.data(), n, m->profile.dtype, kOp, m->world_size);
   }
   if (m->device == nullptr) {
-    m->output = Buffer(bytes);
+    m->output = Buffer(bytes, m->options.kolo_memory);
     m->concat = Buffer(bytes);
     return;
   }
@@ -111,7 +119,12 @@ void prepare(ModelRun* m) {
   if (m->options.check) m->result = Buffer(bytes);
 }
 
+// Before a step: the output arena poisoned, or (--in-place) refilled from the input.
 void poison_output(const ModelRun& m) {
+  if (m.options.in_place) {
+    std::memcpy(m.output.data(), m.input.data(), static_cast<size_t>(m.profile.total_bytes()));
+    return;
+  }
   if (m.device == nullptr) {
     return poison(m.output.data(), m.profile.total_elements, m.profile.dtype);
   }
@@ -135,7 +148,7 @@ VariantResult time_steps(ModelRun* m, const std::string& name, const std::functi
   r.name = name;
   std::vector<double> times(o.iters);
   for (int it = -o.warmup_iters; it < o.iters; ++it) {
-    if (o.check) poison_output(*m);
+    if (o.check || o.in_place) poison_output(*m);
     // A common start line: without it a rank still checking the last step's
     // output makes the other rank's step look longer by the difference.
     MPI_Barrier(m->comm);
@@ -219,7 +232,7 @@ VariantResult run_kolo_autotuned(ModelRun* m, int* tuning_steps, double* tuning_
   const double start = now_seconds();
   int frozen_everywhere = 0;
   for (*tuning_steps = 0; !frozen_everywhere && *tuning_steps < 100000; ++*tuning_steps) {
-    if (m->options.check) poison_output(*m);
+    if (m->options.check || m->options.in_place) poison_output(*m);
     kolo_step(*m, &handles);
     if (m->options.check && wrong_in_output(*m) != 0) abort_job(m->comm, "autotune", "wrong result");
     int frozen = 0;
@@ -303,10 +316,11 @@ void print_rows(const ModelRun& m, const std::vector<VariantResult>& rows,
   const std::string speedup_column = std::string("speedup_vs_") + m.reference_kind();
   std::printf(
       "# kolo-allreduce-perf (kolo %s): model %s: %zu tensors, %lld %s, %lld bytes; "
-      "op avg; nranks %d; transport %s\n",
+      "op avg; nranks %d; transport %s%s%s\n",
       kolo_version(), p.name.c_str(), p.tensors.size(), static_cast<long long>(p.total_elements),
       dtype_name(p.dtype).c_str(), static_cast<long long>(p.total_bytes()), m.world_size,
-      effective_transport().c_str());
+      effective_transport().c_str(), o.in_place ? "; in place" : "",
+      o.kolo_memory ? "; arenas from kolo_alloc" : "");
   if (m.device != nullptr) {
     std::printf("#  device buffers on %s (rank 0); references: NCCL on its own comm and stream\n",
                 m.device->describe().c_str());

@@ -307,9 +307,9 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
     }
   }
   if (!check_consistency(o, error)) return false;
-  if (o.in_place && (o.collective != Collective::kAllreduce || !o.model.empty() ||
-                     uses_device(o) || o.with_deterministic)) {
-    *error = "--in-place: the host allreduce sweep only (no -m, no -t nccl, no --with-deterministic)";
+  if (o.in_place &&
+      (o.collective != Collective::kAllreduce || uses_device(o) || o.with_deterministic)) {
+    *error = "--in-place: host allreduces only (the sweep or -m; no -t nccl, no --with-deterministic)";
     return false;
   }
   if (o.with_deterministic &&
@@ -356,10 +356,11 @@ const char* perf_usage() {
          "      --breakdown          after each size, every rank's median time in each phase of\n"
          "                           an operation (submit, to_cycle, negotiate, to_transport,\n"
          "                           transport, to_complete, wake; kolo_handle_phases)\n"
-         "      --in-place           allreduce sweep: the output is the input (MPI: MPI_IN_PLACE),\n"
-         "                           refilled from the input before each op (not timed)\n"
-         "      --memory kolo        the sweep's kolo buffers from kolo_alloc (peers on a node\n"
-         "                           read a large allreduce's in place); default heap\n"
+         "      --in-place           allreduce sweep or -m: the output is the input (MPI:\n"
+         "                           MPI_IN_PLACE), refilled from the input before each op or\n"
+         "                           step (not timed)\n"
+         "      --memory kolo        the sweep's kolo buffers (-m: both arenas) from kolo_alloc\n"
+         "                           (peers on a node read them in place); default heap\n"
          "      --csv FILE           also write the rows as CSV\n"
          "      --timeline PATH      with -m: record the last timed kolo_fused step with\n"
          "                           kolo_timeline_start(PATH, 1) / kolo_timeline_stop()\n"
