@@ -59,3 +59,38 @@ def test_ddp_on_kolo_memory_matches_gloo(pgs):
             opt.step()
             opt.zero_grad()
     check_same_everywhere_and_like_gloo(net_kolo, net_gloo, tol=1e-5)
+
+
+def test_collectives_on_kolo_memory_are_exact(pgs):
+    """Allgather, broadcast, alltoall and reduce_scatter of 2 MiB tensors a rank,
+    each from kolo memory on every rank (so the shm engine reads the peers'
+    buffers mapped: Note [The peers' sources in kolo memory]), give exact results."""
+    kolo.torch.use_kolo_memory()
+    rank, size = dist.get_rank(), dist.get_world_size()
+    n = 1 << 19  # int32: 2 MiB
+
+    def rows(r, salt):
+        return torch.arange(n, dtype=torch.int32) % 1013 + 100003 * r + 7 * salt
+
+    live_before, _ = kolo.torch.kolo_memory_stats()
+    mine = rows(rank, 1)
+    outs = [torch.empty(n, dtype=torch.int32) for _ in range(size)]
+    live, _ = kolo.torch.kolo_memory_stats()
+    assert live >= live_before + (size + 1) * n * 4, "the tensors are not in kolo memory"
+    dist.all_gather(outs, mine)
+    for r in range(size):
+        assert torch.equal(outs[r], rows(r, 1)), "allgather block %d" % r
+
+    buf = rows(size - 1, 2) if rank == size - 1 else torch.zeros(n, dtype=torch.int32)
+    dist.broadcast(buf, src=size - 1)
+    assert torch.equal(buf, rows(size - 1, 2)), "broadcast"
+
+    send = torch.cat([rows(rank, 3 + d) for d in range(size)])
+    got = torch.empty_like(send)
+    dist.all_to_all_single(got, send)
+    want = torch.cat([rows(s, 3 + rank) for s in range(size)])
+    assert torch.equal(got, want), "alltoall"
+
+    shard = torch.empty(n, dtype=torch.int32)
+    dist.reduce_scatter(shard, [rows(rank, 10 + d) for d in range(size)])
+    assert torch.equal(shard, sum(rows(s, 10 + rank) for s in range(size))), "reduce_scatter"
