@@ -174,7 +174,8 @@ Status ShmCollectives::copy_direct(const Call& c) {
 bool ShmCollectives::sources_shared(const Call& c) const {
   if (c.op == Collective::kBroadcast) return header(c.view->root, c.first)[kFd] >= 0;
   for (int r = 0; r < c.n; ++r) {
-    if (header(r, c.first)[kFd] == -1) return false;  // kNoSource: nothing to read
+    // -1: on the heap; kNoSource (nothing to read) does not stand in the way.
+    if (header(r, c.first)[kFd] == -1) return false;
   }
   return true;
 }
