@@ -11,7 +11,7 @@
 // survivor's kolo_shutdown took; later: the status of an allreduce submitted
 // after the error (before kolo_shutdown; for init and the shutdown orders,
 // after it). Usage: failure_probe <phase> <victim rank> <dir>.
-// Phases: init idle negotiate shm shm-in-place ring mpi barrier join teardown exit stop
+// Phases: init idle negotiate shm shm-in-place shm-mapped ring mpi barrier join teardown exit stop
 // resume shutdown-after-death, and the shutdown orders (order, idiom, busy; see
 // below). In "resume" the victim stops with a handle pending, the survivors give
 // it up and exit, and the driver then resumes it: the victim reports too (its
@@ -92,14 +92,10 @@ struct Outcome {
   double at_ms = 0;
 };
 
-// `memory`: the buffer (count floats), or null for one of the heap's.
-Outcome allreduce(const char* name, int64_t count, float* memory = nullptr) {
-  std::vector<float> heap(memory ? 0 : static_cast<size_t>(count), 1.0f);
-  float* data = memory ? memory : heap.data();
-  kolo_handle_t h = nullptr;
+// What an enqueue that returned `code` (with handle h when OK) came to.
+Outcome waited(kolo_status_t code, kolo_handle_t h) {
   Outcome out;
-  out.code = kolo_allreduce_async(name, data, data, count, KOLO_FLOAT32,
-                                  KOLO_OP_SUM, 1.0, 1.0, KOLO_CPU_DEVICE, &h);
+  out.code = code;
   if (out.code == KOLO_OK) {
     out.code = kolo_wait(h, -1.0);
     out.message = kolo_handle_message(h);
@@ -111,15 +107,36 @@ Outcome allreduce(const char* name, int64_t count, float* memory = nullptr) {
   return out;
 }
 
-// Allreduces until one fails (the victim dies meanwhile); the victim dies itself
-// at iteration `die_at` with `signal_number` (0: kolo's hook kills it).
-Outcome loop(int64_t count, bool victim, int die_at, int signal_number, float* memory = nullptr) {
+// `memory`: the buffer (count floats), or null for one of the heap's.
+Outcome allreduce(const char* name, int64_t count, float* memory = nullptr) {
+  std::vector<float> heap(memory ? 0 : static_cast<size_t>(count), 1.0f);
+  float* data = memory ? memory : heap.data();
+  kolo_handle_t h = nullptr;
+  const kolo_status_t code = kolo_allreduce_async(name, data, data, count, KOLO_FLOAT32,
+                                                  KOLO_OP_SUM, 1.0, 1.0, KOLO_CPU_DEVICE, &h);
+  return waited(code, h);
+}
+
+// `count` floats from `memory` gathered from every rank (into kolo's output).
+Outcome allgather(const char* name, int64_t count, float* memory) {
+  kolo_handle_t h = nullptr;
+  const kolo_status_t code =
+      kolo_allgather_async(name, memory, count, 1, KOLO_FLOAT32, KOLO_CPU_DEVICE, &h);
+  return waited(code, h);
+}
+
+using Op = Outcome (*)(const char* name, int64_t count, float* memory);
+
+// Allreduces (or `op`s) until one fails (the victim dies meanwhile); the victim
+// dies itself at iteration `die_at` with `signal_number` (0: kolo's hook kills it).
+Outcome loop(int64_t count, bool victim, int die_at, int signal_number, float* memory = nullptr,
+             Op op = allreduce) {
   for (int i = 0; i < 100000; ++i) {
     if (victim && signal_number != 0 && i == die_at) {
       if (signal_number < 0) std::exit(0);  // exits without kolo_shutdown
       die(signal_number);
     }
-    Outcome o = allreduce(("t" + std::to_string(i % 7)).c_str(), count, memory);
+    Outcome o = op(("t" + std::to_string(i % 7)).c_str(), count, memory);
     if (o.code != KOLO_OK) return o;
   }
   return Outcome{KOLO_OK, "no failure", monotonic_ms()};
@@ -293,6 +310,12 @@ int main(int argc, char** argv) {
     void* memory = nullptr;
     if (kolo_alloc(size_t{1} << 20, &memory) != KOLO_OK) return 2;
     o = loop(256 << 10, victim, 0, 0, static_cast<float*>(memory));
+  } else if (phase == "shm-mapped") {
+    // 1 MiB a rank from kolo_alloc on every rank: the allgather reads the peers'
+    // inputs mapped, and the victim dies after its read, before it says done.
+    void* memory = nullptr;
+    if (kolo_alloc(size_t{1} << 20, &memory) != KOLO_OK) return 2;
+    o = loop(256 << 10, victim, 0, 0, static_cast<float*>(memory), allgather);
   } else if (phase == "teardown") {
     o = Outcome{KOLO_OK, "", monotonic_ms()};  // the victim dies inside its teardown
   } else if (phase == "exit") {

@@ -60,6 +60,7 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/failpoint.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 #include "transports/shm/collectives_call.h"
@@ -538,6 +539,7 @@ Status ShmCollectives::run_call(Call& c) {
     map_sources(c);
     Status copied = copy_direct(c);
     if (c.stream) _mm_sfence();  // round 0's own piece may have been streamed
+    failpoint("shm-direct");
     publish_counter(counter(c.me, kDone), g0 + 1);
     next_round_ = g0 + 1;
     KOLO_RETURN_IF_ERROR_AS_IS(copied);
