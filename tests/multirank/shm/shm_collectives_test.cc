@@ -4,8 +4,8 @@
 // reducescatter, exact in every dtype, with uneven splits and empty blocks, from
 // every root, in place and not, every op with the factors; through engines
 // with tiny and odd slots (many rounds, both slots reused), streamed outputs,
-// single copy, and through the world's; from kolo_alloc memory, the peers'
-// buffers mapped; ranks that disagree; a failed peer.
+// single copy, and through the world's; ranks that disagree; a failed peer.
+// From kolo_alloc memory: shm_collectives_kolo_memory_test.cc.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -16,230 +16,16 @@
 #include <string>
 #include <vector>
 
-#include "tests/multirank/mpi/allreduce_values.h"
-#include "tests/multirank/mpi/mpi_test_world.h"
+#include "tests/multirank/shm/shm_collectives_checks.h"
 #include "transports/mpi/mpi_wait.h"
-#include "transports/shm/collectives.h"
-#include "transports/shm/node.h"
-#include "transports/shm/shared_alloc.h"
 #include "transports/shm/transport.h"
 
 namespace kolo::shm {
 namespace {
 
-using namespace mpi::testing;  // NOLINT: the test helpers
+using namespace collectives_testing;  // NOLINT: the checks (shm_collectives_checks.h)
+using namespace mpi::testing;         // NOLINT: the test helpers
 using transport::CollectiveView;
-
-int rank() { return test_world().control->topology().rank; }
-int size() { return test_world().control->topology().size; }
-
-// Element i of what rank s hands rank d (allgather, alltoall: d = 0), exact in T.
-template <typename T>
-T value(int s, int d, int64_t i) {
-  return Dtype<T>::from(input_value<T>(s, i + 7 * d, ReduceOp::kSum));
-}
-
-// Where a check's buffers live: the heap, or memory kolo hands out
-// (shared_alloc.h), which the peers map (Note [The peers' sources in kolo
-// memory]). A vector's allocator, so that each growth is a new allocation.
-enum class Memory { kHeap, kKolo };
-
-template <typename T>
-struct Placed {
-  using value_type = T;
-  Memory where = Memory::kHeap;
-  Placed() = default;
-  explicit Placed(Memory m) : where(m) {}
-  template <typename U>
-  Placed(const Placed<U>& other) : where(other.where) {}  // NOLINT: as std::allocator
-  T* allocate(size_t n) {
-    if (where == Memory::kHeap) return std::allocator<T>().allocate(n);
-    void* p = nullptr;
-    Status s = shared_alloc(n * sizeof(T), &p);
-    if (!s.ok()) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t n) {
-    if (where == Memory::kHeap) return std::allocator<T>().deallocate(p, n);
-    EXPECT_TRUE(shared_free(p).ok());
-  }
-  template <typename U>
-  bool operator==(const Placed<U>& o) const { return where == o.where; }
-  template <typename U>
-  bool operator!=(const Placed<U>& o) const { return where != o.where; }
-};
-template <typename T>
-using Buffer = std::vector<T, Placed<T>>;
-
-template <typename T>
-Buffer<T> placed(Memory where, const T* from, size_t n) {
-  return Buffer<T>(from, from + n, Placed<T>(where));
-}
-
-// Bit for bit (memcmp must not see the null data() of an empty vector).
-template <typename T>
-bool same_bytes(const T* got, const std::vector<T>& want) {
-  return want.empty() || std::memcmp(got, want.data(), want.size() * sizeof(T)) == 0;
-}
-
-template <typename T>
-CollectiveView view_of(const void* in, void* out) {
-  CollectiveView v;
-  v.input = in;
-  v.output = out;
-  v.dtype = Dtype<T>::kValue;
-  return v;
-}
-
-// An engine with a `slot_bytes` slot and `options` on a node layer of its own
-// (every rank is on this node). Collective over the world.
-std::unique_ptr<ShmCollectives> engine(size_t slot_bytes, const ShmCollectives::Options& options = {},
-                                       transport::Liveness* alive = nullptr) {
-  NodeOptions regions;
-  regions.collectives_slot_bytes = slot_bytes;
-  std::shared_ptr<Node> node;
-  Status s = Node::create(*test_world().control, regions, &node);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  std::unique_ptr<ShmCollectives> e;
-  if (node) s = ShmCollectives::create(node, alive, options, &e);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  return e;
-}
-
-// Options that reach each path: outputs streamed at every size or never; slots
-// written as told; single copy from 0 bytes (where the node allows it) or never;
-// no one pass (one_pass() below asks for it).
-ShmCollectives::Options with(size_t stream_output_from, ShmCollectives::SlotStores slots,
-                             size_t single_copy_from = SIZE_MAX) {
-  ShmCollectives::Options o;
-  o.one_pass_min_bytes = SIZE_MAX;
-  o.stream_output_min_bytes = stream_output_from;
-  o.broadcast_stream_output_min_bytes = stream_output_from;
-  o.slot_stores = slots;
-  o.single_copy_min_bytes = single_copy_from;
-  return o;
-}
-
-ShmCollectives::Options single_copy() {
-  ShmCollectives::Options o;
-  o.single_copy_min_bytes = 0;
-  return o;
-}
-
-// Allgathers and alltoalls of every size in one pass (where the node allows it).
-ShmCollectives::Options one_pass() {
-  ShmCollectives::Options o;
-  o.one_pass_min_bytes = 0;
-  o.one_pass_max_bytes = SIZE_MAX;
-  return o;
-}
-
-ShmCollectives::Options slots(ShmCollectives::SlotStores stores) {
-  ShmCollectives::Options o;
-  o.one_pass_min_bytes = SIZE_MAX;
-  o.slot_stores = stores;
-  return o;
-}
-
-// Rank r's row count: uneven, empty on some ranks (scaled by `base`).
-int64_t rows(int r, int64_t base) { return (r % 3 == 1) ? 0 : base * (r + 1) + r; }
-
-template <typename T>
-void check_allgather(ShmCollectives& e, int64_t base, bool in_place,
-                     Memory where = Memory::kHeap) {
-  SCOPED_TRACE("allgather base " + std::to_string(base) + (in_place ? " in place" : ""));
-  std::vector<int64_t> counts;
-  int64_t total = 0, mine_at = 0;
-  for (int r = 0; r < size(); ++r) {
-    if (r == rank()) mine_at = total;
-    counts.push_back(rows(r, base));
-    total += counts.back();
-  }
-  std::vector<T> want;
-  Buffer<T> out(static_cast<size_t>(total), T(), Placed<T>(where));
-  for (int r = 0; r < size(); ++r)
-    for (int64_t i = 0; i < counts[r]; ++i) want.push_back(value<T>(r, 0, i));
-  Buffer<T> in = placed(where, want.data() + mine_at, static_cast<size_t>(counts[rank()]));
-  if (in_place) std::copy(in.begin(), in.end(), out.begin() + mine_at);
-  CollectiveView v = view_of<T>(in_place ? out.data() + mine_at : in.data(), out.data());
-  v.recv_counts = counts;
-  Status s = e.run(Collective::kAllgather, v);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  EXPECT_TRUE(same_bytes(out.data(), want));
-}
-
-template <typename T>
-void check_broadcast(ShmCollectives& e, int64_t count, int root, bool in_place,
-                     Memory where = Memory::kHeap) {
-  SCOPED_TRACE("broadcast " + std::to_string(count) + " from " + std::to_string(root) +
-               (in_place ? " in place" : ""));
-  std::vector<T> want(static_cast<size_t>(count));
-  Buffer<T> out(want.size(), Dtype<T>::from(1), Placed<T>(where));
-  for (int64_t i = 0; i < count; ++i) want[i] = value<T>(root, 0, i);
-  Buffer<T> in = placed(where, want.data(), want.size());
-  if (rank() == root && in_place) std::copy(want.begin(), want.end(), out.begin());
-  CollectiveView v = view_of<T>(rank() == root && !in_place ? in.data() : out.data(), out.data());
-  v.count = count;
-  v.root = root;
-  Status s = e.run(Collective::kBroadcast, v);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  EXPECT_TRUE(same_bytes(out.data(), want));
-}
-
-// Elements rank s sends rank d: uneven, some pairs empty.
-int64_t pair(int s, int d, int64_t base) { return (s + 2 * d) % 4 == 1 ? 0 : base * (1 + (s + d) % 3) + s; }
-
-// With `total`, the view carries the node's total, as the executor's does
-// (Note [One pass from the peers' inputs] reads it); without, -1.
-template <typename T>
-void check_alltoall(ShmCollectives& e, int64_t base, bool total = true,
-                    Memory where = Memory::kHeap) {
-  SCOPED_TRACE("alltoall base " + std::to_string(base) + (total ? "" : " without a total"));
-  CollectiveView v = view_of<T>(nullptr, nullptr);
-  v.alltoall_total = total ? 0 : -1;
-  for (int s = 0; total && s < size(); ++s)
-    for (int d = 0; d < size(); ++d) v.alltoall_total += pair(s, d, base);
-  Buffer<T> in{Placed<T>(where)};
-  std::vector<T> want;
-  for (int d = 0; d < size(); ++d) {
-    v.send_counts.push_back(pair(rank(), d, base));
-    for (int64_t i = 0; i < v.send_counts.back(); ++i) in.push_back(value<T>(rank(), d, i));
-    v.recv_counts.push_back(pair(d, rank(), base));
-    for (int64_t i = 0; i < v.recv_counts.back(); ++i) want.push_back(value<T>(d, rank(), i));
-  }
-  Buffer<T> out(want.size(), T(), Placed<T>(where));
-  v.input = in.data();
-  v.output = out.data();
-  Status s = e.run(Collective::kAlltoall, v);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  EXPECT_TRUE(same_bytes(out.data(), want));
-}
-
-template <typename T>
-void check_reducescatter(ShmCollectives& e, int64_t base, ReduceOp op, bool in_place,
-                         Memory where = Memory::kHeap) {
-  SCOPED_TRACE("reducescatter base " + std::to_string(base) + " " + op_name(op) +
-               (in_place ? " in place" : ""));
-  CollectiveView v = view_of<T>(nullptr, nullptr);
-  int64_t total = 0, mine_at = 0;
-  for (int r = 0; r < size(); ++r) {
-    if (r == rank()) mine_at = total;
-    v.recv_counts.push_back(rows(r, base));
-    total += v.recv_counts.back();
-  }
-  v.reduction.op = op;
-  const std::vector<T> from = inputs<T>(rank(), total, op);
-  Buffer<T> in = placed(where, from.data(), from.size());
-  const std::vector<T> all = expected<T>(size(), total, op);
-  std::vector<T> want(all.begin() + mine_at, all.begin() + mine_at + v.recv_counts[rank()]);
-  Buffer<T> out(want.size(), T(), Placed<T>(where));
-  v.input = in.data();
-  v.output = in_place ? static_cast<void*>(in.data()) : out.data();
-  Status s = e.run(Collective::kReducescatter, v);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  const T* got = in_place ? in.data() : out.data();
-  EXPECT_TRUE(same_bytes(got, want));
-}
 
 template <typename T>
 class ShmCollectivesTest : public ::testing::Test {};
@@ -571,81 +357,6 @@ TEST(ShmCollectives, OnePassRunsOneRound) {
   before = e->rounds_run();
   check_allgather<int32_t>(*e, 20000, false);  // over 64 KiB per rank
   EXPECT_GT(e->rounds_run(), before + 1);
-}
-
-// Note [The peers' sources in kolo memory]: when every rank's buffers come
-// from kolo_alloc, calls whose largest block has 1 MiB or more read the peers'
-// buffers mapped, in one round, where through the 1 MiB slots they take more.
-// With one rank's buffers on the heap (each rank in turn) every rank keeps the
-// slots, except in a broadcast from another root (only the root's buffer is
-// read) and in an allgather where that rank's block is empty (rows()). An
-// in-place reducescatter reads a private copy of its input (heap), so it keeps
-// the slots. Exact every way; every vector is a new allocation, so the
-// mappings follow the owners' frees. Inside the one-pass window the mapped
-// peers are read too (one round either way).
-TEST(ShmCollectives, KoloMemorySourcesAreReadMapped) {
-  ShmCollectives::Options o;
-  o.one_pass_min_bytes = SIZE_MAX;  // the slots, unless mapped
-  std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes, o);
-  std::unique_ptr<ShmCollectives> once = engine(ShmCollectives::kDefaultSlotBytes, one_pass());
-  ASSERT_TRUE(e && once);
-  if (!e->single_copy()) GTEST_SKIP() << "this node does not allow single copy";
-  for (int heap_rank = -1; heap_rank < size(); ++heap_rank) {
-    SCOPED_TRACE("heap on rank " + std::to_string(heap_rank));
-    const Memory where = rank() == heap_rank ? Memory::kHeap : Memory::kKolo;
-    const bool all_kolo = heap_rank < 0;
-    const int last = size() - 1;
-    int call = 0;
-    auto expect = [&](bool mapped, auto&& run) {
-      const uint64_t before = e->rounds_run();
-      run();
-      const uint64_t rounds = e->rounds_run() - before;
-      if (mapped)
-        EXPECT_EQ(rounds, 1u) << "call " << call;
-      else
-        EXPECT_GT(rounds, 1u) << "call " << call;
-      ++call;
-    };
-    const bool gather_mapped = all_kolo || rows(heap_rank, 1) == 0;
-    expect(gather_mapped, [&] { check_allgather<float>(*e, 300007, false, where); });
-    expect(gather_mapped, [&] { check_allgather<int16_t>(*e, 600001, true, where); });
-    expect(all_kolo, [&] { check_alltoall<int32_t>(*e, 200003, true, where); });
-    expect(all_kolo,
-           [&] { check_reducescatter<double>(*e, 150001, ReduceOp::kSum, false, where); });
-    expect(false, [&] { check_reducescatter<float>(*e, 300007, ReduceOp::kMax, true, where); });
-    expect(heap_rank != last,
-           [&] { check_broadcast<uint8_t>(*e, (3 << 20) + 5, last, false, where); });
-    expect(heap_rank != 0, [&] { check_broadcast<int64_t>(*e, (1 << 19) + 3, 0, true, where); });
-    check_allgather<float>(*once, 100003, false, where);
-    check_alltoall<double>(*once, 50001, true, where);
-  }
-}
-
-// A peer frees its input and allocates the next one of the same size (the
-// same fd number, likely): a rank that kept the old mapping would read the old
-// bytes (Note [The peers' sources in kolo memory]; shared_alloc.h's epoch).
-TEST(ShmCollectives, KoloMemoryFreedBetweenCallsIsNotReadStale) {
-  std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
-  ASSERT_NE(e, nullptr);
-  const int64_t count = 400000;  // 1.6 MB a rank
-  std::vector<int32_t> out(static_cast<size_t>(count * size()));
-  for (int call = 0; call < 4; ++call) {
-    void* in = nullptr;
-    ASSERT_TRUE(shared_alloc(static_cast<size_t>(count) * sizeof(int32_t), &in).ok());
-    int32_t* mine = static_cast<int32_t*>(in);
-    auto want = [&](int r, int64_t i) { return 1000 * call + r + static_cast<int32_t>(i % 7); };
-    for (int64_t i = 0; i < count; ++i) mine[i] = want(rank(), i);
-    CollectiveView v = view_of<int32_t>(in, out.data());
-    v.recv_counts.assign(static_cast<size_t>(size()), count);
-    Status s = e->run(Collective::kAllgather, v);
-    EXPECT_TRUE(s.ok()) << s.to_string();
-    int64_t wrong = 0;
-    for (int r = 0; r < size(); ++r)
-      for (int64_t i = 0; i < count; ++i)
-        wrong += out[static_cast<size_t>(r * count + i)] != want(r, i);
-    EXPECT_EQ(wrong, 0) << "call " << call;
-    ASSERT_TRUE(shared_free(in).ok());
-  }
 }
 
 // Ranks that disagree on an alltoall's total (which picks its one pass) fail
