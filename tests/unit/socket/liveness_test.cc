@@ -2,7 +2,8 @@
 // transports/socket/engine.h): a killed peer is seen at once, a stopped one
 // after the peer timeout, a verdict reaches every rank and stays; a busy rank
 // or an orderly leave is no failure. Ranks are forked processes where a rank
-// must die or stop, threads otherwise.
+// must die or stop, threads otherwise; where ranks are forked, the store is
+// served from a process of its own (testing::StoreIn).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,6 +23,7 @@ namespace kolo::socket {
 namespace {
 
 using testing::SocketJob;
+using testing::StoreIn;
 using std::chrono::milliseconds;
 
 int64_t now_ns() {
@@ -122,7 +124,7 @@ void report_failure(transport::World& w, int fd, int peer) {
 }
 
 TEST(SocketLiveness, AKilledPeerIsSeenAtOnce) {
-  SocketJob job;
+  SocketJob job(StoreIn::kProcess);
   Forked zero = fork_rank(job, 0, 2, milliseconds(10000), [](transport::World& w, int fd) {
     report_failure(w, fd, 1);
   });
@@ -149,7 +151,7 @@ TEST(SocketLiveness, AKilledPeerIsSeenAtOnce) {
 // for both doorbells] in socket_control_plane.h), and the node's board joins
 // the verdict's names.
 TEST(SocketLiveness, AKilledHostPeerWakesASleeperOnTheNodeDoorbell) {
-  SocketJob job;
+  SocketJob job(StoreIn::kProcess);
   Forked zero = fork_rank(job, 0, 2, milliseconds(10000), [](transport::World& w, int fd) {
     const bool on_node = w.control->carry_capacity(4) > 0;  // the node layer is in use
     say(fd, on_node ? "on node" : "no node layer");
@@ -179,7 +181,7 @@ TEST(SocketLiveness, AKilledHostPeerWakesASleeperOnTheNodeDoorbell) {
 // for longer than the timeout, left in order: the node's board must not call
 // that a failure.
 TEST(SocketLiveness, AHostPeerThatLeftInOrderAndExitedIsNoFailure) {
-  SocketJob job;
+  SocketJob job(StoreIn::kProcess);
   const milliseconds timeout(500);
   Forked zero = fork_rank(job, 0, 2, timeout, [&](transport::World& w, int fd) {
     std::this_thread::sleep_for(timeout * 3);  // rank 1 leaves, exits; its beats stop
@@ -204,7 +206,7 @@ TEST(SocketLiveness, AHostPeerThatLeftInOrderAndExitedIsNoFailure) {
 }
 
 TEST(SocketLiveness, AStoppedPeerFailsAfterTheTimeoutAndStaysFailedWhenItResumes) {
-  SocketJob job;
+  SocketJob job(StoreIn::kProcess);
   const milliseconds timeout(1000);
   Forked zero = fork_rank(job, 0, 2, timeout, [](transport::World& w, int fd) {
     report_failure(w, fd, 1);

@@ -4,6 +4,10 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <functional>
 #include <memory>
@@ -11,27 +15,66 @@
 #include <thread>
 #include <vector>
 
+#include "src/common/check.h"
 #include "transports/socket/socket_world.h"
 #include "transports/socket/tcp_store.h"
 
 namespace kolo::socket::testing {
 
+// Where the store is served: on a thread of the test, or in a process of its
+// own for tests that fork ranks. A child forked while another thread holds a
+// lock inherits it held for good: the store's thread, allocating as it serves
+// a rank forked earlier, can leave the next child hung in the sanitizers'
+// allocator (seen under AddressSanitizer: a rank silent from its first
+// heartbeat on).
+enum class StoreIn { kThread, kProcess };
+
 class SocketJob {
  public:
-  SocketJob() {
-    Endpoint where;
-    EXPECT_TRUE(resolve("127.0.0.1", 0, &where).ok());
-    TcpStoreServer::Options options;
-    options.token = "test-token";
-    Status s = TcpStoreServer::start(where, options, &server_);
-    EXPECT_TRUE(s.ok()) << s.to_string();
+  explicit SocketJob(StoreIn where = StoreIn::kThread) {
+    if (where == StoreIn::kThread) {
+      Status s = serve(&server_);
+      EXPECT_TRUE(s.ok()) << s.to_string();
+      if (server_) store_ = server_->endpoint();
+      return;
+    }
+    int up[2], down[2];
+    EXPECT_EQ(pipe(up), 0);
+    EXPECT_EQ(pipe(down), 0);
+    store_pid_ = fork();
+    if (store_pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      close(up[0]);
+      close(down[1]);
+      std::unique_ptr<TcpStoreServer> server;
+      const int port = serve(&server).ok() ? server->endpoint().port() : 0;
+      if (write(up[1], &port, sizeof port) != sizeof port) _exit(2);
+      char byte;
+      while (read(down[0], &byte, 1) > 0) {
+      }  // serves until the test closes its end
+      _exit(0);
+    }
+    close(up[1]);
+    close(down[0]);
+    store_link_ = down[1];
+    int port = 0;
+    EXPECT_EQ(read(up[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+    close(up[0]);
+    EXPECT_NE(port, 0) << "the store's process could not serve";
+    EXPECT_TRUE(resolve("127.0.0.1", port, &store_).ok());
+  }
+
+  ~SocketJob() {
+    if (store_pid_ <= 0) return;
+    close(store_link_);
+    waitpid(store_pid_, nullptr, 0);
   }
 
   // The options rank `rank` of `size` starts from.
   SocketWorldOptions options(int rank, int size) const {
     SocketWorldOptions o;
     o.store_host = "127.0.0.1";
-    o.store_port = server_->endpoint().port();
+    o.store_port = store_.port();
     o.serve_store = false;
     o.rank = rank;
     o.size = size;
@@ -66,10 +109,21 @@ class SocketJob {
     });
   }
 
-  const Endpoint& store() const { return server_->endpoint(); }
+  const Endpoint& store() const { return store_; }
 
  private:
-  std::unique_ptr<TcpStoreServer> server_;
+  static Status serve(std::unique_ptr<TcpStoreServer>* server) {
+    Endpoint where;
+    KOLO_RETURN_IF_ERROR(resolve("127.0.0.1", 0, &where));
+    TcpStoreServer::Options options;
+    options.token = "test-token";
+    return TcpStoreServer::start(where, options, server);
+  }
+
+  std::unique_ptr<TcpStoreServer> server_;  // StoreIn::kThread
+  pid_t store_pid_ = -1;                    // StoreIn::kProcess
+  int store_link_ = -1;                     // closing it ends that process
+  Endpoint store_;
 };
 
 }  // namespace kolo::socket::testing

@@ -18,6 +18,7 @@ namespace kolo::socket {
 namespace {
 
 using testing::SocketJob;
+using testing::StoreIn;
 using std::chrono::milliseconds;
 
 class WorldSizes : public ::testing::TestWithParam<int> {};
@@ -58,7 +59,7 @@ TEST_P(WorldSizes, EveryRankJoinsOneHost) {
 // the world forms over the sockets alone. Ranks are forked processes (the
 // mount namespace is per process); skipped where this process may not unshare.
 TEST(SocketWorld, WithoutAUsableDevShmTheWorldRunsOverTheSockets) {
-  SocketJob job;
+  SocketJob job(StoreIn::kProcess);
   std::vector<pid_t> pids;
   for (int r = 0; r < 2; ++r) {
     const pid_t pid = fork();
