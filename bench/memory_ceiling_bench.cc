@@ -17,6 +17,7 @@
 //
 //   build/bin/memory_ceiling_bench --benchmark_filter=RoundTrip
 #include <benchmark/benchmark.h>
+#include <emmintrin.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -67,6 +68,54 @@ BENCHMARK(BM_TwoThreadAllreduce)
     ->Arg(1 << 20)
     ->Arg(16 << 20)
     ->Arg(64 << 20)
+    ->Threads(2)
+    ->UseRealTime();
+
+// The same allreduce out of place, as kolo-allreduce-perf runs it by default:
+// each "rank" has an input and an output (four buffers), and each thread sums its
+// half of the two inputs into a piece that stays in L1, then writes the piece to
+// both outputs, with plain stores (Arg 0) or streaming ones (Arg 1). Every byte
+// of input is read once and every byte of output written once, but an output
+// line is not in cache when it is written: a plain store reads it first, and a
+// streaming store sends it to memory past the cache. What this pattern costs on
+// a machine, against BM_TwoThreadAllreduce, is what an out-of-place allreduce
+// cannot win back by moving less (docs/perf/kolo-memory.md).
+std::vector<float> g_out_a, g_out_b;
+
+void BM_TwoThreadAllreduceOutOfPlace(benchmark::State& state) {
+  const int64_t count = state.range(0) / static_cast<int64_t>(sizeof(float));
+  const bool stream = state.range(1) != 0;
+  if (state.thread_index() == 0) {
+    g_a.assign(static_cast<size_t>(count), 1.0f);
+    g_b.assign(static_cast<size_t>(count), 0.0f);
+    g_out_a.assign(static_cast<size_t>(count), 0.0f);
+    g_out_b.assign(static_cast<size_t>(count), 0.0f);
+  }
+  std::vector<float> piece(static_cast<size_t>(kChunk));
+  for (auto _ : state) {
+    const int64_t half = count / 2;
+    const int64_t begin = state.thread_index() == 0 ? 0 : half;
+    const int64_t end = state.thread_index() == 0 ? half : count;
+    for (int64_t i = begin; i < end; i += kChunk) {
+      const int64_t n = std::min(kChunk, end - i);
+      const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+      kolo::reduce::reduce(piece.data(), g_a.data() + i, g_b.data() + i, n,
+                           kolo::DataType::kFloat32, kolo::ReduceOp::kSum);
+      kolo::shm::copy(reinterpret_cast<char*>(g_out_a.data() + i),
+                      reinterpret_cast<const char*>(piece.data()), bytes, stream);
+      kolo::shm::copy(reinterpret_cast<char*>(g_out_b.data() + i),
+                      reinterpret_cast<const char*>(piece.data()), bytes, stream);
+    }
+    if (stream) _mm_sfence();  // the streamed lines are out before the next pass
+  }
+  if (state.thread_index() == 0)
+    state.counters["busbw_GBps"] = benchmark::Counter(
+        static_cast<double>(state.range(0)) / state.threads() / 1e9,
+        benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_TwoThreadAllreduceOutOfPlace)
+    ->Args({64 << 20, 0})
+    ->Args({64 << 20, 1})
     ->Threads(2)
     ->UseRealTime();
 
