@@ -37,32 +37,38 @@ constexpr int64_t kChunk = 16 << 10;  // elements per step: 64 KiB of each buffe
 
 std::vector<float> g_a, g_b;  // the two "ranks'" data; set up by thread 0
 
+// Each iteration, runs step(i, n) over this thread's half of `count` elements,
+// kChunk at a time; then reports the whole allreduce's rate. Google Benchmark
+// adds up the threads' iterations (and reports Time per thread iteration, i.e.
+// half an allreduce here) and the threads' counters: one thread's counter of
+// size / threads per iteration is the whole allreduce's rate, in GB/s (1e9 B)
+// as kolo-allreduce-perf reports.
+template <typename Step>
+void run_halves(benchmark::State& state, int64_t count, const Step& step) {
+  for (auto _ : state) {
+    const int64_t half = count / 2;
+    const int64_t begin = state.thread_index() == 0 ? 0 : half;
+    const int64_t end = state.thread_index() == 0 ? half : count;
+    for (int64_t i = begin; i < end; i += kChunk) step(i, std::min(kChunk, end - i));
+  }
+  if (state.thread_index() == 0)
+    state.counters["busbw_GBps"] = benchmark::Counter(
+        static_cast<double>(state.range(0)) / state.threads() / 1e9,
+        benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_TwoThreadAllreduce(benchmark::State& state) {
   const int64_t count = state.range(0) / static_cast<int64_t>(sizeof(float));
   if (state.thread_index() == 0) {  // the timed loop starts only when every thread reaches it
     g_a.assign(static_cast<size_t>(count), 1.0f);
     g_b.assign(static_cast<size_t>(count), 0.0f);
   }
-  for (auto _ : state) {
-    const int64_t half = count / 2;
-    const int64_t begin = state.thread_index() == 0 ? 0 : half;
-    const int64_t end = state.thread_index() == 0 ? half : count;
-    for (int64_t i = begin; i < end; i += kChunk) {
-      const int64_t n = std::min(kChunk, end - i);
-      float* a = g_a.data() + i;
-      float* b = g_b.data() + i;
-      kolo::reduce::reduce(a, a, b, n, kolo::DataType::kFloat32, kolo::ReduceOp::kSum);
-      std::memcpy(b, a, static_cast<size_t>(n) * sizeof(float));
-    }
-  }
-  // Google Benchmark adds up the threads' iterations (and reports Time per thread
-  // iteration, i.e. half an allreduce here) and the threads' counters: one
-  // thread's counter of size / threads per iteration is the whole allreduce's
-  // rate, in GB/s (1e9 B) as kolo-allreduce-perf reports.
-  if (state.thread_index() == 0)
-    state.counters["busbw_GBps"] = benchmark::Counter(
-        static_cast<double>(state.range(0)) / state.threads() / 1e9,
-        benchmark::Counter::kIsIterationInvariantRate);
+  run_halves(state, count, [](int64_t i, int64_t n) {
+    float* a = g_a.data() + i;
+    float* b = g_b.data() + i;
+    kolo::reduce::reduce(a, a, b, n, kolo::DataType::kFloat32, kolo::ReduceOp::kSum);
+    std::memcpy(b, a, static_cast<size_t>(n) * sizeof(float));
+  });
 }
 BENCHMARK(BM_TwoThreadAllreduce)
     ->Arg(1 << 20)
@@ -92,26 +98,15 @@ void BM_TwoThreadAllreduceOutOfPlace(benchmark::State& state) {
     g_out_b.assign(static_cast<size_t>(count), 0.0f);
   }
   std::vector<float> piece(static_cast<size_t>(kChunk));
-  for (auto _ : state) {
-    const int64_t half = count / 2;
-    const int64_t begin = state.thread_index() == 0 ? 0 : half;
-    const int64_t end = state.thread_index() == 0 ? half : count;
-    for (int64_t i = begin; i < end; i += kChunk) {
-      const int64_t n = std::min(kChunk, end - i);
-      const size_t bytes = static_cast<size_t>(n) * sizeof(float);
-      kolo::reduce::reduce(piece.data(), g_a.data() + i, g_b.data() + i, n,
-                           kolo::DataType::kFloat32, kolo::ReduceOp::kSum);
-      kolo::shm::copy(reinterpret_cast<char*>(g_out_a.data() + i),
-                      reinterpret_cast<const char*>(piece.data()), bytes, stream);
-      kolo::shm::copy(reinterpret_cast<char*>(g_out_b.data() + i),
-                      reinterpret_cast<const char*>(piece.data()), bytes, stream);
-    }
-    if (stream) _mm_sfence();  // the streamed lines are out before the next pass
-  }
-  if (state.thread_index() == 0)
-    state.counters["busbw_GBps"] = benchmark::Counter(
-        static_cast<double>(state.range(0)) / state.threads() / 1e9,
-        benchmark::Counter::kIsIterationInvariantRate);
+  run_halves(state, count, [&](int64_t i, int64_t n) {
+    const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+    kolo::reduce::reduce(piece.data(), g_a.data() + i, g_b.data() + i, n,
+                         kolo::DataType::kFloat32, kolo::ReduceOp::kSum);
+    const char* from = reinterpret_cast<const char*>(piece.data());
+    kolo::shm::copy(reinterpret_cast<char*>(g_out_a.data() + i), from, bytes, stream);
+    kolo::shm::copy(reinterpret_cast<char*>(g_out_b.data() + i), from, bytes, stream);
+    if (stream) _mm_sfence();  // the piece is reused: its streamed lines are out first
+  });
 }
 BENCHMARK(BM_TwoThreadAllreduceOutOfPlace)
     ->Args({64 << 20, 0})
