@@ -5,7 +5,7 @@ cd /work/main
 rounds=${1:-3}; out=${2:-/work/notes/ab29/rows}
 mkdir -p "$out"
 for r in $(seq 1 "$rounds"); do
-  for v in base new; do
+  for v in ${VARIANTS:-base new}; do
     SOCKET_RUNS_PPN=1 SOCKET_RUNS_SIZES="-b 1M -e 1M -n 30 -w 5 --breakdown" \
       tools/pretend_cluster.sh --hosts 2 --rate 1gbit --command -- \
       tools/socket_world_runs.sh "$out/$v.$r" 1 /tmp/ab29/$v/${PERF_SCRIPT:-perf.sh} >/dev/null 2>&1
