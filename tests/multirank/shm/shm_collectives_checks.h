@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/multirank/mpi/allreduce_values.h"
+#include "tests/multirank/mpi/collective_checks.h"
 #include "tests/multirank/mpi/mpi_test_world.h"
 #include "transports/shm/collectives.h"
 #include "transports/shm/node.h"
@@ -22,11 +23,9 @@
 
 namespace kolo::shm::collectives_testing {
 
-using namespace mpi::testing;  // NOLINT: the test helpers
+// The test helpers; rank(), size() and view_of() are collective_checks.h's.
+using namespace mpi::testing;  // NOLINT
 using transport::CollectiveView;
-
-inline int rank() { return test_world().control->topology().rank; }
-inline int size() { return test_world().control->topology().size; }
 
 // Element i of what rank s hands rank d (allgather, alltoall: d = 0), exact in T.
 template <typename T>
@@ -77,13 +76,13 @@ bool same_bytes(const T* got, const std::vector<T>& want) {
   return want.empty() || std::memcmp(got, want.data(), want.size() * sizeof(T)) == 0;
 }
 
+// Runs `op` on the engine and expects it to succeed with `got` bit for bit `want`.
 template <typename T>
-CollectiveView view_of(const void* in, void* out) {
-  CollectiveView v;
-  v.input = in;
-  v.output = out;
-  v.dtype = Dtype<T>::kValue;
-  return v;
+void expect_exact(ShmCollectives& e, Collective op, const CollectiveView& v, const T* got,
+                  const std::vector<T>& want) {
+  Status s = e.run(op, v);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_TRUE(same_bytes(got, want));
 }
 
 // An engine with a `slot_bytes` slot and `options` on a node layer of its own
@@ -159,9 +158,7 @@ void check_allgather(ShmCollectives& e, int64_t base, bool in_place,
   if (in_place) std::copy(in.begin(), in.end(), out.begin() + mine_at);
   CollectiveView v = view_of<T>(in_place ? out.data() + mine_at : in.data(), out.data());
   v.recv_counts = counts;
-  Status s = e.run(Collective::kAllgather, v);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  EXPECT_TRUE(same_bytes(out.data(), want));
+  expect_exact(e, Collective::kAllgather, v, out.data(), want);
 }
 
 template <typename T>
@@ -177,9 +174,7 @@ void check_broadcast(ShmCollectives& e, int64_t count, int root, bool in_place,
   CollectiveView v = view_of<T>(rank() == root && !in_place ? in.data() : out.data(), out.data());
   v.count = count;
   v.root = root;
-  Status s = e.run(Collective::kBroadcast, v);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  EXPECT_TRUE(same_bytes(out.data(), want));
+  expect_exact(e, Collective::kBroadcast, v, out.data(), want);
 }
 
 // Elements rank s sends rank d: uneven, some pairs empty.
@@ -208,9 +203,7 @@ void check_alltoall(ShmCollectives& e, int64_t base, bool total = true,
   Buffer<T> out(want.size(), T(), Placed<T>(where));
   v.input = in.data();
   v.output = out.data();
-  Status s = e.run(Collective::kAlltoall, v);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  EXPECT_TRUE(same_bytes(out.data(), want));
+  expect_exact(e, Collective::kAlltoall, v, out.data(), want);
 }
 
 template <typename T>
@@ -233,10 +226,7 @@ void check_reducescatter(ShmCollectives& e, int64_t base, ReduceOp op, bool in_p
   Buffer<T> out(want.size(), T(), Placed<T>(where));
   v.input = in.data();
   v.output = in_place ? static_cast<void*>(in.data()) : out.data();
-  Status s = e.run(Collective::kReducescatter, v);
-  EXPECT_TRUE(s.ok()) << s.to_string();
-  const T* got = in_place ? in.data() : out.data();
-  EXPECT_TRUE(same_bytes(got, want));
+  expect_exact(e, Collective::kReducescatter, v, in_place ? in.data() : out.data(), want);
 }
 
 }  // namespace kolo::shm::collectives_testing
