@@ -21,6 +21,7 @@ constexpr kolo_device_t kCpu{KOLO_DEVICE_CPU, 0, nullptr};
 // --process-set: the options every operation passes, and the set's global ranks.
 kolo_options_t g_options = KOLO_OPTIONS_INIT;
 std::vector<int> g_set_ranks;
+bool g_blocking = false;
 
 // Waits for a submitted operation; aborts the job unless both steps succeeded.
 CompletedHandle finish(MPI_Comm comm, const char* what, kolo_status_t submitted,
@@ -74,6 +75,8 @@ MPI_Comm use_process_set(MPI_Comm comm, const std::vector<int>& ranks) {
   return members;
 }
 
+void set_blocking(bool on) { g_blocking = on; }
+
 void set_deterministic(bool on) { g_options.flags = on ? KOLO_OPTION_DETERMINISTIC : 0; }
 
 std::string effective_transport() {
@@ -83,6 +86,14 @@ std::string effective_transport() {
 
 void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void* out,
                     int64_t count, DataType dtype, ReduceOp op, const kolo_device_t& device) {
+  if (g_blocking) {
+    kolo_status_t status = kolo_allreduce_ex(name.c_str(), in, out, count,
+                                             static_cast<kolo_dtype_t>(dtype),
+                                             static_cast<kolo_op_t>(op), 1.0, 1.0, device,
+                                             &g_options);
+    if (status != KOLO_OK) abort_job(comm, "kolo_allreduce_ex", describe(status, kolo_last_error()).c_str());
+    return;
+  }
   kolo_handle_t handle = nullptr;
   breakdown_call_started();
   kolo_status_t status =

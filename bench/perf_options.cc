@@ -277,6 +277,10 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
       o.in_place = true;
       continue;
     }
+    if (arg == "--blocking") {
+      o.blocking = true;
+      continue;
+    }
     if (arg == "--autotune") {
       o.autotune = true;
       continue;
@@ -310,6 +314,12 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
   if (o.in_place &&
       (o.collective != Collective::kAllreduce || uses_device(o) || o.with_deterministic)) {
     *error = "--in-place: host allreduces only (the sweep or -m; no -t nccl, no --with-deterministic)";
+    return false;
+  }
+  if (o.blocking && (o.collective != Collective::kAllreduce || !o.model.empty() ||
+                     o.breakdown || o.tensors > 1)) {
+    *error = "--blocking: the allreduce sweep of one tensor at a time only (no -m, no "
+             "--breakdown, no --tensors)";
     return false;
   }
   if (o.with_deterministic &&
@@ -359,6 +369,8 @@ const char* perf_usage() {
          "      --in-place           allreduce sweep or -m: the output is the input (MPI:\n"
          "                           MPI_IN_PLACE), refilled from the input before each op or\n"
          "                           step (not timed)\n"
+         "      --blocking           allreduce sweep: kolo's allreduces are the blocking\n"
+         "                           kolo_allreduce_ex (no handle)\n"
          "      --memory kolo        the sweep's kolo buffers (-m: both arenas) from kolo_alloc\n"
          "                           (peers on a node read them in place); default heap\n"
          "      --csv FILE           also write the rows as CSV\n"
@@ -371,7 +383,7 @@ const char* perf_usage() {
          "                           together then waited for (fusion's case); -r mpi: N\n"
          "                           blocking MPI calls. algbw counts all N. allreduce,\n"
          "                           allgather, broadcast\n"
-         "Every operation goes through kolo_<collective>_async + kolo_wait. time = median\n"
+         "Every operation goes through kolo_<collective>_async + kolo_wait (or --blocking). time = median\n"
          "over iterations of the maximum over ranks; GB = 1e9 bytes. size, count, algbw and\n"
          "busbw follow nccl-tests: size is the larger of a rank's input and output, algbw =\n"
          "size / time, busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather, alltoall,\n"

@@ -228,6 +228,7 @@ int run_sweep(MPI_Comm comm, const PerfOptions& o, CudaDevice* device) {
                                              "ref_busbw", "speedup", "nranks", "collective"});
     if (!csv->ok()) abort_job(comm, "--csv", ("cannot write " + o.csv_path).c_str());
   }
+  set_blocking(o.blocking);
   std::unique_ptr<SweepCase> coll;
   if (device != nullptr) {
     coll = std::make_unique<DeviceAllreduceCase>(comm, o, o.max_bytes, device);

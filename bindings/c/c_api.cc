@@ -216,22 +216,44 @@ kolo_status_t submit(kolo::core::CollectiveArgs args, kolo_handle_t* handle) {
 }
 
 // The collectives' common preamble: checks the name, fills the fields every
-// collective has, lets `fill` set the rest, and submits.
+// collective has and lets `fill` set the rest.
+template <typename Fill>
+kolo_status_t named_args(kolo::Collective collective, const char* name, kolo_dtype_t dtype,
+                         kolo_device_t device, const kolo_options_t* options, Fill fill,
+                         kolo::core::CollectiveArgs* a) {
+  if (name == nullptr) return invalid("name is NULL");
+  a->collective = collective;
+  a->name = name;
+  a->dtype = static_cast<kolo::DataType>(dtype);
+  a->device = device_of(device);
+  fill(*a);
+  auto owner = [a] { return "tensor '" + a->name + "'"; };
+  return read_options(options, 1, owner, a);
+}
+
 template <typename Fill>
 kolo_status_t submit_named(kolo::Collective collective, const char* name,
                            kolo_dtype_t dtype, kolo_device_t device,
                            const kolo_options_t* options, kolo_handle_t* handle, Fill fill) {
   if (!take_handle_pointer(handle)) return KOLO_ERR_INVALID_ARGUMENT;
-  if (name == nullptr) return invalid("name is NULL");
   kolo::core::CollectiveArgs a;
-  a.collective = collective;
-  a.name = name;
-  a.dtype = static_cast<kolo::DataType>(dtype);
-  a.device = device_of(device);
-  fill(a);
-  auto owner = [&a] { return "tensor '" + a.name + "'"; };
-  if (kolo_status_t s = read_options(options, 1, owner, &a); s != KOLO_OK) return s;
+  if (kolo_status_t s = named_args(collective, name, dtype, device, options, fill, &a); s != KOLO_OK)
+    return s;
   return submit(std::move(a), handle);
+}
+
+// A blocking call: the operation runs to its end (Runtime::run), and its outcome
+// is the status.
+template <typename Fill>
+kolo_status_t run_named(kolo::Collective collective, const char* name, kolo_dtype_t dtype,
+                        kolo_device_t device, const kolo_options_t* options, Fill fill) {
+  kolo::core::CollectiveArgs a;
+  if (kolo_status_t s = named_args(collective, name, dtype, device, options, fill, &a); s != KOLO_OK)
+    return s;
+  if (!g_runtime) return not_initialized();
+  std::shared_ptr<kolo::core::HandleState> state;
+  if (Status s = g_runtime->run(std::move(a), &state); !s.ok()) return report(s);
+  return report(Status(state->code(), state->message()));
 }
 
 // The grouped calls' common part: checks n, names and the per-member arrays
@@ -266,12 +288,11 @@ kolo_status_t submit_group(kolo::Collective collective, int n, const char* const
 
 // Submits and waits; for the blocking calls (barrier, join).
 kolo_status_t submit_and_wait(kolo::core::CollectiveArgs args, kolo_handle_t* out) {
-  kolo_handle_t h = nullptr;
-  kolo_status_t s = submit(std::move(args), &h);
-  if (s != KOLO_OK) return s;
-  h->state->wait(-1.0);
-  *out = h;
-  return report(Status(h->state->code(), h->state->message()));
+  if (!g_runtime) return not_initialized();
+  std::shared_ptr<kolo::core::HandleState> state;
+  if (Status s = g_runtime->run(std::move(args), &state); !s.ok()) return report(s);
+  *out = new kolo_handle{state};
+  return report(Status(state->code(), state->message()));
 }
 
 int topology_value(int kolo::transport::Topology::*field) {
@@ -390,6 +411,29 @@ kolo_status_t kolo_allreduce_async_ex(const char* name, const void* input, void*
                           a.prescale = prescale;
                           a.postscale = postscale;
                         });
+  });
+}
+
+kolo_status_t kolo_allreduce(const char* name, const void* input, void* output, int64_t count,
+                             kolo_dtype_t dtype, kolo_op_t op) {
+  return kolo_allreduce_ex(name, input, output, count, dtype, op, 1.0, 1.0,
+                           kolo_device_t{KOLO_DEVICE_CPU, 0, nullptr}, nullptr);
+}
+
+kolo_status_t kolo_allreduce_ex(const char* name, const void* input, void* output, int64_t count,
+                                kolo_dtype_t dtype, kolo_op_t op, double prescale,
+                                double postscale, kolo_device_t device,
+                                const kolo_options_t* options) {
+  return guarded([&] {
+    return run_named(kolo::Collective::kAllreduce, name, dtype, device, options,
+                     [&](kolo::core::CollectiveArgs& a) {
+                       a.input = input;
+                       a.output = output;
+                       a.rows = count;
+                       a.op = static_cast<kolo::ReduceOp>(op);
+                       a.prescale = prescale;
+                       a.postscale = postscale;
+                     });
   });
 }
 

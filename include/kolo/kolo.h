@@ -377,6 +377,21 @@ KOLO_API kolo_status_t kolo_allreduce_async_ex(const char* name, const void* inp
                                                const kolo_options_t* options,
                                                kolo_handle_t* handle);
 
+/* Blocking allreduce: as kolo_allreduce_async followed by kolo_wait, without a
+ * handle. Returns once the output holds the result (KOLO_OK), or with the
+ * operation's error (kolo_last_error() says why: the same statuses and messages
+ * as kolo_wait's), or with the submission's refusal (as kolo_allreduce_async's).
+ * kolo_allreduce takes host memory and no factors (1.0); kolo_allreduce_ex takes
+ * everything kolo_allreduce_async_ex takes. On one node, a rank whose thread may run
+ * kolo's cycle itself hands the tensor to it directly, without the queue the
+ * asynchronous calls go through: the cheapest way to reduce a small tensor. */
+KOLO_API kolo_status_t kolo_allreduce(const char* name, const void* input, void* output,
+                                      int64_t count, kolo_dtype_t dtype, kolo_op_t op);
+KOLO_API kolo_status_t kolo_allreduce_ex(const char* name, const void* input, void* output,
+                                         int64_t count, kolo_dtype_t dtype, kolo_op_t op,
+                                         double prescale, double postscale,
+                                         kolo_device_t device, const kolo_options_t* options);
+
 /* ---- the other collectives ---------------------------------------------------
  *
  * Shapes: a tensor is `rows` along its first dimension, each row `row_count`

@@ -35,7 +35,10 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
       timeline_(timeline),
       negotiator_(*world.control, config),
       executor_(selector_, fusion_, world.control->topology().rank, world.control->topology().size,
-                [this](TensorEntry& e, Status s) { complete(e, std::move(s)); }, &timeline_,
+                [this](TensorEntry& e, Status s, Clock::time_point at) {
+                  complete(e, std::move(s), at);
+                },
+                &timeline_,
                 world.device_support),
       flight_(static_cast<size_t>(config.flight_recorder)),
       // See Note [The waiter runs the cycle]: on one node the idle checks make no
@@ -68,15 +71,14 @@ Status Coordinator::init() {
   return Status::OK();
 }
 
-void Coordinator::complete(TensorEntry& entry, Status status) {
+void Coordinator::complete(TensorEntry& entry, Status status, Clock::time_point at) {
   if (!status.where().empty())
     KOLO_LOG(kDebug) << entry.request.name << ": " << status.debug_string();
   // Forget the name first: a caller who waits and resubmits it at once must not
   // be refused as a duplicate.
   queue_.finish(entry.request.name);
-  const Clock::time_point now = Clock::now();  // one read for both records
-  flight_.finish(entry.flight, status.code(), now);
-  entry.handle->complete(std::move(status), now);
+  flight_.finish(entry.flight, status.code(), at);
+  entry.handle->complete(std::move(status), at);
 }
 
 void Coordinator::run() {
@@ -103,7 +105,18 @@ void Coordinator::run_cycles(std::unique_lock<std::mutex>& lock) {
 Coordinator::Helped Coordinator::help_once() {
   if (ended_) return Helped::kEnded;
   if (!has_news_now(negotiator_.cycles())) return Helped::kIdle;
-  run_cycle();
+  return cycle_for_helper();
+}
+
+Coordinator::Helped Coordinator::run_with(TensorEntry& entry, Status* refused) {
+  *refused = queue_.admit(entry.request.name);
+  if (!refused->ok()) return Helped::kIdle;
+  track(entry);  // if kolo has ended, finish() fails it with the rest
+  return cycle_for_helper(entry.enqueued);  // read just now: the cycle starts with it
+}
+
+Coordinator::Helped Coordinator::cycle_for_helper(Clock::time_point start) {
+  if (!ended_) run_cycle(start);
   if (!ended_) return Helped::kRan;
   world_.control->wake();  // the coordinator thread finishes
   return Helped::kEnded;
@@ -114,19 +127,21 @@ void Coordinator::finish() {
   fail_everything(end_);
 }
 
-void Coordinator::run_cycle() {
+void Coordinator::track(TensorEntry& e) {
+  negotiator_.add(e.request, e.enqueued);
+  e.flight = flight_.submitted(e.request, e.enqueued);
+  last_submission_ = std::max(last_submission_, e.enqueued);
+  pending_.emplace(e.request.name, std::move(e));
+}
+
+void Coordinator::run_cycle(Clock::time_point start) {
   queue_.drain(&drained_);
-  for (TensorEntry& e : drained_) {
-    negotiator_.add(e.request, e.enqueued);
-    e.flight = flight_.submitted(e.request, e.enqueued);
-    last_submission_ = std::max(last_submission_, e.enqueued);
-    pending_.emplace(e.request.name, std::move(e));
-  }
+  for (TensorEntry& e : drained_) track(e);
   drained_.clear();
   const bool asked = shutdown_requested_.load(std::memory_order_acquire);
   bool stop = false;
   const bool recording = timeline_.recording();
-  const Clock::time_point cycle_start = Clock::now();
+  const Clock::time_point cycle_start = start == Clock::time_point{} ? Clock::now() : start;
   negotiator_.set_recording(recording);
   auto fail = [this](Status s) {
     ended_ = end_failed_ = true;
@@ -146,9 +161,11 @@ void Coordinator::run_cycle() {
     note_submits(ready_);
     if (Status s = record_cycle(ready_, cycle_start); !s.ok()) return fail(std::move(s));
   }
-  record_negotiated(ready_, cycle_start);
+  // One read for the negotiation's end and the first bucket's start.
+  const Clock::time_point negotiated = ready_.empty() ? Clock::time_point{} : Clock::now();
+  record_negotiated(ready_, cycle_start, negotiated);
   take_announced_setting();  // before this cycle's buckets: Note [Announcements]
-  executor_.execute(ready_, &pending_, carried ? &carried_ : nullptr);
+  executor_.execute(ready_, &pending_, carried ? &carried_ : nullptr, negotiated);
   tune_after_cycle();
   if (negotiator_.take_stall_report()) dump_flight_recorder("stall");
   if (stop) {
@@ -293,7 +310,8 @@ void Coordinator::fail_everything(const Status& status) {
   executor_.finish_all();  // device work already queued runs to its own end
   timeline_.close();
   for (TensorEntry& e : queue_.close(status)) e.handle->complete(status);
-  for (auto& [name, e] : pending_) complete(e, status);
+  const Clock::time_point now = Clock::now();
+  for (auto& [name, e] : pending_) complete(e, status, now);
   pending_.clear();
 }
 

@@ -58,19 +58,32 @@ class Coordinator {
   const WaitPolicy& wait_policy() const { return policy_; }
   // Who runs cycles for a thread that waits on a handle, where the policy says
   // it may (Note [The waiter runs the cycle]).
-  std::shared_ptr<CycleHelper> helper() const { return gate_; }
+  std::shared_ptr<CycleGate> helper() const { return gate_; }
   // CycleGate only, with its mutex held: one cycle if this rank has news.
   enum class Helped { kIdle, kRan, kEnded };
   Helped help_once();
+  // CycleGate only, with its mutex held: `entry` joins this rank's cycle state
+  // straight from the caller, without the queue, and a cycle runs (Note [A
+  // blocking call enters the cycle] in coordinator_gate.h). *refused: why the
+  // entry was refused and left with the caller, as TensorQueue::push would
+  // refuse it (then nothing ran: kIdle), or OK.
+  Helped run_with(TensorEntry& entry, Status* refused);
 
  private:
   // Runs cycles until the end; with the gate's mutex held on return.
   void run_cycles(std::unique_lock<std::mutex>& lock);
   // One cycle, from the drain to the handles' completion. On a stop or a failure
   // it sets ended_ and end_ (the status to fail the rest with); the thread that
-  // runs the coordinator then calls finish(). Gate held.
-  void run_cycle();
+  // runs the coordinator then calls finish(). Gate held. `start`: when it
+  // started, if the caller has just read the clock (the epoch: read it).
+  void run_cycle(Clock::time_point start = {});
   void finish();
+  // help_once() and run_with() once there is news: one cycle (from `start`, as
+  // run_cycle's).
+  Helped cycle_for_helper(Clock::time_point start = {});
+  // A submitted entry joins the cycle state: the negotiator, the flight
+  // recorder and the pending table. Gate held.
+  void track(TensorEntry& entry);
   // Whether this rank has news for a cycle now. Gate held.
   bool has_news_now(uint64_t next);
   // Returns (with the gate held) OK when there is news, or the liveness check's
@@ -85,7 +98,7 @@ class Coordinator {
   // broken cycle waits for liveness's verdict]); OK if none came.
   Status await_verdict();
   void fail_everything(const Status& status);
-  void complete(TensorEntry& entry, Status status);
+  void complete(TensorEntry& entry, Status status, Clock::time_point at);
   // The timeline's part of a cycle in which some rank records (Note [Who came
   // last] in timeline.h): note_submits() takes this rank's submits, then
   // record_cycle() learns who came last to each ready name and writes this
@@ -101,8 +114,9 @@ class Coordinator {
 
   // coordinator_flight.cc: the flight recorder and the stall report.
   void init_flight_recorder();
-  // The flight recorder's "negotiated", and each handle's phases up to it.
-  void record_negotiated(const std::vector<Response>& ready, Clock::time_point cycle_start);
+  // The flight recorder's "negotiated" (at `now`), and each handle's phases up to it.
+  void record_negotiated(const std::vector<Response>& ready, Clock::time_point cycle_start,
+                         Clock::time_point now);
   void dump_if_signalled();
   RankReport rank_report() const;
 

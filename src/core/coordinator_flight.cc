@@ -23,9 +23,7 @@ void Coordinator::init_flight_recorder() {
 }
 
 void Coordinator::record_negotiated(const std::vector<Response>& ready,
-                                    Clock::time_point cycle_start) {
-  if (ready.empty()) return;
-  const auto now = Clock::now();
+                                    Clock::time_point cycle_start, Clock::time_point now) {
   for (const Response& r : ready) {
     auto it = pending_.find(r.name);
     if (it == pending_.end()) continue;

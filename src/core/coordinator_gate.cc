@@ -15,13 +15,42 @@ int64_t now_ns() {
 
 void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
   helpers_.fetch_add(1, std::memory_order_acq_rel);
+  keep_helping(handle, deadline, /*tried=*/false, /*ran=*/false);
+}
+
+bool CycleGate::run_here(TensorEntry& entry, Clock::time_point deadline, Status* refused) {
+  helpers_.fetch_add(1, std::memory_order_acq_rel);
+  const std::shared_ptr<HandleState> handle = entry.handle;  // the entry moves into the cycle
+  Coordinator::Helped helped;
+  {
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock() || coordinator_ == nullptr) {
+      helpers_.fetch_sub(1, std::memory_order_acq_rel);
+      return false;
+    }
+    helped = coordinator_->run_with(entry, refused);
+  }
+  if (!refused->ok()) {
+    helpers_.fetch_sub(1, std::memory_order_acq_rel);
+    return true;
+  }
+  if (helped == Coordinator::Helped::kEnded) {
+    leave(*handle);
+    return true;
+  }
+  keep_helping(*handle, deadline, /*tried=*/true, helped == Coordinator::Helped::kRan);
+  return true;
+}
+
+void CycleGate::keep_helping(const HandleState& handle, Clock::time_point deadline, bool tried,
+                             bool ran) {
   // Looks for news between yields, as kHelperNews says, from the first pass or
   // the last one that ran a cycle: a cycle that completes the handle at once
   // costs no clock read here.
   Waiter idle(policy_.profile(WaitFor::kHelperNews), deadline);
   while (!handle.done()) {
-    bool ran = false;
-    {
+    if (!tried) {
+      ran = false;
       std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
       if (lock.owns_lock()) {
         if (coordinator_ == nullptr) break;
@@ -31,11 +60,16 @@ void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
         // Note [Crowded nodes wait in the kernel]: no looking for news there.
         if (helped == Coordinator::Helped::kIdle && policy_.helper_hands_back_when_idle()) break;
       }
+      if (handle.done()) break;
     }
-    if (handle.done()) break;
+    tried = false;
     if (ran) idle.restart();
     if (!idle.pause_awake()) break;  // no news for a while, or the deadline passed
   }
+  leave(handle);
+}
+
+void CycleGate::leave(const HandleState& handle) {
   if (handle.done()) {
     // The common case costs no lock and no wake-up: the coordinator dozes on.
     // The handle's completion stamp (the same clock, written before done) stands

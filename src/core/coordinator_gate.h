@@ -15,6 +15,7 @@
 
 #include "common/wait_policy.h"
 #include "core/handle.h"
+#include "core/tensor_queue.h"
 
 namespace kolo::core {
 
@@ -32,6 +33,14 @@ class CycleGate : public CycleHelper {
   // without news ends it); then leaves the rest to the coordinator thread.
   void help(const HandleState& handle, Clock::time_point deadline) override;
 
+  // Note [A blocking call enters the cycle]: if no other thread holds the gate,
+  // hands `entry` to the coordinator's cycle state directly and runs cycles for
+  // it as help() does; returns false (the entry untouched) when the gate is
+  // taken or the coordinator has stopped, and true otherwise, with *refused
+  // holding why the entry was refused (TensorQueue::push's reasons) or OK. The
+  // caller then waits for the entry's handle as usual.
+  bool run_here(TensorEntry& entry, Clock::time_point deadline, Status* refused);
+
   std::mutex& mu() { return mu_; }
   // Coordinator: true while a user thread is helping, or one finished helping
   // less than `window` ago; the coordinator then dozes instead of competing for
@@ -47,6 +56,13 @@ class CycleGate : public CycleHelper {
   void detach() { coordinator_ = nullptr; }
 
  private:
+  // Runs cycles until the handle is done or there is no news, then leaves
+  // (handing back if not done). `tried`: the caller has just had its turn at the
+  // gate (run_here), `ran`: and ran a cycle.
+  void keep_helping(const HandleState& handle, Clock::time_point deadline, bool tried, bool ran);
+  // Leaves the helpers: undone, the coordinator takes over at once.
+  void leave(const HandleState& handle);
+
   std::mutex mu_;
   Coordinator* coordinator_;  // guarded by mu_; null once detached
   const WaitPolicy policy_;
@@ -75,6 +91,22 @@ class CycleGate : public CycleHelper {
 // (common/wait_policy.h). A helper gives up after WaitFor::kHelperNews's yield
 // phase without news (the peer is late): the coordinator takes over, so
 // progress never depends on a user thread waiting.
+
+// Note [A blocking call enters the cycle]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A blocking call (kolo_allreduce, kolo_barrier) knows when it submits that its
+// thread will wait, so where a waiter may run the cycle (Note [The waiter runs
+// the cycle]) it need not go through the queue at all: it takes the gate at
+// once, puts its entry straight into the cycle's state (the negotiator, the
+// flight recorder, the pending table; the queue only notes the name as in
+// flight, for its duplicate check) and runs the cycle. That skips the queue's
+// lock twice, the doorbell's wake-up of the coordinator, the drain and the
+// help loop's look for news — a quarter of a cached 8-byte allreduce on one
+// node (docs/perf/small-ops.md, "A blocking call enters the cycle"). The path
+// of the tensor is otherwise the same: the same negotiation, execution and
+// completion, so the same results and errors. When another thread holds the
+// gate (the coordinator in a cycle, or another caller), the call submits
+// through the queue and waits, as an asynchronous one does.
 
 // Note [The coordinator dozes while waiters run cycles]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

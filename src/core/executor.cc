@@ -53,14 +53,16 @@ Family& Executor::family_for(Collective collective) {
 }
 
 void Executor::execute(const std::vector<Response>& responses, Pending* pending,
-                       const std::vector<const char*>* carried) {
+                       const std::vector<const char*>* carried,
+                       Clock::time_point negotiated) {
+  first_start_ = negotiated;
   ok_.clear();
   joined_.clear();
   for (const Response& r : responses) {
     auto it = pending->find(r.name);
     if (r.code != Code::kOk) {
       if (it != pending->end()) {
-        complete_(it->second, Status(r.code, r.message));
+        complete_(it->second, Status(r.code, r.message), Clock::now());
         pending->erase(it);
       }
       continue;
@@ -119,7 +121,8 @@ void Executor::run(Family& family, const PlannedBucket& bucket, Pending* pending
     batch.names.push_back(&ok_[i]->name);
     batch.bytes += ok_[i]->params.bytes();
   }
-  const auto start = Timeline::Clock::now();
+  const auto start = first_start_ == Clock::time_point{} ? Clock::now() : first_start_;
+  first_start_ = {};
   for (TensorEntry* e : batch.entries) {
     if (flight_) flight_->advance(e->flight, FlightRecorder::State::kExecuting, start);
     if (e->handle) e->handle->stamp(HandleState::kExecuting, start);
@@ -153,21 +156,22 @@ void Executor::launch(Family& family, Batch& batch, DeviceKind where, Pending* p
     const std::unique_ptr<transport::Work> ended = std::move(work);
     status = family.next(batch, &work);
   }
-  const auto transported = Timeline::Clock::now();
+  const auto transported = Clock::now();  // also each entry's completion
   if (!status.ok())
     KOLO_LOG(kError) << "operation " << context_.sequence << ": " << status.to_string();
   record(batch);  // before completing: a caller who then stops the timeline finds it there
   for (const std::string* name : batch.names) {
     auto it = pending->find(*name);
     if (it->second.handle) it->second.handle->stamp(HandleState::kTransported, transported);
-    if (it->second.handle) complete_(it->second, status);  // joined zeros have none
+    if (it->second.handle) complete_(it->second, status, transported);  // joined zeros have none
     pending->erase(it);
   }
 }
 
 void Executor::complete_all(std::vector<TensorEntry>& entries, const Status& status) {
+  const Clock::time_point now = Clock::now();
   for (TensorEntry& e : entries)
-    if (e.handle) complete_(e, status);  // a joined rank's zero entries have none
+    if (e.handle) complete_(e, status, now);  // a joined rank's zero entries have none
 }
 
 void Executor::retire(InFlight& done) {

@@ -38,8 +38,9 @@ namespace kolo::core {
 
 class Executor {
  public:
-  // Completes one local tensor (the runtime forgets it and completes its handle).
-  using Complete = std::function<void(TensorEntry&, Status)>;
+  // Completes one local tensor (the runtime forgets it and completes its handle);
+  // `at` is when it completed (a clock read the caller made anyway).
+  using Complete = std::function<void(TensorEntry&, Status, Clock::time_point at)>;
 
   // `timeline` may be null (no timeline); `device_support` is null when the world
   // takes no device tensors.
@@ -56,8 +57,12 @@ class Executor {
   // `pending` when their work is launched.
   // `carried` (may be null): the cycle rode with the AND, and carried[r] is rank
   // r's packed part (Note [Data rides with the AND] in negotiator.h).
+  // `negotiated`: when the negotiation ended (the caller's clock read), which
+  // stands for the first bucket's start (Note [Where a small operation's time
+  // goes] in handle.h); the epoch: read the clock.
   void execute(const std::vector<Response>& responses, Pending* pending,
-               const std::vector<const char*>* carried = nullptr);
+               const std::vector<const char*>* carried = nullptr,
+               Clock::time_point negotiated = {});
 
   // Note [Data rides with the AND]: before the AND, if `ahead` (this rank's
   // cached requests in bit order) is one host allreduce bucket, or one other
@@ -114,6 +119,7 @@ class Executor {
   NegotiatedFamily negotiated_;
 
   Complete complete_;
+  Clock::time_point first_start_{};  // execute()'s `negotiated`, until the first bucket runs
   Timeline* timeline_;
   FlightRecorder* flight_ = nullptr;
   std::deque<InFlight> in_flight_;

@@ -104,8 +104,17 @@ class HandleState {
 // waiting for the slowest), planning and the output's allocation, the transport,
 // completing the handle and waking the waiter. Each handle carries the time it
 // passed each phase (reusing the clock reads the flight recorder and the
-// executor make anyway; two more per cycle and per bucket), and
+// executor make anyway), and
 // kolo-allreduce-perf --breakdown prints each phase's median per size, so that a
-// change to the small-message path is judged phase by phase.
+// change to the small-message path is judged phase by phase. The reads are
+// shared where two phases end within a few hundred nanoseconds: a cycle's
+// negotiation ends and its first bucket starts at one read (kNegotiated,
+// kExecuting: to_transport then reads 0 for the first bucket, its planning
+// counted in transport), a host bucket's transport ends and its entries
+// complete at another (kTransported, kCompleted: to_complete reads 0), and a
+// blocking call's cycle starts with its submission (kSubmitted, kCycleStarted).
+// So a blocking call's cached allreduce reads the clock three times (submitted,
+// negotiated, transported); an asynchronous one whose waiter runs the cycle
+// five (the helper's look for news and the cycle's start besides).
 
 }  // namespace kolo::core

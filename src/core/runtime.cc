@@ -91,6 +91,14 @@ Status Runtime::stream_wait(HandleState& handle, void* stream) {
 }
 
 Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle) {
+  return enter(std::move(args), handle, /*blocking=*/false);
+}
+
+Status Runtime::run(CollectiveArgs args, std::shared_ptr<HandleState>* handle) {
+  return enter(std::move(args), handle, /*blocking=*/true);
+}
+
+Status Runtime::enter(CollectiveArgs args, std::shared_ptr<HandleState>* handle, bool blocking) {
   if (config_.deterministic) args.deterministic = true;  // KOLO_DETERMINISTIC
   if (args.process_set != 0) {
     if (sets_ == nullptr) return internal_error("a process set's runtime has no process sets");
@@ -107,7 +115,7 @@ Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle
       args.root = root;
     }
     args.process_set = 0;
-    return set->runtime->submit(std::move(args), handle);
+    return set->runtime->enter(std::move(args), handle, blocking);
   }
   if (args.collective == Collective::kBarrier && args.name.empty()) args.name = next_barrier_name();
   std::unique_lock<std::mutex> device_lock(device_mu_, std::defer_lock);
@@ -137,7 +145,16 @@ Status Runtime::submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle
   entry.enqueued = Clock::now();
   entry.handle->stamp(HandleState::kSubmitted, entry.enqueued);
   auto h = entry.handle;
-  if (Status s = queue_.push(std::move(entry)); !s.ok()) return s;
+  if (device_lock.owns_lock()) device_lock.unlock();  // release_world() may need it while we wait
+  // Note [A blocking call enters the cycle] (coordinator_gate.h).
+  Status refused;
+  if (blocking && h->helper != nullptr &&
+      helper_->run_here(entry, Clock::time_point::max(), &refused)) {
+    if (!refused.ok()) return refused;
+  } else if (Status s = queue_.push(std::move(entry)); !s.ok()) {
+    return s;
+  }
+  if (blocking) h->wait(-1.0);
   *handle = std::move(h);
   return Status::OK();
 }

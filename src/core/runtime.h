@@ -94,6 +94,11 @@ class Runtime {
   // global rank, which must be in the set. A barrier without a name gets the
   // set's next barrier name.
   Status submit(CollectiveArgs args, std::shared_ptr<HandleState>* handle);
+  // submit(), then waits until the handle is done: a blocking call. Where a
+  // waiter may run the cycle, the entry skips the queue (Note [A blocking call
+  // enters the cycle] in coordinator_gate.h). A refusal is returned as by
+  // submit(); the operation's own outcome is the handle's.
+  Status run(CollectiveArgs args, std::shared_ptr<HandleState>* handle);
 
   // The global set's process sets (process_sets.h); null in a set's own runtime.
   ProcessSets* process_sets() { return sets_.get(); }
@@ -129,6 +134,7 @@ class Runtime {
  private:
   Runtime(transport::World world, const Config& config, int32_t set_id);
   static Status launch(std::unique_ptr<Runtime> rt, std::unique_ptr<Runtime>* out);
+  Status enter(CollectiveArgs args, std::shared_ptr<HandleState>* handle, bool blocking);
   // The coordinator thread's body after run(): see the Note below.
   void release_world();
 
@@ -145,7 +151,7 @@ class Runtime {
   // The coordinator's: how a handle's waiter waits, and who runs cycles for it
   // where the policy says a waiter may (Note [The waiter runs the cycle]).
   WaitPolicy waits_;
-  std::shared_ptr<CycleHelper> helper_;
+  std::shared_ptr<CycleGate> helper_;
   std::thread thread_;
   std::mutex shutdown_mu_;
   std::atomic<uint64_t> barriers_{0};

@@ -1,31 +1,43 @@
 #include "core/tensor_queue.h"
 
+#include "common/check.h"
+
 namespace kolo::core {
 
 Status TensorQueue::push(TensorEntry entry) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return close_reason_;
-    // Note [A cached operation's storage is reused] (coordinator.h): a finished
-    // name's node and string, when there is one.
-    bool added;
-    if (auto node = spare_names_.take()) {
-      node.value() = entry.request.name;
-      auto inserted = in_flight_.insert(std::move(node));
-      added = inserted.inserted;
-      spare_names_.keep(std::move(inserted.node));  // given back when refused
-    } else {
-      added = in_flight_.insert(entry.request.name).second;
-    }
-    if (!added) {
-      return Status(Code::kDuplicateName, "a tensor named '" + entry.request.name +
-                                              "' is already in flight on this rank; wait "
-                                              "for it before submitting the name again");
-    }
+    KOLO_RETURN_IF_ERROR_AS_IS(admit_locked(entry.request.name));
     queue_.push_back(std::move(entry));
     queued_.store(queue_.size(), std::memory_order_release);
   }
   wake();
+  return Status::OK();
+}
+
+Status TensorQueue::admit(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return admit_locked(name);
+}
+
+Status TensorQueue::admit_locked(const std::string& name) {
+  if (closed_) return close_reason_;
+  // Note [A cached operation's storage is reused] (coordinator.h): a finished
+  // name's node and string, when there is one.
+  bool added;
+  if (auto node = spare_names_.take()) {
+    node.value() = name;
+    auto inserted = in_flight_.insert(std::move(node));
+    added = inserted.inserted;
+    spare_names_.keep(std::move(inserted.node));  // given back when refused
+  } else {
+    added = in_flight_.insert(name).second;
+  }
+  if (!added) {
+    return Status(Code::kDuplicateName, "a tensor named '" + name +
+                                            "' is already in flight on this rank; wait "
+                                            "for it before submitting the name again");
+  }
   return Status::OK();
 }
 

@@ -54,6 +54,12 @@ class TensorQueue {
   // and the coordinator is woken.
   Status push(TensorEntry entry);
 
+  // The name is in flight from now on, refused as push() would refuse it, but
+  // nothing is queued and nobody is woken: for a caller that hands its entry to
+  // the coordinator's cycle itself (Note [A blocking call enters the cycle] in
+  // core/coordinator_gate.h), which then calls finish() as for a pushed one.
+  Status admit(const std::string& name);
+
   // Moves every queued entry, oldest first, into `out` (which must be empty).
   // Coordinator only. The two vectors swap storage, so a caller that clears
   // and passes the same `out` each cycle keeps both allocations.
@@ -81,6 +87,8 @@ class TensorQueue {
   void wake();
 
  private:
+  Status admit_locked(const std::string& name);  // mu_ held
+
   mutable std::mutex mu_;
   std::mutex waker_mu_;  // a waker call and set_waker never overlap
   std::function<void()> waker_;

@@ -55,7 +55,10 @@ struct Rank {
         selector({&counting}, "auto", world.control->topology()),
         fusion(fusion_bytes),
         executor(selector, fusion, world.control->topology().rank, world.control->topology().size,
-                 [](TensorEntry& e, Status s) { e.handle->complete(std::move(s)); }, nullptr) {
+                 [](TensorEntry& e, Status s, Clock::time_point at) {
+                   e.handle->complete(std::move(s), at);
+                 },
+                 nullptr) {
     executor.set_sizes(threshold, alone);
   }
   transport::World world;

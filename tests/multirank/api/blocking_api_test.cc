@@ -1,0 +1,245 @@
+// The blocking allreduce (kolo_allreduce, kolo_allreduce_ex) through the C API:
+// the same results, bit for bit, as the asynchronous call for every dtype, op and
+// size (cached and carried, past the carry, past the shm engine's one round);
+// the same refusals and errors, on every rank; a name in flight refused at once;
+// blocking and asynchronous calls from several threads at once; and a blocking
+// call that waits for a peer returns when kolo stops. Where a waiter may run the
+// cycle (one node, host memory) the call enters the cycle without the queue
+// (Note [A blocking call enters the cycle] in src/core/coordinator_gate.h);
+// elsewhere it submits and waits.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api_dtypes.h"
+#include "api_fixture.h"
+
+namespace kolo_test {
+namespace {
+
+const ::testing::Environment* const kMpi = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
+
+double input_value(int rank, int64_t i, int repeat, bool is_bool) {
+  if (is_bool) return ((rank + i + repeat) % 3) == 0 ? 1 : 0;
+  return 1 + (rank + i + repeat) % 2 + ((i + repeat) % 3 == 0 ? rank : 0);
+}
+
+double expected(kolo_op_t op, int size, int64_t i, int repeat, bool is_bool) {
+  double sum = 0, lo = 1e300, hi = -1e300;
+  for (int r = 0; r < size; ++r) {
+    const double v = input_value(r, i, repeat, is_bool);
+    sum += v;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  if (op == KOLO_OP_MIN) return lo;
+  if (op == KOLO_OP_MAX) return hi;
+  return is_bool ? (sum > 0) : sum;
+}
+
+template <typename T>
+class BlockingDtype : public KoloTest {};
+TYPED_TEST_SUITE(BlockingDtype, AllDtypes);
+
+// Each size once uncached, then cached; 1 and 300 elements ride with the AND,
+// 3000 do not (past the 4 KiB carry for the wider types), 70000 take the shm
+// engine's rounds. The asynchronous call runs the same inputs under its own
+// name: the two outputs must be the same bytes, and the exact ops the values.
+TYPED_TEST(BlockingDtype, AgreesBitForBitWithTheAsyncCall) {
+  using T = TypeParam;
+  const kolo_dtype_t dtype = T::kDtype;
+  const bool is_bool = dtype == KOLO_BOOL;
+  for (kolo_op_t op : {KOLO_OP_SUM, KOLO_OP_AVERAGE, KOLO_OP_MIN, KOLO_OP_MAX, KOLO_OP_PRODUCT}) {
+    if (is_bool && op == KOLO_OP_AVERAGE) continue;  // refused
+    for (int64_t count : {int64_t{1}, int64_t{300}, int64_t{3000}, int64_t{70000}}) {
+      const std::string tag = std::to_string(op) + "_" + std::to_string(count);
+      for (int repeat = 0; repeat < 3; ++repeat) {
+        std::vector<typename T::Storage> in(count), blocked(count), async(count);
+        for (int64_t i = 0; i < count; ++i)
+          in[i] = T::from(input_value(this->rank_, i, repeat, is_bool));
+        ASSERT_EQ(kolo_allreduce(("blocking" + tag).c_str(), in.data(), blocked.data(), count,
+                                 dtype, op),
+                  KOLO_OK)
+            << kolo_last_error();
+        std::string msg;
+        ASSERT_EQ(allreduce("async" + tag, in.data(), async.data(), count, dtype, op, &msg),
+                  KOLO_OK)
+            << msg;
+        ASSERT_EQ(std::memcmp(blocked.data(), async.data(), count * sizeof(in[0])), 0)
+            << tag << " repeat " << repeat;
+        if (op == KOLO_OP_SUM || op == KOLO_OP_MIN || op == KOLO_OP_MAX) {
+          for (int64_t i = 0; i < count; ++i)
+            ASSERT_EQ(T::to(blocked[i]), expected(op, this->size_, i, repeat, is_bool))
+                << tag << " repeat " << repeat << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+// Factors, in place, and the options (KOLO_OPTION_DETERMINISTIC) as the async call.
+TEST_F(KoloTest, FactorsInPlaceAndOptionsAsTheAsyncCall) {
+  kolo_options_t options = KOLO_OPTIONS_INIT;
+  for (int32_t flags : {0, KOLO_OPTION_DETERMINISTIC}) {
+    options.flags = flags;
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      std::vector<double> blocked(40), async(40);
+      for (size_t i = 0; i < blocked.size(); ++i) blocked[i] = async[i] = 0.1 * (rank_ + 1) + i;
+      const std::string tag = std::to_string(flags);
+      ASSERT_EQ(kolo_allreduce_ex(("factors_b" + tag).c_str(), blocked.data(), blocked.data(), 40,
+                                  KOLO_FLOAT64, KOLO_OP_AVERAGE, 0.5, 3.0, cpu(), &options),
+                KOLO_OK)
+          << kolo_last_error();
+      kolo_handle_t h = nullptr;
+      ASSERT_EQ(kolo_allreduce_async_ex(("factors_a" + tag).c_str(), async.data(), async.data(),
+                                        40, KOLO_FLOAT64, KOLO_OP_AVERAGE, 0.5, 3.0, cpu(),
+                                        &options, &h),
+                KOLO_OK);
+      ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
+      kolo_handle_release(h);
+      EXPECT_EQ(blocked, async);
+      double want = 0;
+      for (int r = 0; r < size_; ++r) want += 0.1 * (r + 1) + 7;
+      EXPECT_NEAR(blocked[7], want * 0.5 * 3.0 / size_, 1e-12);
+    }
+  }
+}
+
+// A mismatch fails the name on every rank with the async call's status and
+// message, leaves the buffers alone, and the next call of a good name works.
+TEST_F(KoloTest, AMismatchFailsOnEveryRankAndTheNextCallWorks) {
+  std::vector<float> x(8, 1.0f);
+  const int64_t count = rank_ == size_ - 1 ? 7 : 8;
+  EXPECT_EQ(kolo_allreduce("blocking_mismatch", x.data(), x.data(), count, KOLO_FLOAT32,
+                           KOLO_OP_SUM),
+            KOLO_ERR_MISMATCH);
+  const std::string msg = kolo_last_error();
+  EXPECT_NE(msg.find("blocking_mismatch"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("count"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank " + std::to_string(size_ - 1)), std::string::npos) << msg;
+  EXPECT_EQ(x, std::vector<float>(8, 1.0f));
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    ASSERT_EQ(kolo_allreduce("blocking_after", x.data(), x.data(), 8, KOLO_FLOAT32, KOLO_OP_SUM),
+              KOLO_OK)
+        << kolo_last_error();
+  }
+  EXPECT_EQ(x, std::vector<float>(8, static_cast<float>(size_ * size_ * size_)));
+}
+
+// A blocking call of a name this rank has in flight is refused at once (it must
+// not wait for the name it duplicates), and neither call loses data. The late
+// rank submits only after the others have checked (allreduce_api_test's
+// DuplicateInFlightNameIsRefusedAndNothingIsLost says why).
+TEST_F(KoloTest, ANameInFlightIsRefusedAtOnce) {
+  const int late = size_ - 1;
+  std::vector<int32_t> a(16, rank_ + 1), b(16, 100);
+  kolo_handle_t h = nullptr;
+  if (rank_ != late) {
+    ASSERT_EQ(kolo_allreduce_async("blocking_dup", a.data(), a.data(), 16, KOLO_INT32,
+                                   KOLO_OP_SUM, 1, 1, cpu(), &h),
+              KOLO_OK);
+    EXPECT_EQ(kolo_allreduce("blocking_dup", b.data(), b.data(), 16, KOLO_INT32, KOLO_OP_SUM),
+              KOLO_ERR_DUPLICATE_NAME);
+    EXPECT_NE(std::string(kolo_last_error()).find("'blocking_dup'"), std::string::npos)
+        << kolo_last_error();
+  }
+  world_barrier();
+  if (rank_ == late) {
+    ASSERT_EQ(kolo_allreduce("blocking_dup", a.data(), a.data(), 16, KOLO_INT32, KOLO_OP_SUM),
+              KOLO_OK)
+        << kolo_last_error();
+  } else {
+    ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
+    kolo_handle_release(h);
+  }
+  EXPECT_EQ(a, std::vector<int32_t>(16, size_ * (size_ + 1) / 2));
+  EXPECT_EQ(b, std::vector<int32_t>(16, 100));
+}
+
+TEST_F(KoloTest, BadArgumentsAreRefusedLocally) {
+  std::vector<uint8_t> flags(4, 1);
+  EXPECT_EQ(kolo_allreduce(nullptr, flags.data(), flags.data(), 4, KOLO_UINT8, KOLO_OP_SUM),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kolo_last_error()).find("name"), std::string::npos) << kolo_last_error();
+  EXPECT_EQ(kolo_allreduce("b", flags.data(), flags.data(), 4, KOLO_BOOL, KOLO_OP_AVERAGE),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kolo_last_error()).find("bool"), std::string::npos) << kolo_last_error();
+  EXPECT_EQ(kolo_allreduce("c", flags.data(), flags.data(), -3, KOLO_UINT8, KOLO_OP_SUM),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(kolo_allreduce("d", flags.data(), flags.data(), 4, (kolo_dtype_t)77, KOLO_OP_SUM),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kolo_last_error()).find("dtype"), std::string::npos) << kolo_last_error();
+  EXPECT_EQ(flags, std::vector<uint8_t>(4, 1));
+}
+
+// Threads that call the blocking allreduce while another submits and waits:
+// the gate is often taken by another thread, and the call then goes through
+// the queue. Every result exact.
+TEST_F(KoloTest, BlockingAndAsyncCallsFromSeveralThreads) {
+  constexpr int kRounds = 150;
+  auto blocking = [&](int thread, int* failures) {
+    for (int i = 0; i < kRounds; ++i) {
+      std::vector<int64_t> x(5 + thread * 300, rank_ + i);
+      const std::string name = "thread" + std::to_string(thread) + "." + std::to_string(i % 7);
+      if (kolo_allreduce(name.c_str(), x.data(), x.data(), static_cast<int64_t>(x.size()),
+                         KOLO_INT64, KOLO_OP_SUM) != KOLO_OK ||
+          x != std::vector<int64_t>(x.size(), int64_t{size_} * i + size_ * (size_ - 1) / 2))
+        ++*failures;
+    }
+  };
+  int failures[3] = {0, 0, 0};
+  std::thread t0(blocking, 0, &failures[0]);
+  std::thread t1(blocking, 1, &failures[1]);
+  for (int i = 0; i < kRounds; ++i) {
+    std::vector<float> y(64, 1.0f);
+    std::string msg;
+    if (allreduce("async." + std::to_string(i % 5), y.data(), y.data(), 64, KOLO_FLOAT32,
+                  KOLO_OP_SUM, &msg) != KOLO_OK ||
+        y != std::vector<float>(64, static_cast<float>(size_)))
+      ++failures[2];
+  }
+  t0.join();
+  t1.join();
+  EXPECT_EQ(failures[0], 0);
+  EXPECT_EQ(failures[1], 0);
+  EXPECT_EQ(failures[2], 0);
+}
+
+TEST(KoloLifecycleBlocking, BeforeInitTheCallIsRefused) {
+  float x = 1;
+  EXPECT_EQ(kolo_allreduce("x", &x, &x, 1, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(x, 1.0f);
+}
+
+// A blocking call that waits for a name rank 0 never submits returns
+// KOLO_ERR_SHUTDOWN when rank 0 shuts kolo down: it does not wait for ever.
+TEST(KoloLifecycleBlocking, ACallWaitingForAPeerReturnsWhenKoloStops) {
+  ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
+  const int rank = kolo_rank();
+  std::vector<float> x(4, 1.0f);
+  if (rank == 0) {
+    usleep(300 * 1000);  // the others are waiting by now (or will find kolo stopped)
+    EXPECT_EQ(kolo_shutdown(), KOLO_OK);
+  } else {
+    EXPECT_EQ(kolo_allreduce("never", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM),
+              KOLO_ERR_SHUTDOWN)
+        << kolo_last_error();
+    EXPECT_EQ(x, std::vector<float>(4, 1.0f));
+    // Once this rank's kolo has stopped too, a call is refused at once.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (kolo_is_initialized() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    EXPECT_EQ(kolo_allreduce("late", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM),
+              KOLO_ERR_SHUTDOWN);
+    EXPECT_EQ(kolo_shutdown(), KOLO_OK);
+  }
+  world_barrier();
+}
+
+}  // namespace
+}  // namespace kolo_test
