@@ -75,8 +75,11 @@ void Executor::execute(const std::vector<Response>& responses, Pending* pending,
   }
   Status zeros = allreduce_.add_zero_entries(joined_, pending);
   if (!zeros.ok()) KOLO_LOG(kError) << "joined rank's zeros: " << zeros.to_string();
-  plan_cycle(ok_, context_.world_size, context_.threshold, context_.alone_bytes,
-             &context_.plan_scratch, &context_.plan);
+  // Note [A carried bucket is planned once] (executor_allreduce.h).
+  context_.packed = context_.packed && carried != nullptr;
+  if (!context_.packed)
+    plan_cycle(ok_, context_.world_size, context_.threshold, context_.alone_bytes,
+               &context_.plan_scratch, &context_.plan);
   const std::vector<PlannedBucket>& plan = context_.plan;
   // The packer made this very plan from this very list: one bucket.
   KOLO_CHECK(carried == nullptr || (plan.size() == 1 && joined_.empty()));
@@ -88,12 +91,14 @@ void Executor::execute(const std::vector<Response>& responses, Pending* pending,
     if (!is_allreduce(kind)) run(family_for(kind), bucket, pending);
   }
   context_.carried = nullptr;
+  context_.packed = false;
 }
 
 // Every refusal depends only on the list, the sizes every rank sets alike and
 // the selector's choice (see AllreduceFamily::pack_bucket).
 bool Executor::pack_ahead(const std::vector<const Response*>& ahead, Pending* pending,
                           char* slot, size_t capacity) {
+  context_.packed = false;
   if (context_.carrier == nullptr) return false;  // no transport carries: nothing rides
   const size_t limit = std::min(capacity, context_.carry_bytes);
   if (ahead.size() != 1 || is_allreduce(ahead[0]->params.collective))

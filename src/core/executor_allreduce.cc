@@ -8,9 +8,12 @@ namespace kolo::core {
 
 Status AllreduceFamily::start(Batch& batch, std::unique_ptr<transport::Work>* work) {
   started_bytes_ += batch.bytes;
-  bucket_.tensors.clear();
-  bucket_.count = 0;
-  Status described = describe(batch.entries, *batch.params);
+  Status described;
+  if (!context_.packed) {  // else the bucket is this batch's (Note [A carried bucket is planned once])
+    bucket_.tensors.clear();
+    bucket_.count = 0;
+    described = describe(batch.entries, *batch.params);
+  }
   context_.deterministic = bucket_.reduction.deterministic;
   if (context_.carried != nullptr) {  // Note [Data rides with the AND]: packed on every rank
     KOLO_RETURN_IF_ERROR(described);
@@ -126,6 +129,7 @@ bool AllreduceFamily::pack_bucket(const std::vector<const Response*>& ahead, Pen
   if (!context_.selector.select(bucket_, &transport).ok() || transport->carrier() != context_.carrier)
     return false;
   context_.carrier->pack(bucket_, slot);
+  context_.packed = true;
   return true;
 }
 

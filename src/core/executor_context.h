@@ -115,6 +115,10 @@ struct ExecutionContext {
   bool deterministic = false;  // the bucket was reduced in rank order (the timeline says so)
   // execute()'s carried parts while it runs (carried[r]: rank r's); null otherwise.
   const std::vector<const char*>* carried = nullptr;
+  // AllreduceFamily::pack_bucket packed this cycle's list: `plan` and the
+  // family's bucket are that list's, and a cycle that carried reuses them
+  // (Note [A carried bucket is planned once] in executor_allreduce.h).
+  bool packed = false;
 
   // The planner's output and scratch, kept for their storage.
   std::vector<PlannedBucket> plan;
