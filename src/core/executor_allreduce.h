@@ -59,8 +59,8 @@ class AllreduceFamily : public Family {
 // cycle then carries, its ready list is that very list, and nothing between
 // the AND and the execution changes the sizes the plan depends on (a cycle
 // with an announcement does not carry), so execute() and start() use that plan
-// and that bucket instead of making them again: a small cached allreduce
-// planned and described twice spent about 3 % of its time on the second pass
-// (perf, docs/perf/small-ops.md).
+// and that bucket instead of making them again. Planning and describing took
+// 3.1 % of a cached 8-byte allreduce's samples when each ran twice (perf,
+// docs/perf/small-ops.md, "A carried bucket is planned once").
 
 }  // namespace kolo::core

@@ -11,8 +11,9 @@
 // survivor's kolo_shutdown took; later: the status of an allreduce submitted
 // after the error (before kolo_shutdown; for init and the shutdown orders,
 // after it). Usage: failure_probe <phase> <victim rank> <dir>.
-// Phases: init idle negotiate shm shm-in-place shm-mapped ring mpi barrier join teardown exit stop
-// resume shutdown-after-death, and the shutdown orders (order, idiom, busy; see
+// Phases: init idle negotiate blocking blocking-shm shm shm-in-place shm-mapped ring mpi barrier
+// join teardown exit stop resume shutdown-after-death (the blocking phases: negotiate's and
+// shm's through the blocking kolo_allreduce), and the shutdown orders (order, idiom, busy; see
 // below). In "resume" the victim stops with a handle pending, the survivors give
 // it up and exit, and the driver then resumes it: the victim reports too (its
 // pending handle must fail, naming a peer, rather than wait forever). In
@@ -92,6 +93,8 @@ struct Outcome {
   double at_ms = 0;
 };
 
+Outcome fail_in(kolo_status_t code);
+
 // What an enqueue that returned `code` (with handle h when OK) came to.
 Outcome waited(kolo_status_t code, kolo_handle_t h) {
   Outcome out;
@@ -123,6 +126,15 @@ Outcome allgather(const char* name, int64_t count, float* memory) {
   const kolo_status_t code =
       kolo_allgather_async(name, memory, count, 1, KOLO_FLOAT32, KOLO_CPU_DEVICE, &h);
   return waited(code, h);
+}
+
+// The blocking call (kolo_allreduce), which on one node enters the cycle on
+// this thread: its outcome is its status.
+Outcome blocking_allreduce(const char* name, int64_t count, float* memory) {
+  std::vector<float> heap(memory ? 0 : static_cast<size_t>(count), 1.0f);
+  float* data = memory ? memory : heap.data();
+  const kolo_status_t code = kolo_allreduce(name, data, data, count, KOLO_FLOAT32, KOLO_OP_SUM);
+  return fail_in(code);
 }
 
 using Op = Outcome (*)(const char* name, int64_t count, float* memory);
@@ -302,6 +314,10 @@ int main(int argc, char** argv) {
     }
   } else if (phase == "negotiate" || phase == "mpi" || phase == "ring") {
     o = loop(16, victim, 0, 0);  // the victim dies inside kolo (KOLO_TEST_DIE_AT)
+  } else if (phase == "blocking") {
+    o = loop(16, victim, 0, 0, nullptr, blocking_allreduce);
+  } else if (phase == "blocking-shm") {
+    o = loop(256 << 10, victim, 0, 0, nullptr, blocking_allreduce);
   } else if (phase == "shm") {
     o = loop(256 << 10, victim, 0, 0);
   } else if (phase == "shm-in-place") {

@@ -30,12 +30,13 @@ import time
 
 # The victim dies inside kolo at these failpoints (KOLO_TEST_DIE_AT, read by the
 # probe, which arms them through libkolo's test-only entry point).
-HOOKS = {"init": "init", "negotiate": "negotiate:40", "shm": "shm:5",
+HOOKS = {"init": "init", "negotiate": "negotiate:40", "blocking": "negotiate:40",
+         "blocking-shm": "shm:5", "shm": "shm:5",
          "shm-in-place": "shm-in-place:5", "shm-mapped": "shm-direct:5", "ring": "ring:5",
          "mpi": "mpi:5",
          "teardown": "teardown"}
 # Transports forced per phase (on every rank, so the plan agrees).
-TRANSPORT = {"shm": "shm", "shm-in-place": "shm", "shm-mapped": "shm", "ring": "ring",
+TRANSPORT = {"shm": "shm", "blocking-shm": "shm", "shm-in-place": "shm", "shm-mapped": "shm", "ring": "ring",
              "mpi": "mpi"}
 SHUTDOWN_PHASES = ("order", "reverse", "idiom", "busy")
 
