@@ -6,6 +6,7 @@
 //   kolo::dtype_of<T>()   the kolo_dtype_t of a C++ element type.
 //   kolo::allreduce_async typed submission: a throwing form that returns a Handle,
 //                         and a non-throwing form that returns kolo_status_t.
+//   kolo::allreduce       the blocking allreduce (kolo_allreduce_ex), throwing.
 //   the collective set    allgather_async, broadcast_async, alltoall_async,
 //                         reducescatter_async, in the same two forms; Handle::output<T>() / splits() read the
 //                         kolo-allocated results; barrier() and join().
@@ -386,6 +387,21 @@ Handle allreduce_async(const std::string& name, const T* input, T* output,
   const kolo_status_t status = allreduce_async(name, input, output, count, &handle,
                                                op, prescale, postscale, device, options);
   return detail::handle_or_throw(status, std::move(handle), "allreduce_async", name);
+}
+
+// The blocking allreduce (kolo_allreduce_ex in kolo.h): returns once `output`
+// holds the result; throws Error with the operation's status and message when
+// it was refused or failed (on every rank, for a mismatch or a failed peer).
+template <class T>
+void allreduce(const std::string& name, const T* input, T* output, std::int64_t count,
+               kolo_op_t op = KOLO_OP_SUM, double prescale = 1.0, double postscale = 1.0,
+               kolo_device_t device = cpu_device(), const Options& options = Options()) {
+  detail::check_shapes(options, 1, "allreduce");
+  const detail::COptions c_options(options);
+  const kolo_status_t status = kolo_allreduce_ex(name.c_str(), input, output, count, dtype_of<T>(),
+                                                 op, prescale, postscale, device, c_options.get());
+  if (status != KOLO_OK)
+    throw Error(status, "kolo::allreduce('" + name + "')", kolo_last_error());
 }
 
 // ---- the collective set ------------------------------------------------------

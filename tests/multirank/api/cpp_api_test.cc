@@ -112,6 +112,31 @@ TEST_F(CppApi, ProcessSetQueriesAndCollectivesInTheSet) {
   }
 }
 
+// kolo::allreduce blocks: in a process set (the set's runtime takes the call),
+// in the global set, and a mismatch throws Error on every rank.
+TEST_F(CppApi, TheBlockingAllreduceInASetAndItsErrors) {
+  const kolo::ProcessSet set = kolo::add_process_set(members_);
+  if (set.included()) {
+    std::vector<std::int64_t> x(5, rank_ + 1);
+    for (int repeat = 0; repeat < 3; ++repeat)
+      kolo::allreduce("blocking_in_set", x.data(), x.data(), 5, KOLO_OP_MAX, 1.0, 1.0,
+                      kolo::cpu_device(), set.options());
+    for (std::int64_t v : x) EXPECT_EQ(v, sorted_members().back() + 1);
+  }
+  std::vector<double> y(4, 1.0);
+  kolo::allreduce("blocking_global", y.data(), y.data(), 4);
+  EXPECT_EQ(y, std::vector<double>(4, static_cast<double>(size_)));
+  try {
+    kolo::allreduce("blocking_mismatch", y.data(), y.data(), rank_ == 0 ? 3 : 4);
+    ADD_FAILURE() << "no error for a count that differs on rank 0";
+  } catch (const kolo::Error& e) {
+    EXPECT_EQ(e.code(), KOLO_ERR_MISMATCH) << e.what();
+    EXPECT_NE(std::string(e.what()).find("blocking_mismatch"), std::string::npos) << e.what();
+  }
+  kolo::barrier();  // every member is done with the set before it goes
+  kolo::remove_process_set(set);
+}
+
 TEST_F(CppApi, ShapesAreNegotiatedAndTheirNumberChecked) {
   std::vector<float> x(6, 1.0f);
   kolo::Options agreed;
