@@ -242,6 +242,20 @@ kolo_status_t submit_named(kolo::Collective collective, const char* name,
   return submit(std::move(a), handle);
 }
 
+// A reduction's own fields (the allreduce's, asynchronous and blocking, and the
+// reducescatter's but its row_count).
+auto reduction_fields(const void* input, void* output, int64_t count, kolo_op_t op,
+                      double prescale, double postscale) {
+  return [=](kolo::core::CollectiveArgs& a) {
+    a.input = input;
+    a.output = output;
+    a.rows = count;
+    a.op = static_cast<kolo::ReduceOp>(op);
+    a.prescale = prescale;
+    a.postscale = postscale;
+  };
+}
+
 // A blocking call: the operation runs to its end (Runtime::run), and its outcome
 // is the status.
 template <typename Fill>
@@ -403,14 +417,7 @@ kolo_status_t kolo_allreduce_async_ex(const char* name, const void* input, void*
                                       const kolo_options_t* options, kolo_handle_t* handle) {
   return guarded([&] {
     return submit_named(kolo::Collective::kAllreduce, name, dtype, device, options, handle,
-                        [&](kolo::core::CollectiveArgs& a) {
-                          a.input = input;
-                          a.output = output;
-                          a.rows = count;
-                          a.op = static_cast<kolo::ReduceOp>(op);
-                          a.prescale = prescale;
-                          a.postscale = postscale;
-                        });
+                        reduction_fields(input, output, count, op, prescale, postscale));
   });
 }
 
@@ -426,14 +433,7 @@ kolo_status_t kolo_allreduce_ex(const char* name, const void* input, void* outpu
                                 const kolo_options_t* options) {
   return guarded([&] {
     return run_named(kolo::Collective::kAllreduce, name, dtype, device, options,
-                     [&](kolo::core::CollectiveArgs& a) {
-                       a.input = input;
-                       a.output = output;
-                       a.rows = count;
-                       a.op = static_cast<kolo::ReduceOp>(op);
-                       a.prescale = prescale;
-                       a.postscale = postscale;
-                     });
+                     reduction_fields(input, output, count, op, prescale, postscale));
   });
 }
 
@@ -515,13 +515,8 @@ kolo_status_t kolo_reducescatter_async_ex(const char* name, const void* input, v
   return guarded([&] {
     return submit_named(kolo::Collective::kReducescatter, name, dtype, device, options,
                         handle, [&](kolo::core::CollectiveArgs& a) {
-                          a.input = input;
-                          a.output = output;
-                          a.rows = rows;
+                          reduction_fields(input, output, rows, op, prescale, postscale)(a);
                           a.row_count = row_count;
-                          a.op = static_cast<kolo::ReduceOp>(op);
-                          a.prescale = prescale;
-                          a.postscale = postscale;
                         });
   });
 }
