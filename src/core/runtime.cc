@@ -145,7 +145,6 @@ Status Runtime::enter(CollectiveArgs args, std::shared_ptr<HandleState>* handle,
   entry.enqueued = Clock::now();
   entry.handle->stamp(HandleState::kSubmitted, entry.enqueued);
   auto h = entry.handle;
-  if (device_lock.owns_lock()) device_lock.unlock();  // release_world() may need it while we wait
   // Note [A blocking call enters the cycle] (coordinator_gate.h).
   Status refused;
   if (blocking && h->helper != nullptr &&
@@ -154,7 +153,10 @@ Status Runtime::enter(CollectiveArgs args, std::shared_ptr<HandleState>* handle,
   } else if (Status s = queue_.push(std::move(entry)); !s.ok()) {
     return s;
   }
-  if (blocking) h->wait(-1.0);
+  if (blocking) {
+    if (device_lock.owns_lock()) device_lock.unlock();  // release_world() takes it
+    h->wait(-1.0);
+  }
   *handle = std::move(h);
   return Status::OK();
 }
