@@ -158,6 +158,12 @@ _SIGNATURES = {
                   _c_int64_p, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device, _handle_p]),
     "kolo_barrier": (_status, []),
     "kolo_join": (_status, [_c_int_p]),
+    # Blocking; the package waits through handles instead, in slices that let
+    # Ctrl-C through (docs/c-api.md). Declared for callers of the C API.
+    "kolo_allreduce": (_status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int]),
+    "kolo_allreduce_ex": (
+        _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device,
+                  _opts_p]),
     "kolo_allreduce_async_ex": (
         _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device,
                   _opts_p, _handle_p]),
