@@ -243,7 +243,7 @@ const Knob kKnobs[] = {
        return true;
      },
      [](const Config& c) { return std::to_string(c.ring_segment_bytes); }},
-    {{"KOLO_AND_CARRY_BYTES", KnobType::kBytes, "4K",
+    {{"KOLO_AND_CARRY_BYTES", KnobType::kBytes, "16K",
       "a byte count from 0 to 16K with an optional K suffix, e.g. 4K",
       "on one node, a host allreduce bucket of at most this many bytes whose tensors are "
       "all cached rides with the negotiation's AND (one shared-memory round trip, not two); "

@@ -43,7 +43,7 @@ struct Config {
   int64_t large_tensor_bytes = 1 << 20;       // KOLO_LARGE_TENSOR_BYTES
   int64_t shm_slice_bytes = 512 << 10;        // KOLO_SHM_SLICE_BYTES
   int64_t ring_segment_bytes = 256 << 10;     // KOLO_RING_SEGMENT_BYTES
-  int64_t and_carry_bytes = 4 << 10;          // KOLO_AND_CARRY_BYTES (Note [Data rides with the AND])
+  int64_t and_carry_bytes = 16 << 10;          // KOLO_AND_CARRY_BYTES (Note [Data rides with the AND])
   std::string transport_small = "auto";       // KOLO_TRANSPORT_SMALL
   std::string transport_large = "auto";       // KOLO_TRANSPORT_LARGE
   bool autotune = false;                      // KOLO_AUTOTUNE

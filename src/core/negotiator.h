@@ -223,10 +223,12 @@ class Negotiator {
 // the peers' in rank order), and it costs no second rendezvous. Otherwise,
 // which every rank sees alike, the cycle goes on as before and the packed
 // bytes are never read. Peers' slots stay readable until this rank's next AND
-// (NodeAnd's two slots). The default of 4 KiB is the shm engine's one-round
-// size: past it the engine splits the reduction among the ranks, and carried
-// allreduces of 16 KiB measured slower (docs/perf/small-ops.md, "Data rides
-// with the AND").
+// (NodeAnd's two slots). The default is the largest the knob takes, 16 KiB:
+// from 8 KiB the carried operation (every rank reading every copy) measured
+// faster than the shm engine's split rounds after the AND, for every
+// collective at 2 ranks and for the allreduce at 4 (docs/perf/small-ops.md,
+// "The carry's limit, measured again"; the first measurement, at 4 KiB's
+// favour, is in "Data rides with the AND").
 
 // Note [Announcements]
 // Some decisions are rank 0's alone but must take effect on every rank at the

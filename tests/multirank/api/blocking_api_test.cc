@@ -30,7 +30,8 @@ class BlockingDtype : public KoloTest {};
 TYPED_TEST_SUITE(BlockingDtype, AllDtypes);
 
 // Each size once uncached, then cached; 1 and 300 elements ride with the AND,
-// 3000 do not (past the 4 KiB carry for the wider types), 70000 take the shm
+// 3000 ride for the types of at most 4 bytes and not for the 8-byte ones (past
+// the 16 KiB carry), 70000 take the shm
 // engine's rounds. The asynchronous call runs the same inputs under its own
 // name: the two outputs must be the same bytes, and every op but AVERAGE the
 // exact values.

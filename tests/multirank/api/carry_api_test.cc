@@ -27,7 +27,8 @@ class CarryDtype : public KoloTest {};
 TYPED_TEST_SUITE(CarryDtype, AllDtypes);
 
 // The first call of a name takes the slow path; the repeats are cached and, at
-// most 4 KiB, ride with the AND. Each repeat has new inputs, so a result read
+// most the carry's limit (16 KiB by default), ride with the AND: 3000 elements do
+// for the types of at most 4 bytes. Each repeat has new inputs, so a result read
 // from an earlier call's copies is caught.
 TYPED_TEST(CarryDtype, CachedRepeatsAreExactForEveryOp) {
   using T = TypeParam;
@@ -37,7 +38,7 @@ TYPED_TEST(CarryDtype, CachedRepeatsAreExactForEveryOp) {
   const bool power_of_two = (this->size_ & (this->size_ - 1)) == 0;
   for (kolo_op_t op : {KOLO_OP_SUM, KOLO_OP_AVERAGE, KOLO_OP_MIN, KOLO_OP_MAX, KOLO_OP_PRODUCT}) {
     if (is_bool && op == KOLO_OP_AVERAGE) continue;  // refused (allreduce_api_test)
-    for (int64_t count : {int64_t{1}, int64_t{this->size_ + 1}, int64_t{300}}) {
+    for (int64_t count : {int64_t{1}, int64_t{this->size_ + 1}, int64_t{300}, int64_t{3000}}) {
       const std::string name = "carry" + std::to_string(op) + "_" + std::to_string(count);
       for (int repeat = 0; repeat < 4; ++repeat) {
         std::vector<typename T::Storage> in(count), out(count);
@@ -267,7 +268,7 @@ std::string timeline_of_repeats(const char* knob, int repeats) {
 // Every bucket is one tensor; each appears as "allreduce <transport>".
 TEST(CarryKnob, CachedBucketsUpToTheKnobRideAndOthersDoNot) {
   const int repeats = 20;
-  const std::string on = timeline_of_repeats(nullptr, repeats);
+  const std::string on = timeline_of_repeats("4K", repeats);
   // The first of each name is the slow path; later ones may differ across ranks
   // only while the timeline starts (its flag is in the vector).
   const size_t rode = occurrences(on, "\"name\": \"allreduce shm+and\"");
@@ -282,6 +283,12 @@ TEST(CarryKnob, CachedBucketsUpToTheKnobRideAndOthersDoNot) {
               static_cast<size_t>(repeats))
         << kind << on;
   }
+
+  // The default (16 KiB) takes 4 KiB + 4 B as well.
+  const std::string by_default = timeline_of_repeats(nullptr, repeats);
+  EXPECT_GE(occurrences(by_default, "\"name\": \"allreduce shm+and\""),
+            static_cast<size_t>(repeats))
+      << by_default;
 
   const std::string off = timeline_of_repeats("0", repeats);
   EXPECT_EQ(occurrences(off, "shm+and"), 0u) << off;

@@ -78,7 +78,7 @@ TEST(KnobsTest, TunedSizesAndAutotuneKnobsAreChecked) {
   EXPECT_NE(load_error("KOLO_AND_CARRY_BYTES", "17K").find("from 0 to 16K"), std::string::npos);
   EXPECT_NE(load_error("KOLO_AND_CARRY_BYTES", "-1").find("KOLO_AND_CARRY_BYTES"),
             std::string::npos);
-  EXPECT_EQ(load_ok({{"KOLO_AND_CARRY_BYTES", "16K"}}).and_carry_bytes, 16 << 10);
+  EXPECT_EQ(load_ok({{"KOLO_AND_CARRY_BYTES", "4K"}}).and_carry_bytes, 4 << 10);
   EXPECT_EQ(load_ok({{"KOLO_AND_CARRY_BYTES", "0"}}).and_carry_bytes, 0);
   EXPECT_NE(load_error("KOLO_AUTOTUNE", "maybe").find("KOLO_AUTOTUNE=\"maybe\""), std::string::npos);
   EXPECT_NE(load_error("KOLO_AUTOTUNE_SAMPLE_SECONDS", "0").find("0.001"), std::string::npos);
@@ -108,7 +108,7 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   EXPECT_EQ(c.large_tensor_bytes, 1 << 20);
   EXPECT_EQ(c.shm_slice_bytes, 512 << 10);
   EXPECT_EQ(c.ring_segment_bytes, 256 << 10);
-  EXPECT_EQ(c.and_carry_bytes, 4 << 10);
+  EXPECT_EQ(c.and_carry_bytes, 16 << 10);
   EXPECT_EQ(c.transport_small, "auto");
   EXPECT_EQ(c.transport_large, "auto");
   EXPECT_FALSE(c.autotune);
@@ -129,7 +129,7 @@ TEST(KnobsTest, DefaultsWhenUnset) {
   const std::vector<std::string> expected = {"64M", "1",    "1024",    "",     "0",
                                              "60",  "0",    "0",       "-1",   "warning",
                                              "auto", "",   "0",    "1024", ".",      "10",
-                                             "0",   "1M",   "512K",    "256K", "4K",
+                                             "0",   "1M",   "512K",    "256K", "16K",
                                              "auto",
                                              "auto", "0",   "",        "3",    "0.5",
                                              "40",  "auto", "",        "",     "0",    "",
