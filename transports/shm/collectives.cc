@@ -511,7 +511,8 @@ Status ShmCollectives::run_call(Call& c) {
   // The first round: the header and the first pieces.
   if (g0 >= 1) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g0 - 1));
   write_header(c, header(c.me, g0));
-  if (!c.one_pass) post(c, 0);
+  const bool headers_only = c.one_pass || root_publishes_mapped(c);
+  if (!headers_only) post(c, 0);
   if (c.stream_slot) _mm_sfence();
   publish_counter(counter(c.me, kPosted), g0 + 1);
   if (c.one_pass)

@@ -141,6 +141,7 @@ class ShmCollectives {
   int64_t broadcast_piece(const Call& call) const;
   Status reduce_direct(const Call& call);
   bool sources_shared(const Call& call) const;
+  bool root_publishes_mapped(const Call& call) const;
   void map_sources(const Call& call);
   Status read_source(const Call& call, int p, int64_t at, char* dst, int64_t count);
   // Waits until counter `which` of every local rank in [0, n) other than this one

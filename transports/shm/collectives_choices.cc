@@ -180,6 +180,23 @@ bool ShmCollectives::sources_shared(const Call& c) const {
   return true;
 }
 
+// Note [A mapped broadcast skips the slot]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The receivers of a broadcast whose root publishes a span and whose count
+// reaches Options::shared_direct_min_bytes read the root's buffer mapped after
+// the first round (Note [The peers' sources in kolo memory]). The root's first
+// slot piece (up to the whole slot) would then be copied for nobody, and the
+// receivers would wait for that copy before they start theirs: at 1 MiB two
+// copies of the call in a row where one does. So such a root posts the header
+// alone. It decides from its own header and the view's count, which the
+// receivers check against theirs before they read, and only where the node
+// takes the single-copy path at all: every rank that reads the root reads it
+// the same way.
+bool ShmCollectives::root_publishes_mapped(const Call& c) const {
+  if (c.op != Collective::kBroadcast || c.me != c.view->root || !single_copy()) return false;
+  return c.bytes(c.view->count) >= options_.shared_direct_min_bytes && sources_shared(c);
+}
+
 void ShmCollectives::map_sources(const Call& c) {
   peer_source_.assign(static_cast<size_t>(c.n), nullptr);
   for (int p = 0; p < c.n; ++p) {
