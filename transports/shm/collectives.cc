@@ -327,11 +327,13 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   h[kCount] = bcast ? v.count : c.op == Collective::kAlltoall ? v.alltoall_total : 0;
   h[kReduceOp] = reduces ? static_cast<int64_t>(v.reduction.op) : 0;
   h[kPid] = pid_;
-  const char* source = bcast ? c.bcast_src : c.in;
-  h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(source));
   // Note [The peers' sources in kolo memory]: a broadcast's peers read the
-  // root's count elements; the other collectives read from the input.
-  const size_t source_bytes = bcast ? (c.me == v.root ? c.bytes(v.count) : 0) : c.in_bytes;
+  // root's count elements; the other collectives read from the input. A
+  // broadcast's receivers publish their output, which the root may write
+  // (Note [The root writes a share]).
+  const char* source = !bcast ? c.in : c.me == v.root ? c.bcast_src : c.out;
+  h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(source));
+  const size_t source_bytes = bcast ? c.bytes(v.count) : c.in_bytes;
   SharedSpan span;
   const bool shared = source_bytes > 0 && find_shared(source, source_bytes, &span);
   h[kFd] = shared ? span.fd : source_bytes == 0 ? kNoSource : -1;
@@ -344,6 +346,10 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
                                                      : v.recv_counts[i];
     h[kFields + c.n + i] = c.op == Collective::kAlltoall ? v.recv_counts[i] : 0;
   }
+  // A broadcast root's second row (unused otherwise): its own word says whether
+  // it writes a share into the receivers' outputs; receiver d's word, set later,
+  // whether it wrote d's (Note [The root writes a share]).
+  if (bcast && c.me == v.root) h[kFields + c.n + c.me] = c.bcast_src == c.out;
 }
 
 // Every rank reads every header, so every rank finds the same first difference.

@@ -47,8 +47,8 @@ class ShmCollectives {
   static constexpr size_t kOnePassMaxBytes = size_t{16} << 20;
   // Calls whose largest block has at least this many bytes, and whose every
   // rank's data lies in kolo_alloc memory, copy straight from the peers' buffers,
-  // mapped (Note [The peers' sources in kolo memory]).
-  static constexpr size_t kSharedDirectMinBytes = size_t{1} << 20;
+  // mapped (Note [The peers' sources in kolo memory] says why 16 KiB).
+  static constexpr size_t kSharedDirectMinBytes = size_t{16} << 10;
   // Allgathers and alltoalls whose output has at least kStreamOutputMinBytes,
   // and broadcasts of at least kBroadcastStreamOutputMinBytes, write their
   // output with streaming stores (Note [Streaming the output]).
@@ -140,6 +140,7 @@ class ShmCollectives {
   Status decide_slot_stores(Call& call, int64_t largest_bytes);
   int64_t broadcast_piece(const Call& call) const;
   Status reduce_direct(const Call& call);
+  Status broadcast_direct(const Call& call);
   bool sources_shared(const Call& call) const;
   bool root_publishes_mapped(const Call& call) const;
   void map_sources(const Call& call);
@@ -167,6 +168,7 @@ class ShmCollectives {
   std::vector<char> scratch_;  // reduce_direct's peer piece, post's prescaled piece; pre-faulted
   PeerMappings mappings_;                 // the peers' kolo_alloc memory this engine read
   std::vector<const char*> peer_source_;  // this call's, mapped (null: read_peer)
+  std::vector<char*> peer_output_;        // a broadcast root's: the receivers' outputs, mapped
   bool far_ = false;  // the node's last verdict when this call began (or the forced answer)
 };
 

@@ -119,11 +119,7 @@ Status ShmCollectives::copy_direct(const Call& c) {
   const CollectiveView& v = *c.view;
   switch (c.op) {
     case Collective::kBroadcast:
-      if (c.me == v.root) {
-        if (c.bcast_src != c.out) copy_bytes(c.out, c.bcast_src, c.bytes(v.count));
-        return Status::OK();
-      }
-      return read_source(c, v.root, 0, c.out, v.count);
+      return broadcast_direct(c);
     case Collective::kReducescatter:
       return reduce_direct(c);
     case Collective::kAllgather:
@@ -163,12 +159,18 @@ Status ShmCollectives::copy_direct(const Call& c) {
 // - the single-copy paths (one pass, Options::single_copy_min_bytes) read a
 //   mapped peer that way, and every other peer through read_peer;
 // - a call whose largest block has at least Options::shared_direct_min_bytes
-//   (1 MiB, as the allreduce's in-place path: Note [Reading a peer's buffer in
-//   place]) and whose every source rank published a span takes the single-copy
-//   path after its first round, as the allreduce decides after its first
-//   slice: every rank reads the same headers, so all decide alike. The first
-//   round's slot pieces are then wasted (a slot of 1 MiB, against the call's
-//   1 MiB or more); reducescatter reduces straight from the mapped peers.
+//   (16 KiB) and whose every source rank published a span takes the
+//   single-copy path after its first round, as the allreduce decides after its
+//   first slice: every rank reads the same headers, so all decide alike. The
+//   first round's slot pieces are then wasted (a broadcast root skips its:
+//   Note [A mapped broadcast skips the slot]); reducescatter reduces straight
+//   from the mapped peers. 16 KiB, not the 1 MiB it was: from kolo memory at 2
+//   ranks, the broadcast from 32 KiB to 512 KiB went from 0.54-0.99x MPI to
+//   1.08-1.96x, the reducescatter from 32 KiB to 1 MiB from 0.94-4.89x to
+//   1.30-7.12x, the alltoall of 32 KiB (below the one pass) from 0.72-0.78x to
+//   1.35-1.38x, and the rest stayed within the runs' spread; below 16 KiB the
+//   AND carries the data by default (docs/perf/small-ops.md, "The peers'
+//   buffers from 16 KiB").
 // A rank that cannot map a peer's span reads that peer through read_peer
 // (single_copy() says it can), so a failed mapping costs speed, never the call.
 bool ShmCollectives::sources_shared(const Call& c) const {
@@ -197,11 +199,59 @@ bool ShmCollectives::root_publishes_mapped(const Call& c) const {
   return c.bytes(c.view->count) >= options_.shared_direct_min_bytes && sources_shared(c);
 }
 
+// Note [The root writes a share]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Read from the root in place, a broadcast costs each receiver one copy of the
+// call while the root, whose buffer is its output already, waits. With the
+// receivers' outputs in kolo memory the root can copy too: it maps them (their
+// headers publish their outputs) and writes the call's last 1/n (from a cache
+// line on) into every receiver it mapped, while each receiver copies the rest,
+// so every rank copies (n-1)/n of the call. A root whose input is not its
+// output copies the whole call into its output first, as much as a receiver
+// copies, so it writes no share. The root's header says in its first round
+// whether it will (its own word of the second row); it marks each receiver whose
+// share it wrote before it posts done, and a receiver whose output it could not
+// map copies the share itself once it sees that. The runs:
+// docs/perf/small-ops.md, "A broadcast's root writes a share".
+Status ShmCollectives::broadcast_direct(const Call& c) {
+  const CollectiveView& v = *c.view;
+  int64_t* root = header(v.root, c.first);
+  int64_t* marks = root + kFields + c.n;  // the root's second row
+  const int64_t per_line = std::max<int64_t>(1, static_cast<int64_t>(kCacheLine / c.elem));
+  const int64_t keep =
+      std::min(v.count, (v.count - v.count / c.n + per_line - 1) / per_line * per_line);
+  const size_t share = c.bytes(v.count - keep);
+  if (c.me == v.root) {
+    if (c.bcast_src != c.out) {
+      copy_bytes(c.out, c.bcast_src, c.bytes(v.count));
+      return Status::OK();
+    }
+    for (int d = 0; d < c.n && share > 0; ++d) {
+      char* theirs = peer_output_[static_cast<size_t>(d)];
+      if (d == c.me || theirs == nullptr) continue;
+      copy(theirs + c.bytes(keep), c.out + c.bytes(keep), share, c.stream);
+      marks[d] = 1;
+    }
+    return Status::OK();
+  }
+  const bool split = marks[v.root] != 0 && header(c.me, c.first)[kFd] >= 0 && share > 0;
+  KOLO_RETURN_IF_ERROR_AS_IS(read_source(c, v.root, 0, c.out, split ? keep : v.count));
+  if (!split) return Status::OK();
+  KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, c.first + 1, v.root));
+  if (marks[c.me] != 0) return Status::OK();
+  return read_source(c, v.root, keep, c.out + c.bytes(keep), v.count - keep);
+}
+
+// The peers' buffers this call reads (and a broadcast root, the receivers'
+// outputs it writes), mapped where they lie in kolo memory.
 void ShmCollectives::map_sources(const Call& c) {
   peer_source_.assign(static_cast<size_t>(c.n), nullptr);
+  peer_output_.assign(static_cast<size_t>(c.n), nullptr);
+  const bool bcast = c.op == Collective::kBroadcast;
   for (int p = 0; p < c.n; ++p) {
     const int64_t* h = header(p, c.first);
     if (p == c.me || h[kFd] < 0) continue;
+    if (bcast && c.me != c.view->root && p != c.view->root) continue;  // receivers read the root
     SharedSpan span;
     span.pid = h[kPid];
     span.fd = h[kFd];
@@ -209,7 +259,11 @@ void ShmCollectives::map_sources(const Call& c) {
     span.bytes = static_cast<uint64_t>(h[kMapBytes]);
     span.offset = static_cast<uint64_t>(h[kMapOffset]);
     char* at = nullptr;
-    if (mappings_.map(span, &at).ok()) peer_source_[static_cast<size_t>(p)] = at;
+    if (!mappings_.map(span, &at).ok()) continue;
+    if (bcast && c.me == c.view->root)
+      peer_output_[static_cast<size_t>(p)] = at;
+    else
+      peer_source_[static_cast<size_t>(p)] = at;
   }
 }
 

@@ -28,7 +28,10 @@ using transport::CollectiveView;
 // in-place reducescatter reads a private copy of its input (heap), so it keeps
 // the slots. Exact every way; every vector is a new allocation, so the
 // mappings follow the owners' frees. Inside the one-pass window the mapped
-// peers are read too (one round either way).
+// peers are read too (one round either way). The in-place broadcast from rank
+// 0 is the one whose root writes the last share of every receiver's output
+// that lies in kolo memory (Note [The root writes a share]); a receiver on the
+// heap copies all of its own, and the out-of-place root writes no share.
 TEST(ShmCollectives, KoloMemorySourcesAreReadMapped) {
   ShmCollectives::Options o;
   o.one_pass_min_bytes = SIZE_MAX;  // the slots, unless mapped
