@@ -517,8 +517,8 @@ Status ShmCollectives::run_call(Call& c) {
   // The first round: the header and the first pieces.
   if (g0 >= 1) KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g0 - 1));
   write_header(c, header(c.me, g0));
-  const bool headers_only = c.one_pass || root_publishes_mapped(c);
-  if (!headers_only) post(c, 0);
+  c.header_only = !c.one_pass && posted_header_only(c, c.me, largest_in_view(c));
+  if (!c.one_pass && !c.header_only) post(c, 0);
   if (c.stream_slot) _mm_sfence();
   publish_counter(counter(c.me, kPosted), g0 + 1);
   if (c.one_pass)
@@ -538,7 +538,8 @@ Status ShmCollectives::run_call(Call& c) {
     for (int i = 0; i < c.n; ++i) largest = std::max(largest, header(r, g0)[kFields + i]);
   }
   const size_t largest_bytes = c.bytes(largest);
-  const bool mapped = largest_bytes >= options_.shared_direct_min_bytes && sources_shared(c);
+  bool mapped = largest_bytes >= options_.shared_direct_min_bytes && sources_shared(c);
+  for (int r = 0; r < c.n && !mapped; ++r) mapped = posted_header_only(c, r, largest);
   if (c.one_pass ||
       (single_copy() && (largest_bytes >= options_.single_copy_min_bytes || mapped))) {
     // Note [Single copy for large calls]: done only once every peer is done

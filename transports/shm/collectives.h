@@ -142,7 +142,8 @@ class ShmCollectives {
   Status reduce_direct(const Call& call);
   Status broadcast_direct(const Call& call);
   bool sources_shared(const Call& call) const;
-  bool root_publishes_mapped(const Call& call) const;
+  int64_t largest_in_view(const Call& call) const;
+  bool posted_header_only(const Call& call, int r, int64_t largest) const;
   void map_sources(const Call& call);
   Status read_source(const Call& call, int p, int64_t at, char* dst, int64_t count);
   // Waits until counter `which` of every local rank in [0, n) other than this one

@@ -54,6 +54,9 @@ struct ShmCollectives::Call {
   // The peers' blocks are read straight from their inputs, with no slot round
   // (Note [One pass from the peers' inputs]); decided from the view alone.
   bool one_pass = false;
+  // The first round carries this rank's header alone, its source being read
+  // mapped (Note [A mapped source skips the slot]).
+  bool header_only = false;
   int64_t own_done = 0;     // elements of this rank's own block already in its output
   size_t elem = 4;
   int n = 1, me = 0;

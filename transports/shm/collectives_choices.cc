@@ -134,8 +134,8 @@ Status ShmCollectives::copy_direct(const Call& c) {
     char* dst = c.out + c.bytes((*c.displs_out)[p]);
     if (p == c.me) {
       // The first round's piece is there already (post_own(), copy_own()), or
-      // the whole block (copy_own_whole()).
-      const int64_t done = c.one_pass ? c.own_done : c.len(m, 0);
+      // the whole block (copy_own_whole()), or none (a header alone).
+      const int64_t done = c.one_pass ? c.own_done : c.header_only ? 0 : c.len(m, 0);
       const char* src = c.in + c.bytes((alltoall ? (*c.displs_in)[c.me] : 0) + done);
       if (m > done && src != dst + c.bytes(done))
         copy(dst + c.bytes(done), src, c.bytes(m - done), c.stream);
@@ -159,12 +159,12 @@ Status ShmCollectives::copy_direct(const Call& c) {
 // - the single-copy paths (one pass, Options::single_copy_min_bytes) read a
 //   mapped peer that way, and every other peer through read_peer;
 // - a call whose largest block has at least Options::shared_direct_min_bytes
-//   (16 KiB) and whose every source rank published a span takes the
+//   (16 KiB) and whose every source rank published a span (or one rank
+//   posted its header alone: Note [A mapped source skips the slot]) takes the
 //   single-copy path after its first round, as the allreduce decides after its
-//   first slice: every rank reads the same headers, so all decide alike. The
-//   first round's slot pieces are then wasted (a broadcast root skips its:
-//   Note [A mapped broadcast skips the slot]); reducescatter reduces straight
-//   from the mapped peers. 16 KiB, not the 1 MiB it was: from kolo memory at 2
+//   first slice: every rank reads the same headers, so all decide alike. An
+//   alltoall's first slot pieces are then wasted; reducescatter reduces
+//   straight from the mapped peers. 16 KiB, not the 1 MiB it was: from kolo memory at 2
 //   ranks, the broadcast from 32 KiB to 512 KiB went from 0.54-0.99x MPI to
 //   1.08-1.96x, the reducescatter from 32 KiB to 1 MiB from 0.94-4.89x to
 //   1.30-7.12x, the alltoall of 32 KiB (below the one pass) from 0.72-0.78x to
@@ -182,21 +182,47 @@ bool ShmCollectives::sources_shared(const Call& c) const {
   return true;
 }
 
-// Note [A mapped broadcast skips the slot]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The receivers of a broadcast whose root publishes a span and whose count
-// reaches Options::shared_direct_min_bytes read the root's buffer mapped after
-// the first round (Note [The peers' sources in kolo memory]). The root's first
-// slot piece (up to the whole slot) would then be copied for nobody, and the
-// receivers would wait for that copy before they start theirs: at 1 MiB two
-// copies of the call in a row where one does. So such a root posts the header
-// alone. It decides from its own header and the view's count, which the
-// receivers check against theirs before they read, and only where the node
-// takes the single-copy path at all: every rank that reads the root reads it
-// the same way.
-bool ShmCollectives::root_publishes_mapped(const Call& c) const {
-  if (c.op != Collective::kBroadcast || c.me != c.view->root || !single_copy()) return false;
-  return c.bytes(c.view->count) >= options_.shared_direct_min_bytes && sources_shared(c);
+// Note [A mapped source skips the slot]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A source that lies in kolo memory is read mapped once the call is large
+// enough (Note [The peers' sources in kolo memory]), so its first slot piece
+// would be copied for nobody, and its readers would wait for that copy before
+// they start theirs: at 1 MiB, two copies of a broadcast in a row where one
+// does. So a rank whose source is mapped posts its first round's header alone
+// when the node reads single copy at all and the call's largest block, as its
+// own view gives it, reaches Options::shared_direct_min_bytes: a broadcast's
+// count, an allgather's or reducescatter's largest recv_count (which the
+// headers compare, so an agreed call has the same on every rank). Every rank
+// sees from the headers which ranks did, and if any did the whole call takes
+// the single-copy path, reading peers on the heap through read_peer: nobody
+// reads a slot that was not written. An alltoall rank knows only its own row
+// and column, so it posts as before.
+int64_t ShmCollectives::largest_in_view(const Call& c) const {
+  const CollectiveView& v = *c.view;
+  switch (c.op) {
+    case Collective::kBroadcast:
+      return v.count;
+    case Collective::kAllgather:
+    case Collective::kReducescatter:
+      return v.recv_counts.empty() ? 0 : *std::max_element(v.recv_counts.begin(), v.recv_counts.end());
+    default:
+      return 0;
+  }
+}
+
+// Whether rank r posted its first round's header alone, for a call whose
+// largest block has `largest` elements (Note [A mapped source skips the slot]).
+bool ShmCollectives::posted_header_only(const Call& c, int r, int64_t largest) const {
+  if (!single_copy() || c.bytes(largest) < options_.shared_direct_min_bytes) return false;
+  switch (c.op) {
+    case Collective::kBroadcast:
+      return r == c.view->root && header(r, c.first)[kFd] >= 0;
+    case Collective::kAllgather:
+    case Collective::kReducescatter:
+      return header(r, c.first)[kFd] >= 0;
+    default:
+      return false;
+  }
 }
 
 // Note [The root writes a share]

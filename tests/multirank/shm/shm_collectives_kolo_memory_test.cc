@@ -20,13 +20,15 @@ using namespace mpi::testing;         // NOLINT: the test helpers
 using transport::CollectiveView;
 
 // Note [The peers' sources in kolo memory]: when every rank's buffers come
-// from kolo_alloc, calls whose largest block has 1 MiB or more read the peers'
+// from kolo_alloc, calls whose largest block has 16 KiB or more read the peers'
 // buffers mapped, in one round, where through the 1 MiB slots they take more.
-// With one rank's buffers on the heap (each rank in turn) every rank keeps the
-// slots, except in a broadcast from another root (only the root's buffer is
-// read) and in an allgather where that rank's block is empty (rows()). An
-// in-place reducescatter reads a private copy of its input (heap), so it keeps
-// the slots. Exact every way; every vector is a new allocation, so the
+// With one rank's buffers on the heap (each rank in turn) an allgather or a
+// reducescatter still takes one round when another rank's source lies in kolo
+// memory (that rank posts its header alone, Note [A mapped source skips the
+// slot], and the heap rank is read with one copy); an alltoall keeps the slots
+// and a broadcast reads its root only. An in-place reducescatter reads a
+// private copy of its input (heap) unless its own block is empty (rows()).
+// Exact every way; every vector is a new allocation, so the
 // mappings follow the owners' frees. Inside the one-pass window the mapped
 // peers are read too (one round either way). The in-place broadcast from rank
 // 0 is the one whose root writes the last share of every receiver's output
@@ -55,13 +57,22 @@ TEST(ShmCollectives, KoloMemorySourcesAreReadMapped) {
         EXPECT_GT(rounds, 1u) << "call " << call;
       ++call;
     };
-    const bool gather_mapped = all_kolo || rows(heap_rank, 1) == 0;
+    // Whether a rank other than the heap one has a source in kolo memory.
+    auto kolo_source = [&](auto&& has_source) {
+      for (int r = 0; r < size(); ++r)
+        if (r != heap_rank && has_source(r)) return true;
+      return false;
+    };
+    const bool gather_mapped = kolo_source([](int r) { return rows(r, 1) > 0; });
+    const bool scatter_mapped = kolo_source([](int) { return true; });
+    const bool in_place_scatter_mapped = kolo_source([](int r) { return rows(r, 1) == 0; });
     expect(gather_mapped, [&] { check_allgather<float>(*e, 300007, false, where); });
     expect(gather_mapped, [&] { check_allgather<int16_t>(*e, 600001, true, where); });
     expect(all_kolo, [&] { check_alltoall<int32_t>(*e, 200003, true, where); });
-    expect(all_kolo,
+    expect(scatter_mapped,
            [&] { check_reducescatter<double>(*e, 150001, ReduceOp::kSum, false, where); });
-    expect(false, [&] { check_reducescatter<float>(*e, 300007, ReduceOp::kMax, true, where); });
+    expect(in_place_scatter_mapped,
+           [&] { check_reducescatter<float>(*e, 300007, ReduceOp::kMax, true, where); });
     expect(heap_rank != last,
            [&] { check_broadcast<uint8_t>(*e, (3 << 20) + 5, last, false, where); });
     expect(heap_rank != 0, [&] { check_broadcast<int64_t>(*e, (1 << 19) + 3, 0, true, where); });
