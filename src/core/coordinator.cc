@@ -39,7 +39,7 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
                   complete(e, std::move(s), at);
                 },
                 &timeline_,
-                world.device_support),
+                world.device_support, world.host_outputs),
       flight_(static_cast<size_t>(config.flight_recorder)),
       // See Note [The waiter runs the cycle]: on one node the idle checks make no
       // foreign calls, so a cycle may run on any thread that holds the gate.

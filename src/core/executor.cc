@@ -24,8 +24,9 @@ namespace {
 
 Executor::Executor(transport::Selector& selector, FusionBuffer& fusion, int rank,
                    int world_size, Complete complete, Timeline* timeline,
-                   transport::DeviceSupport* device_support)
-    : context_(selector, fusion, rank, world_size, device_support, selector.carrier()),
+                   transport::DeviceSupport* device_support, transport::HostMemory host_outputs)
+    : context_(selector, fusion, rank, world_size, device_support, selector.carrier(),
+               host_outputs),
       allreduce_(context_),
       gather_(context_),
       alltoall_(context_),

@@ -43,10 +43,11 @@ class Executor {
   using Complete = std::function<void(TensorEntry&, Status, Clock::time_point at)>;
 
   // `timeline` may be null (no timeline); `device_support` is null when the world
-  // takes no device tensors.
+  // takes no device tensors; `host_outputs` says where host outputs come from.
   Executor(transport::Selector& selector, FusionBuffer& fusion, int rank, int world_size,
            Complete complete, Timeline* timeline,
-           transport::DeviceSupport* device_support = nullptr);
+           transport::DeviceSupport* device_support = nullptr,
+           transport::HostMemory host_outputs = {});
 
   // `pending` maps this rank's in-flight names to their entries; every OK response
   // names an entry in it — except allreduces this rank takes part in after it

@@ -73,14 +73,16 @@ class Family {
 
 struct ExecutionContext {
   ExecutionContext(transport::Selector& selector, FusionBuffer& fusion, int rank, int world_size,
-                   transport::DeviceSupport* device_support, const transport::Carrier* carrier)
+                   transport::DeviceSupport* device_support, const transport::Carrier* carrier,
+                   transport::HostMemory host_outputs)
       : selector(selector),
         fusion(fusion),
         rank(rank),
         world_size(world_size),
         device_support(device_support),
         carrier(carrier),
-        threshold(fusion.size()) {}
+        threshold(fusion.size()),
+        outputs_(std::make_shared<OutputPool>(host_outputs)) {}
 
   // What this collective's view starts from: the entry's buffers and device.
   transport::CollectiveView view_of(const TensorEntry& entry) const;
@@ -125,7 +127,7 @@ struct ExecutionContext {
   PlanScratch plan_scratch;
 
  private:
-  std::shared_ptr<OutputPool> outputs_ = std::make_shared<OutputPool>();
+  std::shared_ptr<OutputPool> outputs_;
 };
 
 // Note [Grouped collectives]

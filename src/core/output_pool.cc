@@ -17,6 +17,13 @@ OutputBuffer& OutputBuffer::operator=(OutputBuffer&& other) {
   return *this;
 }
 
+void BlockFree::operator()(char* p) const {
+  if (release != nullptr)
+    (void)release(p);  // the block came from it; nothing to do should it refuse
+  else
+    delete[] p;
+}
+
 OutputBuffer::~OutputBuffer() { give_back(); }
 
 void OutputBuffer::give_back() {
@@ -44,15 +51,21 @@ OutputBuffer OutputPool::take(size_t bytes) {
     }
   }
   out.capacity_ = std::max<size_t>(bytes, 1);
+  void* shared = nullptr;
+  if (shared_.allocate != nullptr && bytes >= kSharedMinBytes &&
+      shared_.allocate(out.capacity_, &shared).ok()) {
+    out.block_ = Block(static_cast<char*>(shared), BlockFree{shared_.release});
+    return out;
+  }
   out.block_.reset(new char[out.capacity_]);  // uninitialised: the collective writes it all
   return out;
 }
 
-void OutputPool::give(std::unique_ptr<char[]> block, size_t capacity) {
+void OutputPool::give(Block block, size_t capacity) {
   std::lock_guard<std::mutex> lock(mu_);
-  free_.push_back(Block{std::move(block), capacity});
+  free_.push_back(Free{std::move(block), capacity});
   if (free_.size() > kKeepBlocks) {  // drop the smallest: large ones are the costly ones
-    auto smallest = std::min_element(free_.begin(), free_.end(), [](const Block& a, const Block& b) {
+    auto smallest = std::min_element(free_.begin(), free_.end(), [](const Free& a, const Free& b) {
       return a.capacity < b.capacity;
     });
     free_.erase(smallest);

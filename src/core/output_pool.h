@@ -11,9 +11,19 @@
 #include <mutex>
 #include <vector>
 
+#include "transport/host_memory.h"
+
 namespace kolo::core {
 
 class OutputPool;
+
+// Frees a host block the way it was allocated: with `release` (kolo_alloc's
+// memory), or delete[] when that is null.
+struct BlockFree {
+  Status (*release)(void*) = nullptr;
+  void operator()(char* p) const;
+};
+using Block = std::unique_ptr<char, BlockFree>;
 
 // A block of at least size() bytes, owned by one handle.
 class OutputBuffer {
@@ -35,30 +45,45 @@ class OutputBuffer {
   friend class OutputPool;
   void give_back();
 
-  std::unique_ptr<char[]> block_;
+  Block block_;
   std::shared_ptr<char> external_;
   size_t capacity_ = 0;
   size_t size_ = 0;
   std::shared_ptr<OutputPool> pool_;
 };
 
+// Note [Outputs the peers can map]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Where the world's ranks share a node, blocks of kSharedMinBytes or more come
+// from the world's HostMemory (kolo_alloc's memfd memory), so that the node's
+// engine can write into an allgather's outputs from the peers (Note [An
+// allgather pushes its block] in transports/shm/collectives_choices.cc). Only
+// large blocks: each is a memfd and a mapping of its own, and every free of
+// one moves its owner's free count, after which the peers map all of that
+// owner's kolo_alloc memory anew (shared_alloc.h); below kSharedMinBytes the
+// push does not pay (docs/perf/small-ops.md, "An allgather pushes its block").
+// Should the allocation fail, the block comes from the heap.
 class OutputPool : public std::enable_shared_from_this<OutputPool> {
  public:
   static constexpr size_t kKeepBlocks = 4;
+  static constexpr size_t kSharedMinBytes = size_t{16} << 20;
+
+  explicit OutputPool(transport::HostMemory shared = {}) : shared_(shared) {}
 
   // A buffer of `bytes`: the smallest free block that fits, else a new one.
   OutputBuffer take(size_t bytes);
 
  private:
   friend class OutputBuffer;
-  struct Block {
-    std::unique_ptr<char[]> data;
+  struct Free {
+    Block data;
     size_t capacity;
   };
-  void give(std::unique_ptr<char[]> block, size_t capacity);
+  void give(Block block, size_t capacity);
 
+  const transport::HostMemory shared_;
   std::mutex mu_;
-  std::vector<Block> free_;
+  std::vector<Free> free_;
 };
 
 }  // namespace kolo::core

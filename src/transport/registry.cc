@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "transports/hierarchical/hierarchical_transport.h"
 #include "transports/nccl/nccl_factory.h"
+#include "transports/shm/shared_alloc.h"
 #include "transports/shm/transport.h"
 
 namespace kolo::transport {
@@ -134,6 +135,7 @@ Status build_transports(TransportFactory& factory, const Topology& topology,
     t = algorithms::make_adasum_transport(*world->p2p);
     KOLO_RETURN_IF_ERROR_AS_IS(offer(Status::OK(), "adasum"));
   }
+  if (topology.local_size > 1) world->host_outputs = {shm::shared_alloc, shm::shared_free};
   std::unique_ptr<shm::ShmTransport> node;
   if (topology.local_size == topology.size) {
     Status made = factory.node(options.shm_slot_bytes, &node);

@@ -13,6 +13,7 @@
 
 #include "transport/control_plane.h"
 #include "transport/device.h"
+#include "transport/host_memory.h"
 #include "transport/point_to_point.h"
 #include "transport/transport.h"
 
@@ -38,6 +39,8 @@ struct World {
   // The device transport's other face (one of `transports`), or null when this
   // world cannot take device tensors.
   DeviceSupport* device_support = nullptr;
+  // Host memory for kolo's outputs; set where ranks share a node.
+  HostMemory host_outputs;
   // Runs once after the coordinator has stopped and the transports are gone
   // (e.g. MPI_Finalize when kolo initialised MPI). May be empty.
   std::function<void()> finalize;
@@ -51,6 +54,7 @@ struct World {
         p2p(std::move(o.p2p)),
         transports(std::move(o.transports)),
         device_support(o.device_support),
+        host_outputs(o.host_outputs),
         finalize(std::move(o.finalize)),
         make_subset(std::move(o.make_subset)) {
     o.device_support = nullptr;
@@ -66,6 +70,7 @@ struct World {
       transports = std::move(o.transports);
       device_support = o.device_support;
       o.device_support = nullptr;
+      host_outputs = o.host_outputs;
       finalize = std::move(o.finalize);
       o.finalize = nullptr;
       make_subset = std::move(o.make_subset);

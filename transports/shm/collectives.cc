@@ -264,6 +264,7 @@ Status ShmCollectives::run(Collective op, const CollectiveView& view) {
     c.in = staging_.data();
   }
   c.in_bytes = in_bytes;
+  c.out_bytes = out_bytes;
   c.bcast_src = c.out;
   if (op == Collective::kBroadcast && c.me == view.root && view.input != view.output &&
       view.count > 0) {
@@ -315,6 +316,17 @@ void ShmCollectives::run_alone(const Call& c) {
   }
 }
 
+// Where [p, p + bytes) lies in kolo memory, as four header words from `at` on
+// (fd, epoch, bytes, offset); fd -1 when it does not, kNoSource when bytes is 0.
+void ShmCollectives::publish_span(const void* p, size_t bytes, int64_t* at) {
+  SharedSpan span;
+  const bool shared = bytes > 0 && find_shared(p, bytes, &span);
+  at[0] = shared ? span.fd : bytes == 0 ? kNoSource : -1;
+  at[1] = shared ? static_cast<int64_t>(span.epoch) : 0;
+  at[2] = shared ? static_cast<int64_t>(span.bytes) : 0;
+  at[3] = shared ? static_cast<int64_t>(span.offset) : 0;
+}
+
 void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   const CollectiveView& v = *c.view;
   const bool bcast = c.op == Collective::kBroadcast;
@@ -328,18 +340,17 @@ void ShmCollectives::write_header(const Call& c, int64_t* h) const {
   h[kReduceOp] = reduces ? static_cast<int64_t>(v.reduction.op) : 0;
   h[kPid] = pid_;
   // Note [The peers' sources in kolo memory]: a broadcast's peers read the
-  // root's count elements; the other collectives read from the input. A
-  // broadcast's receivers publish their output, which the root may write
-  // (Note [The root writes a share]).
-  const char* source = !bcast ? c.in : c.me == v.root ? c.bcast_src : c.out;
+  // root's count elements; the other collectives read from the input.
+  const char* source = bcast ? c.bcast_src : c.in;
   h[kAddress] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(source));
-  const size_t source_bytes = bcast ? c.bytes(v.count) : c.in_bytes;
-  SharedSpan span;
-  const bool shared = source_bytes > 0 && find_shared(source, source_bytes, &span);
-  h[kFd] = shared ? span.fd : source_bytes == 0 ? kNoSource : -1;
-  h[kEpoch] = shared ? static_cast<int64_t>(span.epoch) : 0;
-  h[kMapBytes] = shared ? static_cast<int64_t>(span.bytes) : 0;
-  h[kMapOffset] = shared ? static_cast<int64_t>(span.offset) : 0;
+  const bool root = bcast && c.me == v.root;
+  publish_span(source, bcast ? (root ? c.bytes(v.count) : 0) : c.in_bytes, h + kFd);
+  // The outputs that peers may write: a broadcast receiver's (Note [The root
+  // writes a share]), an allgather rank's (Note [An allgather pushes its block]).
+  const size_t writable = bcast && !root                      ? c.bytes(v.count)
+                          : c.op == Collective::kAllgather ? c.out_bytes
+                                                           : 0;
+  publish_span(c.out, writable, h + kOutFd);
   for (int i = 0; i < c.n; ++i) {
     h[kFields + i] = c.op == Collective::kAlltoall ? v.send_counts[i]
                      : bcast                         ? 0
@@ -540,6 +551,8 @@ Status ShmCollectives::run_call(Call& c) {
   const size_t largest_bytes = c.bytes(largest);
   bool mapped = largest_bytes >= options_.shared_direct_min_bytes && sources_shared(c);
   for (int r = 0; r < c.n && !mapped; ++r) mapped = posted_header_only(c, r, largest);
+  c.push = c.op == Collective::kAllgather && single_copy() &&
+           largest_bytes >= options_.allgather_push_min_bytes;
   if (c.one_pass ||
       (single_copy() && (largest_bytes >= options_.single_copy_min_bytes || mapped))) {
     // Note [Single copy for large calls]: done only once every peer is done
@@ -551,7 +564,8 @@ Status ShmCollectives::run_call(Call& c) {
     publish_counter(counter(c.me, kDone), g0 + 1);
     next_round_ = g0 + 1;
     KOLO_RETURN_IF_ERROR_AS_IS(copied);
-    return wait_peers(kDone, g0 + 1);
+    KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, g0 + 1));
+    return checked_pushes(c);
   }
   KOLO_RETURN_IF_ERROR_AS_IS(decide_slot_stores(c, static_cast<int64_t>(c.bytes(largest))));
   c.rounds = std::max<int64_t>(1, (largest + c.piece - 1) / c.piece);

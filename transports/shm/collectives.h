@@ -49,6 +49,10 @@ class ShmCollectives {
   // rank's data lies in kolo_alloc memory, copy straight from the peers' buffers,
   // mapped (Note [The peers' sources in kolo memory] says why 16 KiB).
   static constexpr size_t kSharedDirectMinBytes = size_t{16} << 10;
+  // Allgathers whose largest block has at least this many bytes, on a node
+  // that reads single copy, write each rank's block into the peers' outputs
+  // where those lie in kolo_alloc memory (Note [An allgather pushes its block]).
+  static constexpr size_t kAllgatherPushMinBytes = size_t{16} << 20;
   // Allgathers and alltoalls whose output has at least kStreamOutputMinBytes,
   // and broadcasts of at least kBroadcastStreamOutputMinBytes, write their
   // output with streaming stores (Note [Streaming the output]).
@@ -83,6 +87,7 @@ class ShmCollectives {
     size_t one_pass_min_bytes = kOnePassMinBytes;
     size_t one_pass_max_bytes = kOnePassMaxBytes;
     size_t shared_direct_min_bytes = kSharedDirectMinBytes;
+    size_t allgather_push_min_bytes = kAllgatherPushMinBytes;
     size_t stream_output_min_bytes = kStreamOutputMinBytes;
     size_t broadcast_stream_output_min_bytes = kBroadcastStreamOutputMinBytes;
     SlotStores slot_stores = SlotStores::kAuto;
@@ -127,6 +132,7 @@ class ShmCollectives {
   ShmCollectives(std::shared_ptr<Node> node, transport::Liveness* alive, const Options& options);
 
   Status run_call(Call& call);
+  static void publish_span(const void* p, size_t bytes, int64_t* at);
   void write_header(const Call& call, int64_t* header) const;
   Status check_headers(const Call& call) const;
   void post(const Call& call, int64_t k);
@@ -144,7 +150,10 @@ class ShmCollectives {
   bool sources_shared(const Call& call) const;
   int64_t largest_in_view(const Call& call) const;
   bool posted_header_only(const Call& call, int r, int64_t largest) const;
+  char* map_span(const int64_t* header, const int64_t* at);
   void map_sources(const Call& call);
+  Status allgather_direct(const Call& call);
+  Status checked_pushes(const Call& call) const;
   Status read_source(const Call& call, int p, int64_t at, char* dst, int64_t count);
   // Waits until counter `which` of every local rank in [0, n) other than this one
   // (or only of `only` when >= 0) is at least `target`.

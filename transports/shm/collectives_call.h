@@ -25,10 +25,14 @@ constexpr int kSpinLoads = 64;
 // then where this rank's data is for single-copy reads: pid, address; then, when
 // that data lies in kolo_alloc memory, its SharedSpan (fd, epoch, the
 // allocation's bytes, the data's offset in it; kFd is -1 otherwise: Note [The
-// peers' sources in kolo memory]; kNoSource when the rank has nothing for its peers).
+// peers' sources in kolo memory]; kNoSource when the rank has nothing for its
+// peers); then the same for its output, where peers may write it (a broadcast
+// receiver's, an allgather rank's: Note [The root writes a share], Note [An
+// allgather pushes its block]; kOutFd < 0 otherwise).
 enum Field {
   kOp = 0, kDtype, kRoot, kCount, kReduceOp, kPid, kAddress,
-  kFd, kEpoch, kMapBytes, kMapOffset, kFields = 12
+  kFd, kEpoch, kMapBytes, kMapOffset,
+  kOutFd, kOutEpoch, kOutMapBytes, kOutMapOffset, kFields = 16
 };
 constexpr int64_t kNoSource = -2;
 
@@ -45,6 +49,7 @@ struct ShmCollectives::Call {
   const transport::CollectiveView* view = nullptr;
   const char* in = nullptr;  // the view's input, or staging_ when it overlaps the output
   size_t in_bytes = 0;       // of `in` (broadcast: 0)
+  size_t out_bytes = 0;      // of `out` (broadcast: 0)
   char* out = nullptr;
   // Broadcast: what the root publishes (its output, or its input when that is
   // elsewhere: Note [One pass over the own block]).
@@ -57,6 +62,9 @@ struct ShmCollectives::Call {
   // The first round carries this rank's header alone, its source being read
   // mapped (Note [A mapped source skips the slot]).
   bool header_only = false;
+  // An allgather whose ranks write their blocks into the mapped peers' outputs
+  // (Note [An allgather pushes its block]); decided from the headers.
+  bool push = false;
   int64_t own_done = 0;     // elements of this rank's own block already in its output
   size_t elem = 4;
   int n = 1, me = 0;

@@ -123,6 +123,8 @@ Status ShmCollectives::copy_direct(const Call& c) {
     case Collective::kReducescatter:
       return reduce_direct(c);
     case Collective::kAllgather:
+      if (c.push) return allgather_direct(c);
+      break;
     case Collective::kAlltoall:
       break;
     default:
@@ -260,7 +262,7 @@ Status ShmCollectives::broadcast_direct(const Call& c) {
     }
     return Status::OK();
   }
-  const bool split = marks[v.root] != 0 && header(c.me, c.first)[kFd] >= 0 && share > 0;
+  const bool split = marks[v.root] != 0 && header(c.me, c.first)[kOutFd] >= 0 && share > 0;
   KOLO_RETURN_IF_ERROR_AS_IS(read_source(c, v.root, 0, c.out, split ? keep : v.count));
   if (!split) return Status::OK();
   KOLO_RETURN_IF_ERROR_AS_IS(wait_peers(kDone, c.first + 1, v.root));
@@ -268,28 +270,100 @@ Status ShmCollectives::broadcast_direct(const Call& c) {
   return read_source(c, v.root, keep, c.out + c.bytes(keep), v.count - keep);
 }
 
-// The peers' buffers this call reads (and a broadcast root, the receivers'
-// outputs it writes), mapped where they lie in kolo memory.
+// A span that a peer's header publishes from `at` on (Field's order), mapped
+// here; null when it does not lie in kolo memory or cannot be mapped (the
+// caller then reads through read_peer, or leaves the writing to its owner).
+char* ShmCollectives::map_span(const int64_t* h, const int64_t* at) {
+  if (at[0] < 0) return nullptr;
+  SharedSpan span;
+  span.pid = h[kPid];
+  span.fd = at[0];
+  span.epoch = static_cast<uint64_t>(at[1]);
+  span.bytes = static_cast<uint64_t>(at[2]);
+  span.offset = static_cast<uint64_t>(at[3]);
+  char* mapped = nullptr;
+  return mappings_.map(span, &mapped).ok() ? mapped : nullptr;
+}
+
+// Note [An allgather pushes its block]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Read from the peers (the pull), each rank's block is read from memory once by
+// every rank: n times in all, where the node needs it once. When the outputs
+// lie in kolo memory (the headers publish them), each rank instead writes its
+// own block into its output and every peer's output, a piece of kPieceBytes at
+// a time, so the block comes from memory once and from L1 the other n - 1
+// times; per rank, 1/n of the output read and all of it written, where the pull
+// reads all of it. Every rank decides alike from the headers (single copy, the
+// largest block at least Options::allgather_push_min_bytes). A rank whose
+// output is on the heap pulls every block itself, and every rank pushes into
+// the others. Nobody waits for a pusher before it posts done: the done that
+// every rank waits for before it returns covers the pushes into its output.
+// A rank that cannot map a peer's published output (after single_copy(), only
+// lack of address space) writes its failure word before it posts done, and
+// every rank reads the words once all are done, so every rank fails the call
+// alike (checked_pushes()), as the allreduce does (Note [Reading a peer's
+// buffer in place] in allreduce_in_place.cc). The runs: docs/perf/small-ops.md,
+// "An allgather pushes its block".
+Status ShmCollectives::allgather_direct(const Call& c) {
+  const CollectiveView& v = *c.view;
+  const int64_t m = v.recv_counts[c.me];
+  const size_t block = c.bytes(m);
+  const size_t at_out = c.bytes((*c.displs_out)[c.me]);
+  for (int d = 0; d < c.n && block > 0; ++d) {
+    if (d != c.me && header(d, c.first)[kOutFd] >= 0 && peer_output_[static_cast<size_t>(d)] == nullptr) {
+      header(c.me, c.first)[kFields + c.n + c.me] = 1;  // this rank's failure word
+      return internal_error("shm allgather: local rank " + std::to_string(c.me) +
+                            " could not map local rank " + std::to_string(d) +
+                            "'s kolo_alloc output");
+    }
+  }
+  // What of the own block is in the output already (as in copy_direct).
+  const size_t own_from = c.bytes(c.one_pass ? c.own_done : c.header_only ? 0 : c.len(m, 0));
+  char* own = c.out + at_out;
+  for (size_t at = 0; at < block; at += kPieceBytes) {
+    const size_t len = std::min(kPieceBytes, block - at);
+    if (own != c.in && at + len > own_from) {
+      const size_t from = std::max(at, own_from);
+      copy(own + from, c.in + from, at + len - from, c.stream);
+    }
+    for (int d = 0; d < c.n; ++d) {
+      if (char* theirs = peer_output_[static_cast<size_t>(d)])
+        copy(theirs + at_out + at, c.in + at, len, c.stream);
+    }
+  }
+  if (header(c.me, c.first)[kOutFd] >= 0) return Status::OK();  // the peers push into it
+  for (int p = 0; p < c.n; ++p) {
+    if (p == c.me) continue;
+    KOLO_RETURN_IF_ERROR_AS_IS(
+        read_source(c, p, 0, c.out + c.bytes((*c.displs_out)[p]), v.recv_counts[p]));
+  }
+  return Status::OK();
+}
+
+// After every rank is done: whether one failed to push (Note [An allgather
+// pushes its block]), the same answer on every rank.
+Status ShmCollectives::checked_pushes(const Call& c) const {
+  for (int p = 0; c.push && p < c.n; ++p) {
+    if (header(p, c.first)[kFields + c.n + p] != 0) {
+      return internal_error("shm allgather: local rank " + std::to_string(p) +
+                            " could not write its block into a peer's kolo_alloc output");
+    }
+  }
+  return Status::OK();
+}
+
+// The peers' buffers this call reads, and the outputs it writes (a broadcast
+// root's share, an allgather's pushed blocks), mapped where they lie in kolo
+// memory.
 void ShmCollectives::map_sources(const Call& c) {
   peer_source_.assign(static_cast<size_t>(c.n), nullptr);
   peer_output_.assign(static_cast<size_t>(c.n), nullptr);
-  const bool bcast = c.op == Collective::kBroadcast;
+  const bool writes = c.push || (c.op == Collective::kBroadcast && c.me == c.view->root);
   for (int p = 0; p < c.n; ++p) {
+    if (p == c.me) continue;
     const int64_t* h = header(p, c.first);
-    if (p == c.me || h[kFd] < 0) continue;
-    if (bcast && c.me != c.view->root && p != c.view->root) continue;  // receivers read the root
-    SharedSpan span;
-    span.pid = h[kPid];
-    span.fd = h[kFd];
-    span.epoch = static_cast<uint64_t>(h[kEpoch]);
-    span.bytes = static_cast<uint64_t>(h[kMapBytes]);
-    span.offset = static_cast<uint64_t>(h[kMapOffset]);
-    char* at = nullptr;
-    if (!mappings_.map(span, &at).ok()) continue;
-    if (bcast && c.me == c.view->root)
-      peer_output_[static_cast<size_t>(p)] = at;
-    else
-      peer_source_[static_cast<size_t>(p)] = at;
+    peer_source_[static_cast<size_t>(p)] = map_span(h, h + kFd);
+    if (writes) peer_output_[static_cast<size_t>(p)] = map_span(h, h + kOutFd);
   }
 }
 

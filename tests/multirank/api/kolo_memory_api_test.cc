@@ -4,7 +4,8 @@
 // exact results, in place and out of place, with buffers freed and allocated
 // anew between calls, and beside heap buffers on other ranks; so do allgathers,
 // broadcasts, alltoalls and reducescatters of 1 MiB and more, whose peers the
-// shm transport reads mapped (Note [The peers' sources in kolo memory]).
+// shm transport reads mapped (Note [The peers' sources in kolo memory]), and
+// allgathers large enough that kolo's own outputs come from such memory.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -170,6 +171,35 @@ void check_collectives(int rank, int size, int heap_rank, int round) {
     EXPECT_EQ(kolo_free(in), KOLO_OK);
     EXPECT_EQ(kolo_free(out), KOLO_OK);
   }
+}
+
+// Note [Outputs the peers can map] (core/output_pool.h): an allgather output of
+// 16 MiB or more comes from kolo_alloc memory, so the shm engine pushes each
+// rank's block into its peers' outputs (Note [An allgather pushes its block]).
+// Blocks of 16 MiB and more (one rank's empty), twice so that the second takes
+// its output from the pool, exact both times.
+TEST_F(KoloTest, LargeAllgathersIntoPooledKoloMemoryAreExact) {
+  const int64_t per = (int64_t{16} << 20) / 4 + 3;
+  auto rows = [&](int r) { return r == 1 ? int64_t{0} : per + r; };
+  int64_t total = 0;
+  for (int r = 0; r < size_; ++r) total += rows(r);
+  std::vector<int32_t> heap;
+  int32_t* in = alloc_ints(rows(rank_) + 1, true, &heap);
+  ASSERT_NE(in, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t i = 0; i < rows(rank_); ++i) in[i] = element(rank_, 0, i, round);
+    kolo_handle_t h = nullptr;
+    kolo_status_t s =
+        kolo_allgather_async("large", in, rows(rank_), 1, KOLO_INT32, cpu(), &h);
+    std::vector<int64_t> start(static_cast<size_t>(size_) + 1, 0);
+    for (int r = 0; r < size_; ++r) start[r + 1] = start[r] + rows(r);
+    check_handle_output(s, h, total, [&](int64_t i) {
+      int r = 0;
+      while (i >= start[r + 1]) ++r;
+      return element(r, 0, i - start[r], round);
+    });
+  }
+  EXPECT_EQ(kolo_free(in), KOLO_OK);
 }
 
 TEST_F(KoloTest, KoloMemoryCollectivesAreExact) {

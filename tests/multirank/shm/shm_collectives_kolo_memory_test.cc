@@ -81,6 +81,29 @@ TEST(ShmCollectives, KoloMemorySourcesAreReadMapped) {
   }
 }
 
+// Note [An allgather pushes its block]: with the push from every size, each
+// rank writes its block into every peer's output that lies in kolo memory, and
+// a rank whose output is on the heap (each rank in turn) pulls every block
+// itself; exact either way, in place and out of place, uneven blocks (some
+// empty: rows()) included, in one round.
+TEST(ShmCollectives, AllgatherPushesIntoKoloMemoryOutputs) {
+  ShmCollectives::Options o;
+  o.allgather_push_min_bytes = 0;
+  o.one_pass_min_bytes = SIZE_MAX;
+  std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes, o);
+  ASSERT_NE(e, nullptr);
+  if (!e->single_copy()) GTEST_SKIP() << "this node does not allow single copy";
+  for (int heap_rank = -1; heap_rank < size(); ++heap_rank) {
+    SCOPED_TRACE("heap on rank " + std::to_string(heap_rank));
+    const Memory where = rank() == heap_rank ? Memory::kHeap : Memory::kKolo;
+    for (bool in_place : {false, true}) {
+      const uint64_t before = e->rounds_run();
+      check_allgather<int32_t>(*e, 70001, in_place, where);
+      EXPECT_EQ(e->rounds_run() - before, 1u) << (in_place ? "in place" : "out of place");
+    }
+  }
+}
+
 // A peer frees its input and allocates the next one of the same size (the
 // same fd number, likely): a rank that kept the old mapping would read the old
 // bytes (Note [The peers' sources in kolo memory]; shared_alloc.h's epoch).
