@@ -61,7 +61,7 @@ class OutputBuffer {
 // large blocks: each is a memfd and a mapping of its own, and every free of
 // one moves its owner's free count, after which the peers map all of that
 // owner's kolo_alloc memory anew (shared_alloc.h); below kSharedMinBytes the
-// push does not pay (docs/perf/small-ops.md, "An allgather pushes its block").
+// push does not pay (docs/perf/kolo-memory.md, "An allgather pushes its block").
 // Should the allocation fail, the block comes from the heap.
 class OutputPool : public std::enable_shared_from_this<OutputPool> {
  public:

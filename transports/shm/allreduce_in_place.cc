@@ -30,7 +30,7 @@
 // place, 32 KiB to 512 KiB: 0.78-1.13x MPI through the slots, 1.68-2.28x in
 // place; out of place, 64 KiB and 256 KiB: 0.96-1.08x against 1.82-1.96x;
 // ResNet-50's step 3.18-3.36x either way); smaller buckets ride the AND by
-// default (docs/perf/small-ops.md, "The peers' buffers from 16 KiB").
+// default (docs/perf/kolo-memory.md, "The peers' buffers from 16 KiB").
 //
 // The call is then one slice numbered g. posted(g + 1) is the description;
 // done(g + 1) (and reduced, which moves with it) says a rank has written its

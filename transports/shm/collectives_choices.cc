@@ -171,7 +171,7 @@ Status ShmCollectives::copy_direct(const Call& c) {
 //   1.08-1.96x, the reducescatter from 32 KiB to 1 MiB from 0.94-4.89x to
 //   1.30-7.12x, the alltoall of 32 KiB (below the one pass) from 0.72-0.78x to
 //   1.35-1.38x, and the rest stayed within the runs' spread; below 16 KiB the
-//   AND carries the data by default (docs/perf/small-ops.md, "The peers'
+//   AND carries the data by default (docs/perf/kolo-memory.md, "The peers'
 //   buffers from 16 KiB").
 // A rank that cannot map a peer's span reads that peer through read_peer
 // (single_copy() says it can), so a failed mapping costs speed, never the call.
@@ -240,7 +240,7 @@ bool ShmCollectives::posted_header_only(const Call& c, int r, int64_t largest) c
 // whether it will (its own word of the second row); it marks each receiver whose
 // share it wrote before it posts done, and a receiver whose output it could not
 // map copies the share itself once it sees that. The runs:
-// docs/perf/small-ops.md, "A broadcast's root writes a share".
+// docs/perf/kolo-memory.md, "A broadcast's root writes a share".
 Status ShmCollectives::broadcast_direct(const Call& c) {
   const CollectiveView& v = *c.view;
   int64_t* root = header(v.root, c.first);
@@ -302,7 +302,7 @@ char* ShmCollectives::map_span(const int64_t* h, const int64_t* at) {
 // lack of address space) writes its failure word before it posts done, and
 // every rank reads the words once all are done, so every rank fails the call
 // alike (checked_pushes()), as the allreduce does (Note [Reading a peer's
-// buffer in place] in allreduce_in_place.cc). The runs: docs/perf/small-ops.md,
+// buffer in place] in allreduce_in_place.cc). The runs: docs/perf/kolo-memory.md,
 // "An allgather pushes its block".
 Status ShmCollectives::allgather_direct(const Call& c) {
   const CollectiveView& v = *c.view;
