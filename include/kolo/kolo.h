@@ -327,11 +327,11 @@ KOLO_API size_t kolo_dtype_size(kolo_dtype_t dtype);
 /* ---- memory the node's ranks can read in place ---------------------------- */
 
 /* Allocates at least `bytes` (> 0) of zeroed, page-aligned host memory that the
- * other ranks on this node can map. A large allreduce (1 MiB and up, one tensor,
+ * other ranks on this node can map. An allreduce of 16 KiB and up (one tensor,
  * no prescale) whose input and output lie in such memory on every rank of a node
  * is reduced from the peers' buffers in place, without passing through kolo's
  * shared-memory slots; an allgather, alltoall, broadcast or reducescatter of
- * 1 MiB and up whose every rank's source lies in it reads the peers' buffers
+ * 16 KiB and up whose every rank's source lies in it reads the peers' buffers
  * directly (docs/design.md, "Memory kolo hands out"); any other buffer works as
  * before. Any thread, before or after kolo_init. Errors:
  * KOLO_ERR_INVALID_ARGUMENT (size 0, out NULL), KOLO_ERR_INTERNAL (the system
