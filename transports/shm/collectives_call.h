@@ -75,6 +75,10 @@ struct ShmCollectives::Call {
   const std::vector<int64_t>* displs_in = nullptr;   // of the input's blocks
   const std::vector<int64_t>* displs_out = nullptr;  // of the output's blocks
 
+  // Elements of this rank's own block (of m) in its output before the direct
+  // copy: all of it after a one pass, none after a header alone, else round
+  // 0's piece (post_own(), copy_own()).
+  int64_t own_already(int64_t m) const { return one_pass ? own_done : header_only ? 0 : len(m, 0); }
   // [lo, lo + m) of `count`: round k's piece; m == 0 when past the end.
   int64_t lo(int64_t k) const { return k * piece; }
   int64_t len(int64_t count, int64_t k) const {

@@ -135,9 +135,7 @@ Status ShmCollectives::copy_direct(const Call& c) {
     const int64_t m = v.recv_counts[p];
     char* dst = c.out + c.bytes((*c.displs_out)[p]);
     if (p == c.me) {
-      // The first round's piece is there already (post_own(), copy_own()), or
-      // the whole block (copy_own_whole()), or none (a header alone).
-      const int64_t done = c.one_pass ? c.own_done : c.header_only ? 0 : c.len(m, 0);
+      const int64_t done = c.own_already(m);
       const char* src = c.in + c.bytes((alltoall ? (*c.displs_in)[c.me] : 0) + done);
       if (m > done && src != dst + c.bytes(done))
         copy(dst + c.bytes(done), src, c.bytes(m - done), c.stream);
@@ -317,8 +315,7 @@ Status ShmCollectives::allgather_direct(const Call& c) {
                             "'s kolo_alloc output");
     }
   }
-  // What of the own block is in the output already (as in copy_direct).
-  const size_t own_from = c.bytes(c.one_pass ? c.own_done : c.header_only ? 0 : c.len(m, 0));
+  const size_t own_from = c.bytes(c.own_already(m));
   char* own = c.out + at_out;
   for (size_t at = 0; at < block; at += kPieceBytes) {
     const size_t len = std::min(kPieceBytes, block - at);
