@@ -11,7 +11,8 @@
 // survivor's kolo_shutdown took; later: the status of an allreduce submitted
 // after the error (before kolo_shutdown; for init and the shutdown orders,
 // after it). Usage: failure_probe <phase> <victim rank> <dir>.
-// Phases: init idle negotiate blocking blocking-shm shm shm-in-place shm-mapped ring mpi barrier
+// Phases: init idle negotiate blocking blocking-shm shm shm-in-place shm-mapped shm-share ring mpi
+// barrier
 // join teardown exit stop resume shutdown-after-death (the blocking phases: negotiate's and
 // shm's through the blocking kolo_allreduce), and the shutdown orders (order, idiom, busy; see
 // below). In "resume" the victim stops with a handle pending, the survivors give
@@ -135,6 +136,19 @@ Outcome blocking_allreduce(const char* name, int64_t count, float* memory) {
   float* data = memory ? memory : heap.data();
   const kolo_status_t code = kolo_allreduce(name, data, data, count, KOLO_FLOAT32, KOLO_OP_SUM);
   return fail_in(code);
+}
+
+// The victim's rank: the root of the "shm-share" broadcasts.
+int g_victim_rank = -1;
+
+// `count` floats of `memory` broadcast in place from the victim, whose shm
+// engine writes a share of every survivor's kolo_alloc output while the
+// survivors wait for it (Note [The root writes a share]).
+Outcome broadcast_from_victim(const char* name, int64_t count, float* memory) {
+  kolo_handle_t h = nullptr;
+  const kolo_status_t code = kolo_broadcast_async(name, memory, memory, count, KOLO_FLOAT32,
+                                                  g_victim_rank, KOLO_CPU_DEVICE, &h);
+  return waited(code, h);
 }
 
 using Op = Outcome (*)(const char* name, int64_t count, float* memory);
@@ -273,6 +287,7 @@ int main(int argc, char** argv) {
   signal(SIGUSR1, SIG_IGN);  // hydra's failure notice: this models a launcher that does not kill
   const std::string phase = argv[1];
   const int victim_rank = std::atoi(argv[2]);
+  g_victim_rank = victim_rank;
   g_dir = argv[3];
   // mpiexec's PMI_RANK and PMI_SIZE, or a socket-world launcher's RANK and WORLD_SIZE.
   const char* pmi_rank = std::getenv("PMI_RANK") ? std::getenv("PMI_RANK") : std::getenv("RANK");
@@ -332,6 +347,13 @@ int main(int argc, char** argv) {
     void* memory = nullptr;
     if (kolo_alloc(size_t{1} << 20, &memory) != KOLO_OK) return 2;
     o = loop(256 << 10, victim, 0, 0, static_cast<float*>(memory), allgather);
+  } else if (phase == "shm-share") {
+    // 1 MiB from kolo_alloc on every rank, broadcast in place from the victim:
+    // it dies after writing its shares, before it says done, while the others
+    // wait for its done to know their share is there.
+    void* memory = nullptr;
+    if (kolo_alloc(size_t{1} << 20, &memory) != KOLO_OK) return 2;
+    o = loop(256 << 10, victim, 0, 0, static_cast<float*>(memory), broadcast_from_victim);
   } else if (phase == "teardown") {
     o = Outcome{KOLO_OK, "", monotonic_ms()};  // the victim dies inside its teardown
   } else if (phase == "exit") {
