@@ -337,9 +337,11 @@ Status ShmAllreduce::post(const Slice& s, bool stream, const Spans* spans) {
   const uint64_t g = s.index;
   // 1. Slot reuse: every peer has finished slice g - kSlots.
   if (g + 1 >= kSlots) KOLO_RETURN_IF_ERROR(wait_peers(kDone, g + 1 - kSlots));
-  // 2. Post the peers' shards.
+  // 2. Post the peers' shards, unless they read them from this rank's input
+  // (Note [A described slice skips the slot] in allreduce_in_place.cc).
   char* mine = slot(me, g);
-  for (int p = 0; p < n; ++p) {
+  const bool described = spans != nullptr && spans->state == Spans::kBoth;
+  for (int p = 0; p < n && !described; ++p) {
     if (p == me) continue;
     char* to = mine + s.offset(p, n);
     s.visit_shard(p, n, [&](const char* in, char*, int64_t at, int64_t k) {
@@ -366,7 +368,11 @@ Status ShmAllreduce::reduce_own(const Slice& s, const ShardStage& stage, bool st
   const size_t off = s.offset(me, n);
   peers_.clear();
   for (int p = 0; p < n; ++p) {
-    if (p != me) peers_.push_back(slot(p, g) + off);
+    if (p == me) continue;
+    // Note [A described slice skips the slot]: such a peer's shard is in its input.
+    const char* from = g == described_slice_ ? peer_in_[static_cast<size_t>(p)] : nullptr;
+    peers_.push_back(from != nullptr ? from + static_cast<size_t>(s.first) * s.elem + off
+                                     : slot(p, g) + off);
   }
   char* result = slot(me, g) + off;
   const bool whole = stage && !stage.per_element;
@@ -411,6 +417,7 @@ Status ShmAllreduce::gather(const Slice& s, bool stream_output) {
   const int me = local_rank();
   const uint64_t g = s.index;
   KOLO_RETURN_IF_ERROR(wait_peers(kReduced, g + 1));
+  if (g == described_slice_) KOLO_RETURN_IF_ERROR(peers_broken(g));
   for (int p = 0; p < n; ++p) {
     if (p == me) continue;
     const char* theirs = slot(p, g) + s.offset(p, n);
@@ -456,6 +463,7 @@ Status ShmAllreduce::run_list(const transport::BucketTensor* tensors, size_t n, 
   }
   KOLO_RETURN_IF_ERROR(broken_);
   read_in_place_ = false;
+  described_slice_ = kNoSlice;
   // Note [Reading a peer's buffer in place]: a bucket of large tensors only goes
   // tensor by tensor, so that each may be read in place.
   if (n > 1 && each_may_read_in_place(tensors, n, dtype, stage, prescale)) {
@@ -530,6 +538,7 @@ Status ShmAllreduce::run_tensors(const Tensors& tensors, const transport::Bucket
   Status status = slices > 0 ? post(slice(0), stream, may ? &spans : nullptr) : Status::OK();
   bool in_place = false;
   if (may && status.ok()) status = everyone_in_place(next_slice_, &in_place);
+  if (may && !in_place) described_slice_ = next_slice_;
   if (in_place) {
     status = run_in_place(next_slice_, *one, dtype, op, stage, in_rank_order, stream_large);
     if (status.ok()) {

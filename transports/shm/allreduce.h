@@ -111,6 +111,13 @@ class ShmAllreduce {
   Status run(const std::vector<transport::BucketTensor>& tensors, DataType dtype, ReduceOp op,
              const ShardStage& stage = {}, double prescale = 1.0, bool in_rank_order = false);
 
+  // Whether this rank would take a bucket of this one tensor to the in-place
+  // path (its buffers in kolo memory, and the rest of Note [Reading a peer's
+  // buffer in place]'s rule, no stage that needs a whole shard assumed); the
+  // peers' buffers decide the rest. ShmCarrier asks (Note [Kolo memory does not
+  // ride] in carrier.h).
+  bool reads_in_place(const transport::BucketTensor& one, DataType dtype, double prescale) const;
+
   int local_rank() const { return node_->local_rank(); }
   int local_size() const { return node_->local_size(); }
 
@@ -191,6 +198,10 @@ class ShmAllreduce {
   std::vector<const void*> order_; // a rank-order fold's inputs (pass.h's ShardPass::order)
   PeerMappings mappings_;           // the peers' kolo_alloc memory, mapped on first use
   std::vector<char*> peer_in_, peer_out_;  // this call's, by local rank (in place)
+  // The slice whose peers' shards are read from the peer_in_ that are set (Note
+  // [A described slice skips the slot]); kNoSlice: none.
+  static constexpr uint64_t kNoSlice = ~uint64_t{0};
+  uint64_t described_slice_ = kNoSlice;
   bool read_in_place_ = false;
   Status broken_;
 };

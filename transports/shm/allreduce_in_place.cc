@@ -17,13 +17,30 @@
 // whose ranks can read each other (Node::single_copy()): the same on every rank
 // for the same bucket. A fused bucket whose every tensor may goes tensor by
 // tensor (fusion puts DDP's buckets, handed over together, in one). Such a call
-// runs its first slice's post as usual and puts beside it, in the control
-// block, where its input and output are (Spans, or none). After the peers'
-// posted, every rank reads every description; when all ranks have both buffers
-// in kolo_alloc memory, all take the in-place path, else all go on through the
-// slots (the first slice already posted, so the check costs no round). The
-// descriptions alternate between two areas as the slots do, so a slow peer
-// reading slice g's never sees g + 1's.
+// posts its first slice and puts beside it, in the control block, where its
+// input and output are (Spans, or none). After the peers' posted, every rank
+// reads every description; when all ranks have both buffers in kolo_alloc
+// memory, all take the in-place path, else all go on through the slots (the
+// first slice already posted, so the check costs no round). The descriptions
+// alternate between two areas as the slots do, so a slow peer reading slice g's
+// never sees g + 1's.
+//
+// Note [A described slice skips the slot]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A rank whose buffers are both in kolo memory posts that first slice's
+// description alone, without copying its peers' shards into its slot: if every
+// rank's are, nobody reads the slot; if not, the peers read those shards of
+// the first slice straight from its input, mapped (it is the same bytes the
+// slot would hold), and every later slice goes through the slots as before.
+// Every rank knows who did from the descriptions, so all read alike. The input
+// stays as it is while they read: its owner writes nothing but its own shard
+// until every peer has said `reduced` for the slice. The copy it saves is half
+// of the bucket at 2 ranks, up to a slot: from 16 KiB to 1 MiB the bulk of an
+// in-place call's own work besides the pass itself
+// (docs/perf/kolo-memory.md, "2026-11-29: the first slice's copy").
+// A rank that cannot map such a peer's input marks its description broken and
+// publishes its counters far ahead, as below; the peers find the mark when
+// they gather that slice, and every rank fails the call.
 //
 // kInPlaceMinBytes is 16 KiB (it was 1 MiB): from kolo memory at 2 ranks the
 // in-place path beat the slots from 32 KiB on, first slice's post and all (in
@@ -92,6 +109,12 @@ bool ShmAllreduce::each_may_read_in_place(const transport::BucketTensor* tensors
   return true;
 }
 
+bool ShmAllreduce::reads_in_place(const transport::BucketTensor& one, DataType dtype,
+                                  double prescale) const {
+  return may_read_in_place(&one, dtype, ShardStage{}, prescale) &&
+         describe(one, dtype_size(dtype)).state == Spans::kBoth;
+}
+
 ShmAllreduce::Spans ShmAllreduce::describe(const transport::BucketTensor& one, size_t elem) {
   Spans spans;
   const size_t bytes = static_cast<size_t>(one.count) * elem;
@@ -105,17 +128,19 @@ Status ShmAllreduce::everyone_in_place(uint64_t g, bool* all) {
   KOLO_RETURN_IF_ERROR(wait_peers(kPosted, g + 1));
   const int n = local_size();
   const int me = local_rank();
-  for (int p = 0; p < n; ++p) {
-    if (spans_area(p, g)->state != Spans::kBoth) return Status::OK();
-  }
+  bool every = true;
+  for (int p = 0; p < n; ++p) every = every && spans_area(p, g)->state == Spans::kBoth;
   peer_in_.assign(static_cast<size_t>(n), nullptr);
   peer_out_.assign(static_cast<size_t>(n), nullptr);
+  // Every peer's buffers for the in-place path; otherwise the inputs of those
+  // that posted their description alone (Note [A described slice skips the slot]).
   Status mapped;
   for (int p = 0; p < n && mapped.ok(); ++p) {
-    if (p == me) continue;
     const Spans* theirs = spans_area(p, g);
+    if (p == me || theirs->state != Spans::kBoth) continue;
     mapped = mappings_.map(theirs->input, &peer_in_[static_cast<size_t>(p)]);
-    if (mapped.ok()) mapped = mappings_.map(theirs->output, &peer_out_[static_cast<size_t>(p)]);
+    if (mapped.ok() && every)
+      mapped = mappings_.map(theirs->output, &peer_out_[static_cast<size_t>(p)]);
   }
   if (!mapped.ok()) {
     // Note [Reading a peer's buffer in place]: the peers must not wait for us.
@@ -124,7 +149,7 @@ Status ShmAllreduce::everyone_in_place(uint64_t g, bool* all) {
     publish_counter(counter(me, kDone), kFailedCounter);
     return mapped;
   }
-  *all = true;
+  *all = every;
   return Status::OK();
 }
 

@@ -4,7 +4,8 @@
 // bytes the slots give (in rank order, or at 2 ranks; past that the same bytes
 // on every rank), in place and out of place, with an output factor; a bucket
 // below the threshold, a fused bucket with a small tensor, or one rank's heap
-// buffer keep the slots, with the right result; a fused bucket of large tensors
+// buffer keep the slots, with the right result (the first slice of the last read
+// from the others' inputs); a fused bucket of large tensors
 // goes tensor by tensor; freed and new allocations between calls are never read
 // through a stale mapping.
 #include <gtest/gtest.h>
@@ -220,6 +221,35 @@ TEST(ShmInPlace, AnyRankOnTheHeapKeepsTheSlots) {
   check_ints(*e, kAtThreshold, true, 8);
   check_ints(*e, 1000, true, 9);  // a small bucket (one round)
   EXPECT_FALSE(e->read_in_place());
+}
+
+// Note [A described slice skips the slot]: with one rank's buffers on the heap,
+// the ranks in kolo memory post the first slice's description alone and the
+// others read that slice from their inputs; the later slices go through the
+// slots. Over three slices, in place and not, in either order of reduction, the
+// bytes are those of the call with every rank on the heap.
+TEST(ShmInPlace, FirstSliceFromTheInputsOfTheRanksInKoloMemory) {
+  std::unique_ptr<ShmAllreduce> e = engine();
+  ASSERT_NE(e, nullptr);
+  const int64_t count = static_cast<int64_t>(5 * e->slice_bytes() / 2 / 4) + 7;
+  for (int heap_rank = 0; heap_rank < size(); ++heap_rank) {
+    for (bool in_place : {true, false}) {
+      for (bool in_rank_order : {false, true}) {
+        const Case c{count, in_place, in_rank_order};
+        SCOPED_TRACE("local rank " + std::to_string(heap_rank) + " on the heap," +
+                     (in_place ? " in place" : " out of place") + (in_rank_order ? ", rank order" : ""));
+        const std::vector<float> slots = reduce(*e, c, false);
+        const std::vector<float> mixed = reduce(*e, c, rank() != heap_rank);
+        EXPECT_FALSE(e->read_in_place());
+        if (in_rank_order || size() <= 2) {
+          EXPECT_EQ(std::memcmp(slots.data(), mixed.data(), slots.size() * 4), 0);
+        } else {
+          expect_alike_everywhere_and_near(mixed, slots);
+        }
+      }
+    }
+    check_ints(*e, count, rank() != heap_rank, heap_rank);
+  }
 }
 
 // New allocations between calls (freed ones' fd numbers reused): each call
