@@ -6,6 +6,7 @@
 #include "reduce/fold.h"
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
+#include "transports/shm/allreduce.h"
 
 namespace kolo::shm {
 namespace {
@@ -22,7 +23,10 @@ size_t bytes_of(int64_t count, DataType dtype) {
 }  // namespace
 
 bool ShmCarrier::fits(const transport::Bucket& bucket, size_t limit) const {
-  return is_elementwise(bucket.reduction.op) && bucket.bytes() <= limit;
+  if (!is_elementwise(bucket.reduction.op) || bucket.bytes() > limit) return false;
+  // Note [Kolo memory does not ride] (carrier.h).
+  return engine_ == nullptr || bucket.tensors.size() != 1 ||
+         !engine_->reads_in_place(bucket.tensors[0], bucket.dtype, bucket.reduction.prescale);
 }
 
 void ShmCarrier::pack(const transport::Bucket& bucket, char* slot) const {

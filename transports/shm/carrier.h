@@ -24,9 +24,26 @@
 
 namespace kolo::shm {
 
+class ShmAllreduce;
+
+// Note [Kolo memory does not ride]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A bucket rides with the AND up to KOLO_AND_CARRY_BYTES (16 KiB by default):
+// packed, read by every peer and reduced by each, where the engine would post it
+// to a slot and hand shards back and forth. A bucket of one tensor that the shm
+// allreduce would read in place from kolo memory (allreduce_in_place.cc) is
+// faster there from its threshold, 16 KiB, up: at 2 ranks, 16 KiB from kolo
+// memory took 3.2-3.6 us in place against 4.8-5.8 us carried, in place or not
+// (docs/perf/kolo-memory.md, "2026-11-29: the first slice's copy"). So fits()
+// turns such a bucket away and the engine takes it. This rank decides alone: a
+// carry counts only when every rank packed (Note [Data rides with the AND]), so
+// one rank whose buffers are in kolo memory sends the bucket to the engine on
+// every rank, which reads in place only if all are.
 class ShmCarrier : public transport::Carrier {
  public:
-  explicit ShmCarrier(int rank) : rank_(rank) {}
+  // `engine`: the node's allreduce (may be null: then nothing is turned away).
+  explicit ShmCarrier(int rank, const ShmAllreduce* engine = nullptr)
+      : rank_(rank), engine_(engine) {}
 
   const char* name() const override { return "shm+and"; }
   bool fits(const transport::Bucket& bucket, size_t limit) const override;
@@ -40,6 +57,7 @@ class ShmCarrier : public transport::Carrier {
 
  private:
   const int rank_;
+  const ShmAllreduce* engine_;
 };
 
 }  // namespace kolo::shm

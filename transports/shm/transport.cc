@@ -18,7 +18,7 @@ ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine,
                            std::unique_ptr<ShmCollectives> collectives)
     : engine_(std::move(engine)),
       collectives_(std::move(collectives)),
-      carrier_(engine_ ? engine_->local_rank() : 0) {}  // engineless: carries nothing anyway
+      carrier_(engine_ ? engine_->local_rank() : 0, engine_.get()) {}  // engineless: carries nothing anyway
 
 ShmTransport::~ShmTransport() = default;
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -295,6 +296,59 @@ TEST(CarryKnob, CachedBucketsUpToTheKnobRideAndOthersDoNot) {
   EXPECT_EQ(occurrences(off, "\"name\": \"allgather shm\""), static_cast<size_t>(repeats)) << off;
   EXPECT_EQ(occurrences(off, "\"name\": \"allreduce shm\""), static_cast<size_t>(2 * repeats))
       << off;
+}
+
+// This rank's timeline of `repeats` cached allreduces of 16 KiB in place, in
+// memory from kolo_alloc on the ranks `in_kolo_memory` says and on the heap on
+// the others; every result checked.
+std::string timeline_of_memory(const std::function<bool(int)>& in_kolo_memory, int repeats) {
+  const kolo_status_t init = kolo_init();
+  EXPECT_EQ(init, KOLO_OK) << kolo_last_error();
+  if (init != KOLO_OK) return "";
+  const int rank = kolo_rank();
+  const int n = kolo_size();
+  const std::string stem = "/tmp/kolo-carry-mem-" + std::to_string(getppid()) + "-";
+  const std::string mine = stem + std::to_string(rank) + ".json";
+  const int64_t count = 4096;
+  std::vector<float> heap(static_cast<size_t>(count));
+  void* mapped = nullptr;
+  EXPECT_EQ(kolo_alloc(static_cast<size_t>(count) * sizeof(float), &mapped), KOLO_OK);
+  float* buf = in_kolo_memory(rank) ? static_cast<float*>(mapped) : heap.data();
+  EXPECT_EQ(kolo_timeline_start((stem + "%r.json").c_str(), 0), KOLO_OK) << kolo_last_error();
+  for (int k = 0; k < repeats; ++k) {
+    for (int64_t i = 0; i < count; ++i) buf[i] = static_cast<float>(rank + i % 7 + k);
+    EXPECT_EQ(allreduce("carry.mem", buf, buf, count, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_OK);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < count; ++i)
+      wrong += buf[i] != static_cast<float>(n * (n - 1) / 2 + n * (i % 7 + k));
+    EXPECT_EQ(wrong, 0) << "repeat " << k;
+  }
+  EXPECT_EQ(kolo_timeline_stop(), KOLO_OK) << kolo_last_error();
+  world_barrier();
+  EXPECT_EQ(kolo_free(mapped), KOLO_OK);
+  EXPECT_EQ(kolo_shutdown(), KOLO_OK);
+  const std::string text = read_file(mine);
+  std::remove(mine.c_str());
+  return text;
+}
+
+// Note [Kolo memory does not ride] (transports/shm/carrier.h): at 16 KiB, the
+// carry's default limit and the in-place path's threshold, a bucket from the
+// heap rides with the AND, one from kolo memory goes to the engine, and so does
+// one from kolo memory on rank 0 and the heap elsewhere (rank 0 packs nothing,
+// so nothing rides). Exact every time.
+TEST(CarryKnob, KoloMemoryAtTheInPlaceThresholdGoesToTheEngine) {
+  const int repeats = 20;
+  const std::string heap = timeline_of_memory([](int) { return false; }, repeats);
+  EXPECT_GE(occurrences(heap, "\"name\": \"allreduce shm+and\""), static_cast<size_t>(repeats / 2))
+      << heap;
+  for (const bool everywhere : {true, false}) {
+    const std::string text =
+        timeline_of_memory([everywhere](int r) { return everywhere || r == 0; }, repeats);
+    EXPECT_EQ(occurrences(text, "shm+and"), 0u) << (everywhere ? "every rank" : "rank 0") << text;
+    EXPECT_EQ(occurrences(text, "\"name\": \"allreduce shm\""), static_cast<size_t>(repeats))
+        << text;
+  }
 }
 
 TEST(CarryKnob, OverItsLimitFailsInitNamingIt) {
