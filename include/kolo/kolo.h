@@ -327,7 +327,7 @@ KOLO_API size_t kolo_dtype_size(kolo_dtype_t dtype);
 /* ---- memory the node's ranks can read in place ---------------------------- */
 
 /* Allocates at least `bytes` (> 0) of zeroed, page-aligned host memory that the
- * other ranks on this node can map. An allreduce of 16 KiB and up (one tensor,
+ * other ranks on this node can map. An allreduce of 8 KiB and up (one tensor,
  * no prescale) whose input and output lie in such memory on every rank of a node
  * is reduced from the peers' buffers in place, without passing through kolo's
  * shared-memory slots; an allgather, alltoall, broadcast or reducescatter of

@@ -51,8 +51,8 @@ class ShmAllreduce {
   static constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;
   // Contiguous buckets from this size up are reduced from the peers' buffers in
   // place when every rank's lies in kolo_alloc memory (Note [Reading a peer's
-  // buffer in place] in allreduce_in_place.cc says why 16 KiB).
-  static constexpr size_t kInPlaceMinBytes = size_t{16} << 10;
+  // buffer in place] in allreduce_in_place.cc says why 8 KiB).
+  static constexpr size_t kInPlaceMinBytes = size_t{8} << 10;
 
   // Applied by each rank to its reduced shard of every slice, in place, before
   // the other ranks of the node copy it. The hierarchical allreduce passes the

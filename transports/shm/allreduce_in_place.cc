@@ -35,19 +35,22 @@
 // Every rank knows who did from the descriptions, so all read alike. The input
 // stays as it is while they read: its owner writes nothing but its own shard
 // until every peer has said `reduced` for the slice. The copy it saves is half
-// of the bucket at 2 ranks, up to a slot: from 16 KiB to 1 MiB the bulk of an
+// of the bucket at 2 ranks, up to a slot: from 8 KiB to 1 MiB the bulk of an
 // in-place call's own work besides the pass itself
 // (docs/perf/kolo-memory.md, "2026-11-29: the first slice's copy").
 // A rank that cannot map such a peer's input marks its description broken and
 // publishes its counters far ahead, as below; the peers find the mark when
 // they gather that slice, and every rank fails the call.
 //
-// kInPlaceMinBytes is 16 KiB (it was 1 MiB): from kolo memory at 2 ranks the
-// in-place path beat the slots from 32 KiB on, first slice's post and all (in
-// place, 32 KiB to 512 KiB: 0.78-1.13x MPI through the slots, 1.68-2.28x in
-// place; out of place, 64 KiB and 256 KiB: 0.96-1.08x against 1.82-1.96x;
-// ResNet-50's step 3.18-3.36x either way); smaller buckets ride the AND by
-// default (docs/perf/kolo-memory.md, "The peers' buffers from 16 KiB").
+// kInPlaceMinBytes is 8 KiB (it was 1 MiB, then 16 KiB): from kolo memory at 2
+// ranks the in-place path beat the slots from 32 KiB on, first slice's post and
+// all (in place, 32 KiB to 512 KiB: 0.78-1.13x MPI through the slots,
+// 1.68-2.28x in place; out of place, 64 KiB and 256 KiB: 0.96-1.08x against
+// 1.82-1.96x; ResNet-50's step 3.18-3.36x either way: docs/perf/kolo-memory.md,
+// "The peers' buffers from 16 KiB"); once the first slice skipped the slot it
+// beat the AND's carry at 8 KiB too (3.2-3.3 us against 3.4-3.7, Note [Kolo
+// memory does not ride] in carrier.h). At 4 KiB and below a bucket is one
+// round in the slots (Note [One round for small buckets]) or rides the AND.
 //
 // The call is then one slice numbered g. posted(g + 1) is the description;
 // done(g + 1) (and reduced, which moves with it) says a rank has written its

@@ -32,9 +32,10 @@ class ShmAllreduce;
 // packed, read by every peer and reduced by each, where the engine would post it
 // to a slot and hand shards back and forth. A bucket of one tensor that the shm
 // allreduce would read in place from kolo memory (allreduce_in_place.cc) is
-// faster there from its threshold, 16 KiB, up: at 2 ranks, 16 KiB from kolo
-// memory took 3.2-3.6 us in place against 4.8-5.8 us carried, in place or not
-// (docs/perf/kolo-memory.md, "2026-11-29: the first slice's copy"). So fits()
+// faster there from its threshold, 8 KiB, up: at 2 ranks from kolo memory, 16
+// KiB took 3.5-4.0 us in place against 4.9-5.3 us carried, in place or not, and
+// 8 KiB 3.2-3.3 us against 3.4-3.7 (docs/perf/kolo-memory.md, "2026-11-29: the
+// first slice's copy"). So fits()
 // turns such a bucket away and the engine takes it. This rank decides alone: a
 // carry counts only when every rank packed (Note [Data rides with the AND]), so
 // one rank whose buffers are in kolo memory sends the bucket to the engine on
