@@ -330,10 +330,12 @@ KOLO_API size_t kolo_dtype_size(kolo_dtype_t dtype);
  * other ranks on this node can map. An allreduce of 8 KiB and up (one tensor,
  * no prescale) whose input and output lie in such memory on every rank of a node
  * is reduced from the peers' buffers in place, without passing through kolo's
- * shared-memory slots; an allgather, alltoall, broadcast or reducescatter of
- * 16 KiB and up whose every rank's source lies in it reads the peers' buffers
- * directly (docs/design.md, "Memory kolo hands out"); any other buffer works as
- * before. Any thread, before or after kolo_init. Errors:
+ * shared-memory slots; an allgather, alltoall or reducescatter whose largest
+ * block has 8 KiB and up (a broadcast of 16 KiB and up) whose every rank's
+ * source lies in it reads the peers' buffers directly (docs/design.md, "Memory
+ * kolo hands out"); any other buffer works as before. Such calls do not ride
+ * with the negotiation (KOLO_AND_CARRY_BYTES). Any thread, before or after
+ * kolo_init. Errors:
  * KOLO_ERR_INVALID_ARGUMENT (size 0, out NULL), KOLO_ERR_INTERNAL (the system
  * refused: the message names the call). */
 KOLO_API kolo_status_t kolo_alloc(size_t bytes, void** out);

@@ -7,6 +7,7 @@
 #include "reduce/reduce.h"
 #include "transport/reduction.h"
 #include "transports/shm/allreduce.h"
+#include "transports/shm/collectives.h"
 
 namespace kolo::shm {
 namespace {
@@ -39,6 +40,8 @@ void ShmCarrier::pack(const transport::Bucket& bucket, char* slot) const {
 
 bool ShmCarrier::pack(Collective op, const transport::CollectiveView& part, char* slot,
                        size_t limit, size_t capacity) const {
+  // Note [Kolo memory does not ride] (carrier.h).
+  if (collectives_ != nullptr && collectives_->reads_mapped(op, part)) return false;
   switch (op) {
     case Collective::kBroadcast:
     case Collective::kAllgather: {

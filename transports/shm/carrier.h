@@ -25,6 +25,7 @@
 namespace kolo::shm {
 
 class ShmAllreduce;
+class ShmCollectives;
 
 // Note [Kolo memory does not ride]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -35,16 +36,26 @@ class ShmAllreduce;
 // faster there from its threshold, 8 KiB, up: at 2 ranks from kolo memory, 16
 // KiB took 3.5-4.0 us in place against 4.9-5.3 us carried, in place or not, and
 // 8 KiB 3.2-3.3 us against 3.4-3.7 (docs/perf/kolo-memory.md, "2026-11-29: the
-// first slice's copy"). So fits()
-// turns such a bucket away and the engine takes it. This rank decides alone: a
+// first slice's copy"). So fits() turns such a bucket away and the engine takes
+// it. This rank decides alone: a
 // carry counts only when every rank packed (Note [Data rides with the AND]), so
 // one rank whose buffers are in kolo memory sends the bucket to the engine on
-// every rank, which reads in place only if all are.
+// every rank, which reads in place only if all are. Likewise a collective whose
+// source lies in kolo memory and whose block reaches the size from which the
+// peers read it mapped (Note [The peers' sources in kolo memory] in
+// collectives_choices.cc): the engine reads it with one copy where the carry
+// packs it, reads every part and copies out again: at 2 ranks an allgather of
+// 16 KiB blocks took 3.1-3.2 us against 5.5-6.2 carried, and with the blocks
+// read mapped from 8 KiB on (collectives.h) the allgather, alltoall and
+// reducescatter of 16 KiB gained 14-31 % (docs/perf/kolo-memory.md, "2026-11-29:
+// the first slice's copy").
 class ShmCarrier : public transport::Carrier {
  public:
-  // `engine`: the node's allreduce (may be null: then nothing is turned away).
-  explicit ShmCarrier(int rank, const ShmAllreduce* engine = nullptr)
-      : rank_(rank), engine_(engine) {}
+  // `engine`, `collectives`: the node's engines (either may be null: then
+  // nothing of its kind is turned away).
+  explicit ShmCarrier(int rank, const ShmAllreduce* engine = nullptr,
+                      const ShmCollectives* collectives = nullptr)
+      : rank_(rank), engine_(engine), collectives_(collectives) {}
 
   const char* name() const override { return "shm+and"; }
   bool fits(const transport::Bucket& bucket, size_t limit) const override;
@@ -59,6 +70,7 @@ class ShmCarrier : public transport::Carrier {
  private:
   const int rank_;
   const ShmAllreduce* engine_;
+  const ShmCollectives* collectives_;
 };
 
 }  // namespace kolo::shm

@@ -549,7 +549,7 @@ Status ShmCollectives::run_call(Call& c) {
     for (int i = 0; i < c.n; ++i) largest = std::max(largest, header(r, g0)[kFields + i]);
   }
   const size_t largest_bytes = c.bytes(largest);
-  bool mapped = largest_bytes >= options_.shared_direct_min_bytes && sources_shared(c);
+  bool mapped = largest_bytes >= direct_min_bytes(c.op) && sources_shared(c);
   for (int r = 0; r < c.n && !mapped; ++r) mapped = posted_header_only(c, r, largest);
   c.push = c.op == Collective::kAllgather && single_copy() &&
            largest_bytes >= options_.allgather_push_min_bytes;

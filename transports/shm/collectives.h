@@ -45,10 +45,12 @@ class ShmCollectives {
   // from the peers' inputs]).
   static constexpr size_t kOnePassMinBytes = size_t{64} << 10;
   static constexpr size_t kOnePassMaxBytes = size_t{16} << 20;
-  // Calls whose largest block has at least this many bytes, and whose every
-  // rank's data lies in kolo_alloc memory, copy straight from the peers' buffers,
-  // mapped (Note [The peers' sources in kolo memory] says why 16 KiB).
-  static constexpr size_t kSharedDirectMinBytes = size_t{16} << 10;
+  // Calls whose largest block has at least this many bytes (a broadcast:
+  // kBroadcastDirectMinBytes), and whose every rank's data lies in kolo_alloc
+  // memory, copy straight from the peers' buffers, mapped (Note [The peers'
+  // sources in kolo memory] says why 8 and 16 KiB).
+  static constexpr size_t kSharedDirectMinBytes = size_t{8} << 10;
+  static constexpr size_t kBroadcastDirectMinBytes = size_t{16} << 10;
   // Allgathers whose largest block has at least this many bytes, on a node
   // that reads single copy, write each rank's block into the peers' outputs
   // where those lie in kolo_alloc memory (Note [An allgather pushes its block]).
@@ -87,6 +89,7 @@ class ShmCollectives {
     size_t one_pass_min_bytes = kOnePassMinBytes;
     size_t one_pass_max_bytes = kOnePassMaxBytes;
     size_t shared_direct_min_bytes = kSharedDirectMinBytes;
+    size_t broadcast_direct_min_bytes = kBroadcastDirectMinBytes;
     size_t allgather_push_min_bytes = kAllgatherPushMinBytes;
     size_t stream_output_min_bytes = kStreamOutputMinBytes;
     size_t broadcast_stream_output_min_bytes = kBroadcastStreamOutputMinBytes;
@@ -116,6 +119,16 @@ class ShmCollectives {
   // Whether the node's ranks can read each other's memory with one copy
   // (peer_read.h; probed by Node::create, the same on every rank of the node).
   bool single_copy() const { return node_->single_copy(); }
+  // Whether this rank's source for `op` lies in kolo memory and its own part
+  // (`part` as transport::Carrier::pack describes it) reaches the threshold at
+  // which the peers read it mapped (Note [The peers' sources in kolo memory]).
+  // ShmCarrier asks (Note [Kolo memory does not ride] in carrier.h).
+  bool reads_mapped(Collective op, const transport::CollectiveView& part) const;
+  // The size of the largest block from which `op` reads kolo memory mapped.
+  size_t direct_min_bytes(Collective op) const {
+    return op == Collective::kBroadcast ? options_.broadcast_direct_min_bytes
+                                        : options_.shared_direct_min_bytes;
+  }
   // Whether this rank's last call wrote its output with streaming stores (tests).
   bool streamed_last_output() const { return streamed_last_output_; }
   // Whether the last call that could stream its slots did (for tests and logs).

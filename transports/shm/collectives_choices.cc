@@ -159,18 +159,22 @@ Status ShmCollectives::copy_direct(const Call& c) {
 // - the single-copy paths (one pass, Options::single_copy_min_bytes) read a
 //   mapped peer that way, and every other peer through read_peer;
 // - a call whose largest block has at least Options::shared_direct_min_bytes
-//   (16 KiB) and whose every source rank published a span (or one rank
-//   posted its header alone: Note [A mapped source skips the slot]) takes the
-//   single-copy path after its first round, as the allreduce decides after its
-//   first slice: every rank reads the same headers, so all decide alike. An
-//   alltoall's first slot pieces are then wasted; reducescatter reduces
-//   straight from the mapped peers. 16 KiB, not the 1 MiB it was: from kolo memory at 2
-//   ranks, the broadcast from 32 KiB to 512 KiB went from 0.54-0.99x MPI to
-//   1.08-1.96x, the reducescatter from 32 KiB to 1 MiB from 0.94-4.89x to
-//   1.30-7.12x, the alltoall of 32 KiB (below the one pass) from 0.72-0.78x to
-//   1.35-1.38x, and the rest stayed within the runs' spread; below 16 KiB the
-//   AND carries the data by default (docs/perf/kolo-memory.md, "The peers'
-//   buffers from 16 KiB").
+//   (8 KiB; a broadcast Options::broadcast_direct_min_bytes, 16 KiB) and whose
+//   every source rank published a span (or one rank posted its header alone:
+//   Note [A mapped source skips the slot]) takes the single-copy path after its
+//   first round, as the allreduce decides after its first slice: every rank
+//   reads the same headers, so all decide alike. An alltoall's first slot
+//   pieces are then wasted; reducescatter reduces straight from the mapped
+//   peers. 16 KiB, not the 1 MiB it was: from kolo memory at 2 ranks, the
+//   broadcast from 32 KiB to 512 KiB went from 0.54-0.99x MPI to 1.08-1.96x,
+//   the reducescatter from 32 KiB to 1 MiB from 0.94-4.89x to 1.30-7.12x, the
+//   alltoall of 32 KiB (below the one pass) from 0.72-0.78x to 1.35-1.38x, and
+//   the rest stayed within the runs' spread (docs/perf/kolo-memory.md, "The
+//   peers' buffers from 16 KiB"). Then 8 KiB, once such calls no longer rode
+//   the AND (Note [Kolo memory does not ride] in carrier.h): 8 KiB blocks
+//   read mapped beat the carry (allgather and alltoall of 16 KiB, reducescatter
+//   of 16 KiB), 4 KiB ones did not, nor did a broadcast of 8 KiB
+//   (docs/perf/kolo-memory.md, "2026-11-29: the first slice's copy").
 // A rank that cannot map a peer's span reads that peer through read_peer
 // (single_copy() says it can), so a failed mapping costs speed, never the call.
 bool ShmCollectives::sources_shared(const Call& c) const {
@@ -182,6 +186,36 @@ bool ShmCollectives::sources_shared(const Call& c) const {
   return true;
 }
 
+bool ShmCollectives::reads_mapped(Collective op, const CollectiveView& part) const {
+  int64_t block = 0;  // the part's largest block, in elements
+  int64_t source = 0;
+  switch (op) {
+    case Collective::kBroadcast:
+      if (local_rank() != part.root) return false;
+      block = source = part.count;
+      break;
+    case Collective::kAllgather:
+      block = source = part.count;
+      break;
+    case Collective::kAlltoall:
+      for (int64_t count : part.send_counts) {
+        block = std::max(block, count);
+        source += count;
+      }
+      break;
+    case Collective::kReducescatter:
+      source = part.count;
+      block = (part.count + local_size() - 1) / local_size();
+      break;
+    default:
+      return false;
+  }
+  const size_t elem = dtype_size(part.dtype);
+  SharedSpan span;
+  return single_copy() && static_cast<size_t>(block) * elem >= direct_min_bytes(op) &&
+         find_shared(part.input, static_cast<size_t>(source) * elem, &span);
+}
+
 // Note [A mapped source skips the slot]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A source that lies in kolo memory is read mapped once the call is large
@@ -190,7 +224,7 @@ bool ShmCollectives::sources_shared(const Call& c) const {
 // they start theirs: at 1 MiB, two copies of a broadcast in a row where one
 // does. So a rank whose source is mapped posts its first round's header alone
 // when the node reads single copy at all and the call's largest block, as its
-// own view gives it, reaches Options::shared_direct_min_bytes: a broadcast's
+// own view gives it, reaches direct_min_bytes(): a broadcast's
 // count, an allgather's or reducescatter's largest recv_count (which the
 // headers compare, so an agreed call has the same on every rank). Every rank
 // sees from the headers which ranks did, and if any did the whole call takes
@@ -213,7 +247,7 @@ int64_t ShmCollectives::largest_in_view(const Call& c) const {
 // Whether rank r posted its first round's header alone, for a call whose
 // largest block has `largest` elements (Note [A mapped source skips the slot]).
 bool ShmCollectives::posted_header_only(const Call& c, int r, int64_t largest) const {
-  if (!single_copy() || c.bytes(largest) < options_.shared_direct_min_bytes) return false;
+  if (!single_copy() || c.bytes(largest) < direct_min_bytes(c.op)) return false;
   switch (c.op) {
     case Collective::kBroadcast:
       return r == c.view->root && header(r, c.first)[kFd] >= 0;

@@ -18,7 +18,8 @@ ShmTransport::ShmTransport(std::unique_ptr<ShmAllreduce> engine,
                            std::unique_ptr<ShmCollectives> collectives)
     : engine_(std::move(engine)),
       collectives_(std::move(collectives)),
-      carrier_(engine_ ? engine_->local_rank() : 0, engine_.get()) {}  // engineless: carries nothing anyway
+      // Engineless, it carries nothing anyway.
+      carrier_(engine_ ? engine_->local_rank() : 0, engine_.get(), collectives_.get()) {}
 
 ShmTransport::~ShmTransport() = default;
 

@@ -298,9 +298,9 @@ TEST(CarryKnob, CachedBucketsUpToTheKnobRideAndOthersDoNot) {
       << off;
 }
 
-// This rank's timeline of `repeats` cached allreduces of 16 KiB in place, in
-// memory from kolo_alloc on the ranks `in_kolo_memory` says and on the heap on
-// the others; every result checked.
+// This rank's timeline of `repeats` cached allreduces of 16 KiB in place and
+// allgathers of 16 KiB blocks, in memory from kolo_alloc on the ranks
+// `in_kolo_memory` says and on the heap on the others; every result checked.
 std::string timeline_of_memory(const std::function<bool(int)>& in_kolo_memory, int repeats) {
   const kolo_status_t init = kolo_init();
   EXPECT_EQ(init, KOLO_OK) << kolo_last_error();
@@ -322,6 +322,20 @@ std::string timeline_of_memory(const std::function<bool(int)>& in_kolo_memory, i
     for (int64_t i = 0; i < count; ++i)
       wrong += buf[i] != static_cast<float>(n * (n - 1) / 2 + n * (i % 7 + k));
     EXPECT_EQ(wrong, 0) << "repeat " << k;
+    for (int64_t i = 0; i < count; ++i) buf[i] = static_cast<float>(100 * rank + i % 5 + k);
+    kolo_handle_t h = nullptr;
+    EXPECT_EQ(kolo_allgather_async("carry.mem.g", buf, count, 1, KOLO_FLOAT32, cpu(), &h), KOLO_OK);
+    EXPECT_EQ(wait_or_abort(h), KOLO_OK);
+    const void* data = nullptr;
+    int64_t bytes = 0;
+    EXPECT_EQ(kolo_handle_output(h, &data, &bytes), KOLO_OK);
+    EXPECT_EQ(bytes, static_cast<int64_t>(n * count * sizeof(float)));
+    const float* got = static_cast<const float*>(data);
+    wrong = 0;
+    for (int64_t i = 0; got != nullptr && i < n * count; ++i)
+      wrong += got[i] != static_cast<float>(100 * (i / count) + (i % count) % 5 + k);
+    EXPECT_EQ(wrong, 0) << "allgather repeat " << k;
+    kolo_handle_release(h);
   }
   EXPECT_EQ(kolo_timeline_stop(), KOLO_OK) << kolo_last_error();
   world_barrier();
@@ -333,20 +347,25 @@ std::string timeline_of_memory(const std::function<bool(int)>& in_kolo_memory, i
 }
 
 // Note [Kolo memory does not ride] (transports/shm/carrier.h): at 16 KiB, the
-// carry's default limit and the in-place path's threshold, a bucket from the
-// heap rides with the AND, one from kolo memory goes to the engine, and so does
-// one from kolo memory on rank 0 and the heap elsewhere (rank 0 packs nothing,
-// so nothing rides). Exact every time.
-TEST(CarryKnob, KoloMemoryAtTheInPlaceThresholdGoesToTheEngine) {
+// carry's default limit, a bucket or an allgather's block from the heap rides
+// with the AND, one from kolo memory goes to the engine, and so does one from
+// kolo memory on rank 0 and the heap elsewhere (rank 0 packs nothing, so
+// nothing rides). Exact every time.
+TEST(CarryKnob, KoloMemoryOfTheEnginesSizesGoesToTheEngine) {
   const int repeats = 20;
   const std::string heap = timeline_of_memory([](int) { return false; }, repeats);
-  EXPECT_GE(occurrences(heap, "\"name\": \"allreduce shm+and\""), static_cast<size_t>(repeats / 2))
-      << heap;
+  for (const char* kind : {"allreduce", "allgather"}) {
+    EXPECT_GE(occurrences(heap, "\"name\": \"" + std::string(kind) + " shm+and\""),
+              static_cast<size_t>(repeats / 2))
+        << kind << heap;
+  }
   for (const bool everywhere : {true, false}) {
     const std::string text =
         timeline_of_memory([everywhere](int r) { return everywhere || r == 0; }, repeats);
     EXPECT_EQ(occurrences(text, "shm+and"), 0u) << (everywhere ? "every rank" : "rank 0") << text;
     EXPECT_EQ(occurrences(text, "\"name\": \"allreduce shm\""), static_cast<size_t>(repeats))
+        << text;
+    EXPECT_EQ(occurrences(text, "\"name\": \"allgather shm\""), static_cast<size_t>(repeats))
         << text;
   }
 }
