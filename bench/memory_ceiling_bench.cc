@@ -43,9 +43,19 @@ std::vector<float> g_a, g_b;  // the two "ranks'" data; set up by thread 0
 // half an allreduce here) and the threads' counters: one thread's counter of
 // size / threads per iteration is the whole allreduce's rate, in GB/s (1e9 B)
 // as kolo-allreduce-perf reports.
+// `evict` (may be empty): before each iteration, untimed, the thread writes its
+// half of it, as another job's buffers pass through the caches between calls.
 template <typename Step>
-void run_halves(benchmark::State& state, int64_t count, const Step& step) {
+void run_halves(benchmark::State& state, int64_t count, const Step& step,
+                std::vector<char>* evict = nullptr) {
   for (auto _ : state) {
+    if (evict != nullptr && !evict->empty()) {
+      state.PauseTiming();
+      const size_t half = evict->size() / 2;
+      std::memset(evict->data() + (state.thread_index() == 0 ? 0 : half), state.iterations() & 0xff,
+                  half);
+      state.ResumeTiming();
+    }
     const int64_t half = count / 2;
     const int64_t begin = state.thread_index() == 0 ? 0 : half;
     const int64_t end = state.thread_index() == 0 ? half : count;
@@ -57,18 +67,21 @@ void run_halves(benchmark::State& state, int64_t count, const Step& step) {
         benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Elements [i, i + n) of the in-place allreduce: a += b, then b = a.
+void sum_in_place(int64_t i, int64_t n) {
+  float* a = g_a.data() + i;
+  float* b = g_b.data() + i;
+  kolo::reduce::reduce(a, a, b, n, kolo::DataType::kFloat32, kolo::ReduceOp::kSum);
+  std::memcpy(b, a, static_cast<size_t>(n) * sizeof(float));
+}
+
 void BM_TwoThreadAllreduce(benchmark::State& state) {
   const int64_t count = state.range(0) / static_cast<int64_t>(sizeof(float));
   if (state.thread_index() == 0) {  // the timed loop starts only when every thread reaches it
     g_a.assign(static_cast<size_t>(count), 1.0f);
     g_b.assign(static_cast<size_t>(count), 0.0f);
   }
-  run_halves(state, count, [](int64_t i, int64_t n) {
-    float* a = g_a.data() + i;
-    float* b = g_b.data() + i;
-    kolo::reduce::reduce(a, a, b, n, kolo::DataType::kFloat32, kolo::ReduceOp::kSum);
-    std::memcpy(b, a, static_cast<size_t>(n) * sizeof(float));
-  });
+  run_halves(state, count, sum_in_place);
 }
 BENCHMARK(BM_TwoThreadAllreduce)
     ->Arg(1 << 20)
@@ -76,6 +89,25 @@ BENCHMARK(BM_TwoThreadAllreduce)
     ->Arg(64 << 20)
     ->Threads(2)
     ->UseRealTime();
+
+// The same with the caches cold as kolo-allreduce-perf -r mpi leaves them: between
+// two of kolo's calls MPI's allreduce of the same size runs on its own input and
+// output at each of the two ranks, 4 times the size in all, which this writes
+// (untimed) before each iteration. The last-level cache of the development VM
+// (480 MiB) holds the warm loop's buffers; this is the ceiling for the -r mpi
+// rows, BM_TwoThreadAllreduce for a loop alone (-r none).
+std::vector<char> g_evict;
+
+void BM_TwoThreadAllreduceCold(benchmark::State& state) {
+  const int64_t count = state.range(0) / static_cast<int64_t>(sizeof(float));
+  if (state.thread_index() == 0) {
+    g_a.assign(static_cast<size_t>(count), 1.0f);
+    g_b.assign(static_cast<size_t>(count), 0.0f);
+    g_evict.assign(4 * static_cast<size_t>(state.range(0)), 0);
+  }
+  run_halves(state, count, sum_in_place, &g_evict);
+}
+BENCHMARK(BM_TwoThreadAllreduceCold)->Arg(64 << 20)->Threads(2)->UseRealTime();
 
 // The same allreduce out of place, as kolo-allreduce-perf runs it by default:
 // each "rank" has an input and an output (four buffers), and each thread sums its
