@@ -20,22 +20,58 @@ namespace {
 // through one cache line, a few to ten microseconds, nothing next to 256 MiB of
 // calls. The runs: docs/perf/shm-calibration.md.
 
-constexpr int kPingPongs = 16;
+// Note [Timing round trips in batches]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// kFarRoundTripNs is on the scale of memory_ceiling_bench's BM_CoreRoundTrip
+// (near 75-145 ns, far 355-430 on the development VM): two threads passing one
+// word back and forth, loads alone in between. The probe once timed each round
+// trip alone (two clock reads of 30-50 ns around it), through two counters (a
+// line each way, so twice the transfers) and waits that pause between loads
+// (40-50 ns a pause on these cores): near cores read 315-400 ns, far by the
+// line, and the engines streamed between near cores, where plain stores were
+// faster (2 ranks, heap, MPI/kolo medians of 3: allreduce 2 MiB 1.13 -> 1.40, 8
+// MiB 1.00 -> 1.34, 32 MiB 1.95 -> 2.73; docs/perf/shm-calibration.md, "One word,
+// timed in batches"). So the probe passes one word (rank 0 writes odd values,
+// rank 1 even ones), spins on plain loads, and rank 0 times kBatches batches of
+// kPerBatch round trips, two clock reads a batch, and takes the median batch's
+// mean: 140-144 ns where BM_CoreRoundTrip read 121.
+constexpr int kBatches = 5;
+constexpr int kPerBatch = 8;
+constexpr int kPingPongs = kBatches * kPerBatch;
 constexpr double kFarRoundTripNs = 250;
+constexpr int kSpinLoads = 1 << 16;
+
+// Waits until `*c` reaches `target`: loads alone for a while (no pause, whose
+// 40-50 ns on this machine's cores would be timed too), then `wait` (which
+// yields, sleeps and watches the peer's liveness).
+Status spin_then_wait(uint64_t* c, uint64_t target, int who, const CounterWait& wait) {
+  for (int i = 0; i < kSpinLoads; ++i) {
+    if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) return Status::OK();
+  }
+  return wait(c, target, who);
+}
 
 }  // namespace
 
 Status cores_far_apart(const CoreProbe& probe, uint64_t round, int local_rank,
                        const CounterWait& wait, bool* far) {
-  const uint64_t base = (round - 1) * (kPingPongs + 1);
+  // One word passed back and forth: rank 0 writes base + 2i - 1, rank 1 answers
+  // base + 2i (Note [Timing round trips in batches]).
+  const uint64_t base = (round - 1) * 2 * (kPingPongs + 1);
+  uint64_t* ball = probe.ping;
+  auto exchange = [&](uint64_t i) {
+    publish_counter(ball, base + 2 * i - 1);
+    return spin_then_wait(ball, base + 2 * i, 1, wait);
+  };
   if (local_rank == 0) {
+    KOLO_RETURN_IF_ERROR_AS_IS(exchange(1));  // the first exchange only meets rank 1
     std::vector<double> ns;
-    for (uint64_t i = 1; i <= kPingPongs + 1; ++i) {  // the first exchange only meets rank 1
+    for (int b = 0; b < kBatches; ++b) {
       const auto start = std::chrono::steady_clock::now();
-      publish_counter(probe.ping, base + i);
-      KOLO_RETURN_IF_ERROR_AS_IS(wait(probe.pong, base + i, 1));
+      for (int k = 0; k < kPerBatch; ++k)
+        KOLO_RETURN_IF_ERROR_AS_IS(exchange(2 + static_cast<uint64_t>(b * kPerBatch + k)));
       const std::chrono::duration<double, std::nano> took = std::chrono::steady_clock::now() - start;
-      if (i > 1) ns.push_back(took.count());
+      ns.push_back(took.count() / kPerBatch);
     }
     std::nth_element(ns.begin(), ns.begin() + ns.size() / 2, ns.end());
     *far = ns[ns.size() / 2] > kFarRoundTripNs;
@@ -44,8 +80,8 @@ Status cores_far_apart(const CoreProbe& probe, uint64_t round, int local_rank,
   }
   if (local_rank == 1) {
     for (uint64_t i = 1; i <= kPingPongs + 1; ++i) {
-      KOLO_RETURN_IF_ERROR_AS_IS(wait(probe.ping, base + i, 0));
-      publish_counter(probe.pong, base + i);
+      KOLO_RETURN_IF_ERROR_AS_IS(spin_then_wait(ball, base + 2 * i - 1, 0, wait));
+      publish_counter(ball, base + 2 * i);
     }
   }
   KOLO_RETURN_IF_ERROR_AS_IS(wait(probe.decision, 2 * round, 0));

@@ -3,10 +3,11 @@
 // distant cores] in allreduce.cc says why and what was measured).
 //
 // Contract of cores_far_apart(): collective over the node's ranks, at the same
-// calls on every rank. Local rank 0 pings, local rank 1 answers, kPingPongs
-// times through three counters in the node's segment (node.h, Layout); rank 0
-// publishes whether the median round trip exceeded kFarRoundTripNs, and every
-// rank returns that verdict. Counter values only grow: `round` is the node's
+// calls on every rank. Local rank 0 and local rank 1 pass one counter in the
+// node's segment (node.h, Layout) back and forth, kPingPongs times; rank 0
+// publishes, through another, whether the round trip (the median of batches'
+// means: Note [Timing round trips in batches]) exceeded kFarRoundTripNs, and
+// every rank returns that verdict. Counter values only grow: `round` is the node's
 // calibration number, from 1. CoreDistance (below) is the node's one verdict,
 // which both engines consult.
 #pragma once
@@ -18,10 +19,10 @@
 
 namespace kolo::shm {
 
-// The three counters: ping and decision in local rank 0's block, pong in rank 1's.
+// The two counters, in local rank 0's block: ping (passed between ranks 0 and
+// 1) and decision.
 struct CoreProbe {
   uint64_t* ping;
-  uint64_t* pong;
   uint64_t* decision;
 };
 

@@ -154,7 +154,6 @@ Status Node::build(transport::ControlPlane& control) {
   KOLO_RETURN_IF_ERROR_AS_IS(map_segment(control, header, can_read));
   if (local_size() > 1) {
     core_distance_.init(CoreProbe{reinterpret_cast<uint64_t*>(at(0, Layout::kPing)),
-                                  reinterpret_cast<uint64_t*>(at(1, Layout::kPong)),
                                   reinterpret_cast<uint64_t*>(at(0, Layout::kDecision))},
                         local_rank_, local_size());
   }

@@ -59,7 +59,7 @@ struct Layout {
   static constexpr size_t kBoard = 0;
   static constexpr size_t kDoorbell = 1 * kLine;
   static constexpr size_t kPing = 2 * kLine;      // calibration: local rank 0's
-  static constexpr size_t kPong = 3 * kLine;      // local rank 1's
+  // 3 * kLine: free (the calibration passes one word, Note [Timing round trips in batches])
   static constexpr size_t kDecision = 4 * kLine;  // local rank 0's
   size_t node_and = 0, node_and_bytes = 0;  // bytes 0: absent
   size_t allreduce = 0, allreduce_bytes = 0;
