@@ -71,6 +71,9 @@ class ShmCollectives {
   // pieces of an eighth (at least 4 KiB) so that the receivers copy one while the
   // root writes the next (Note [Small broadcasts in pieces, near]).
   static constexpr size_t kBroadcastPiecesMaxBytes = size_t{64} << 10;
+  // ... and so do broadcasts of at least this many bytes (Note [Large broadcasts
+  // in pieces, near]).
+  static constexpr size_t kBroadcastLargePiecesMinBytes = size_t{512} << 10;
   static constexpr size_t kBroadcastPieces = 8;
   static constexpr size_t kMinBroadcastPieceBytes = size_t{4} << 10;
   // Broadcasts of more than this many bytes, between cores far apart, run in
@@ -96,6 +99,7 @@ class ShmCollectives {
     SlotStores slot_stores = SlotStores::kAuto;
     size_t stream_slot_min_bytes = kStreamSlotMinBytes;
     size_t broadcast_pieces_max_bytes = kBroadcastPiecesMaxBytes;
+    size_t broadcast_large_pieces_min_bytes = kBroadcastLargePiecesMinBytes;
     size_t far_broadcast_pieces_above_bytes = kFarBroadcastPiecesAboveBytes;
   };
 

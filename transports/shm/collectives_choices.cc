@@ -78,6 +78,20 @@ Status ShmCollectives::decide_slot_stores(Call& c, int64_t largest_bytes) {
 // cores]) and the count the call's, both the same on every rank, so every rank
 // cuts the call alike; it is decided before the first round is written.
 //
+// Note [Large broadcasts in pieces, near]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Near, a broadcast of kBroadcastLargePiecesMinBytes (512 KiB) and up is cut
+// into eighths as well (up to the slot: from 8 MiB the pieces are whole slots
+// either way). Through kolo, with the root's data new at every call (the perf
+// tool refills it), the receiver otherwise waits for the root's whole copy
+// before it starts its own; in eighths they overlap: 2 ranks, heap, MPI/kolo
+// medians of 3, 512 KiB 0.99 -> 1.24, 1 MiB 0.95 -> 1.41, 2 MiB 1.05 -> 1.11, 4
+// MiB 1.01 -> 1.09, and 128-256 KiB and 16 MiB unchanged
+// (docs/perf/shm-collectives.md, "Large broadcasts in pieces, near"). The
+// engine's own bench, which broadcasts the same hot buffer back to back, finds
+// the opposite (256 KiB-1 MiB 1.4-2x slower in pieces): the copies there come
+// from cache and each piece's hand-over costs more than it overlaps.
+//
 // Note [Large broadcasts in pieces, far]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Far apart the root streams its slot to memory and the receivers read it from
@@ -95,7 +109,9 @@ int64_t ShmCollectives::broadcast_piece(const Call& c) const {
     if (bytes <= options_.far_broadcast_pieces_above_bytes) return c.piece;
     per = std::min(std::max(bytes / 4, kFarBroadcastPieceMinBytes), kFarBroadcastPieceMaxBytes);
   } else {
-    if (bytes > options_.broadcast_pieces_max_bytes) return c.piece;
+    if (bytes > options_.broadcast_pieces_max_bytes &&
+        bytes < options_.broadcast_large_pieces_min_bytes)
+      return c.piece;
     per = std::max(bytes / kBroadcastPieces, kMinBroadcastPieceBytes);
   }
   per = std::min((per + kCacheLine - 1) / kCacheLine * kCacheLine, c.region_bytes);

@@ -142,10 +142,11 @@ TEST(ShmCollectives, SmallBlocksStreamTheirSlotsWhenTold) {
   }
 }
 
-// Note [Small broadcasts in pieces, near]: with the verdict "near" (slots forced
-// plain), broadcasts up to 64 KiB run in pieces of an eighth, at least 4 KiB;
-// larger ones and far ones in one round per slot. Exact from every root at the
-// edges, and the rounds counted.
+// Note [Small broadcasts in pieces, near] and Note [Large broadcasts in pieces,
+// near]: with the verdict "near" (slots forced plain), broadcasts up to 64 KiB
+// and from 512 KiB run in pieces of an eighth, at least 4 KiB; those between
+// and far ones in one round per slot. Exact from every root at the edges, and
+// the rounds counted.
 TEST(ShmCollectives, NearSmallBroadcastsRunInPieces) {
   std::unique_ptr<ShmCollectives> e =
       engine(ShmCollectives::kDefaultSlotBytes, slots(ShmCollectives::SlotStores::kPlain));
@@ -155,9 +156,11 @@ TEST(ShmCollectives, NearSmallBroadcastsRunInPieces) {
     int64_t floats;
     uint64_t rounds;
   };
-  // 4 KiB pieces up to 32 KiB, then an eighth, rounded up to a cache line.
+  // 4 KiB pieces up to 32 KiB, then an eighth, rounded up to a cache line; one
+  // round from 64 KiB to 512 KiB, then eighths again.
   for (Case c : {Case{1, 1}, Case{1024, 1}, Case{1025, 2}, Case{4096, 4}, Case{8191, 8},
-                 Case{16383, 8}, Case{16384, 8}, Case{16385, 1}, Case{300000, 2}}) {
+                 Case{16383, 8}, Case{16384, 8}, Case{16385, 1}, Case{131071, 1},
+                 Case{131072, 8}, Case{300000, 8}}) {
     for (int root = 0; root < size(); ++root) {
       SCOPED_TRACE("floats " + std::to_string(c.floats) + " root " + std::to_string(root));
       const uint64_t before = e->rounds_run();
@@ -196,7 +199,7 @@ TEST(ShmCollectives, NearSmallBroadcastsRunInPieces) {
 // streamed), broadcasts of more than 128 KiB run in pieces of a quarter, 128 to
 // 256 KiB, rounded up to a cache line; up to 128 KiB in one round. Exact from
 // every root at the edges (in place and not), the rounds counted; near, the same
-// calls run in one round per slot.
+// calls run in one round below 512 KiB and in eighths from there.
 TEST(ShmCollectives, FarLargeBroadcastsRunInPieces) {
   std::unique_ptr<ShmCollectives> e;
   struct Case {
@@ -206,10 +209,10 @@ TEST(ShmCollectives, FarLargeBroadcastsRunInPieces) {
   const Case cases[] = {
       {32768, 1, 1},     // 128 KiB: one round
       {32769, 2, 1},     // just above: 128 KiB and 4 bytes
-      {131072, 4, 1},    // 512 KiB: quarters of 128 KiB
-      {262144, 4, 1},    // 1 MiB: quarters of 256 KiB
-      {300000, 5, 2},    // 1.14 MiB: 256 KiB pieces (the last short); 2 slots near
-      {1048576, 16, 4},  // 4 MiB: 256 KiB pieces
+      {131072, 4, 8},    // 512 KiB: quarters of 128 KiB; eighths near
+      {262144, 4, 8},    // 1 MiB: quarters of 256 KiB
+      {300000, 5, 8},    // 1.14 MiB: 256 KiB pieces (the last short)
+      {1048576, 16, 8},  // 4 MiB: 256 KiB pieces; 512 KiB near
   };
   for (bool far : {true, false}) {
     e = engine(ShmCollectives::kDefaultSlotBytes,
@@ -249,6 +252,7 @@ TEST(ShmCollectives, FarLargeBroadcastsRunInPieces) {
   off.far_broadcast_pieces_above_bytes = SIZE_MAX;
   e = engine(ShmCollectives::kDefaultSlotBytes, off);
   ASSERT_NE(e, nullptr);
+  check_broadcast<float>(*e, 1000, 0, false);  // the verdict (a new engine's is near)
   const uint64_t before = e->rounds_run();
   check_broadcast<float>(*e, 262144, 0, false);
   if (size() > 1) {
