@@ -11,7 +11,8 @@
 // survivor's kolo_shutdown took; later: the status of an allreduce submitted
 // after the error (before kolo_shutdown; for init and the shutdown orders,
 // after it). Usage: failure_probe <phase> <victim rank> <dir>.
-// Phases: init idle negotiate blocking blocking-shm shm shm-in-place shm-mapped shm-share ring mpi
+// Phases: init idle negotiate blocking blocking-shm shm shm-in-place shm-described shm-mapped
+// shm-share ring mpi
 // barrier
 // join teardown exit stop resume shutdown-after-death (the blocking phases: negotiate's and
 // shm's through the blocking kolo_allreduce), and the shutdown orders (order, idiom, busy; see
@@ -340,6 +341,14 @@ int main(int argc, char** argv) {
     // buffers in place, and the victim dies inside that pass.
     void* memory = nullptr;
     if (kolo_alloc(size_t{1} << 20, &memory) != KOLO_OK) return 2;
+    o = loop(256 << 10, victim, 0, 0, static_cast<float*>(memory));
+  } else if (phase == "shm-described") {
+    // 1 MiB (two slices), the victim's buffer from kolo_alloc and the others on
+    // the heap: the victim posts its first slice's description alone (Note [A
+    // described slice skips the slot]) and dies there, while the others read
+    // that slice from its input and wait for its shard.
+    void* memory = nullptr;
+    if (victim && kolo_alloc(size_t{1} << 20, &memory) != KOLO_OK) return 2;
     o = loop(256 << 10, victim, 0, 0, static_cast<float*>(memory));
   } else if (phase == "shm-mapped") {
     // 1 MiB a rank from kolo_alloc on every rank: the allgather reads the peers'

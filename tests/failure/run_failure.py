@@ -32,12 +32,14 @@ import time
 # probe, which arms them through libkolo's test-only entry point).
 HOOKS = {"init": "init", "negotiate": "negotiate:40", "blocking": "negotiate:40",
          "blocking-shm": "shm:5", "shm": "shm:5",
-         "shm-in-place": "shm-in-place:5", "shm-mapped": "shm-direct:5",
+         "shm-in-place": "shm-in-place:5", "shm-described": "shm:5",
+         "shm-mapped": "shm-direct:5",
          "shm-share": "shm-direct:5", "ring": "ring:5",
          "mpi": "mpi:5",
          "teardown": "teardown"}
 # Transports forced per phase (on every rank, so the plan agrees).
-TRANSPORT = {"shm": "shm", "blocking-shm": "shm", "shm-in-place": "shm", "shm-mapped": "shm", "shm-share": "shm",
+TRANSPORT = {"shm": "shm", "blocking-shm": "shm", "shm-in-place": "shm", "shm-described": "shm",
+             "shm-mapped": "shm", "shm-share": "shm",
              "ring": "ring",
              "mpi": "mpi"}
 SHUTDOWN_PHASES = ("order", "reverse", "idiom", "busy")
