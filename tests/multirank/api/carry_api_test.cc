@@ -227,10 +227,9 @@ size_t occurrences(const std::string& text, const std::string& what) {
   return n;
 }
 
-// This rank's timeline of `repeats` allreduces of 4 KiB ("carry.fits") and of
-// 4 KiB + 4 B ("carry.over"), with KOLO_AND_CARRY_BYTES set to `knob`
-// (null: unset).
-std::string timeline_of_repeats(const char* knob, int repeats) {
+// This rank's timeline of what `body(rank, size)` runs between kolo_init (with
+// KOLO_AND_CARRY_BYTES set to `knob`; null: unset) and kolo_shutdown.
+std::string timeline_of(const char* knob, const std::function<void(int, int)>& body) {
   if (knob != nullptr) setenv("KOLO_AND_CARRY_BYTES", knob, 1);
   const kolo_status_t init = kolo_init();
   unsetenv("KOLO_AND_CARRY_BYTES");
@@ -240,30 +239,40 @@ std::string timeline_of_repeats(const char* knob, int repeats) {
   const std::string stem = "/tmp/kolo-carry-" + std::to_string(getppid()) + "-";
   const std::string mine = stem + std::to_string(rank) + ".json";
   EXPECT_EQ(kolo_timeline_start((stem + "%r.json").c_str(), 0), KOLO_OK) << kolo_last_error();
-  std::vector<float> fits(1024, 1.0f), over(1025, 1.0f);
-  for (int k = 0; k < repeats; ++k) {
-    EXPECT_EQ(allreduce("carry.fits", fits.data(), fits.data(), 1024, KOLO_FLOAT32,
-                        KOLO_OP_MAX),
-              KOLO_OK);
-    EXPECT_EQ(allreduce("carry.over", over.data(), over.data(), 1025, KOLO_FLOAT32,
-                        KOLO_OP_MAX),
-              KOLO_OK);
-    kolo_handle_t h = nullptr;
-    EXPECT_EQ(kolo_allgather_async("carry.g", fits.data(), 8, 1, KOLO_FLOAT32, cpu(), &h), KOLO_OK);
-    EXPECT_EQ(wait_or_abort(h), KOLO_OK);
-    kolo_handle_release(h);
-    EXPECT_EQ(kolo_broadcast_async("carry.c", fits.data(), fits.data(), 8, KOLO_FLOAT32, 0, cpu(),
-                                   &h),
-              KOLO_OK);
-    EXPECT_EQ(wait_or_abort(h), KOLO_OK);
-    kolo_handle_release(h);
-  }
+  body(rank, kolo_size());
   EXPECT_EQ(kolo_timeline_stop(), KOLO_OK) << kolo_last_error();
   world_barrier();
   EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   const std::string text = read_file(mine);
   std::remove(mine.c_str());
   return text;
+}
+
+// This rank's timeline of `repeats` allreduces of 4 KiB ("carry.fits") and of
+// 4 KiB + 4 B ("carry.over"), with KOLO_AND_CARRY_BYTES set to `knob`
+// (null: unset).
+std::string timeline_of_repeats(const char* knob, int repeats) {
+  return timeline_of(knob, [repeats](int, int) {
+    std::vector<float> fits(1024, 1.0f), over(1025, 1.0f);
+    for (int k = 0; k < repeats; ++k) {
+      EXPECT_EQ(allreduce("carry.fits", fits.data(), fits.data(), 1024, KOLO_FLOAT32,
+                          KOLO_OP_MAX),
+                KOLO_OK);
+      EXPECT_EQ(allreduce("carry.over", over.data(), over.data(), 1025, KOLO_FLOAT32,
+                          KOLO_OP_MAX),
+                KOLO_OK);
+      kolo_handle_t h = nullptr;
+      EXPECT_EQ(kolo_allgather_async("carry.g", fits.data(), 8, 1, KOLO_FLOAT32, cpu(), &h),
+                KOLO_OK);
+      EXPECT_EQ(wait_or_abort(h), KOLO_OK);
+      kolo_handle_release(h);
+      EXPECT_EQ(kolo_broadcast_async("carry.c", fits.data(), fits.data(), 8, KOLO_FLOAT32, 0,
+                                     cpu(), &h),
+                KOLO_OK);
+      EXPECT_EQ(wait_or_abort(h), KOLO_OK);
+      kolo_handle_release(h);
+    }
+  });
 }
 
 // Every bucket is one tensor; each appears as "allreduce <transport>".
@@ -302,48 +311,38 @@ TEST(CarryKnob, CachedBucketsUpToTheKnobRideAndOthersDoNot) {
 // allgathers of 16 KiB blocks, in memory from kolo_alloc on the ranks
 // `in_kolo_memory` says and on the heap on the others; every result checked.
 std::string timeline_of_memory(const std::function<bool(int)>& in_kolo_memory, int repeats) {
-  const kolo_status_t init = kolo_init();
-  EXPECT_EQ(init, KOLO_OK) << kolo_last_error();
-  if (init != KOLO_OK) return "";
-  const int rank = kolo_rank();
-  const int n = kolo_size();
-  const std::string stem = "/tmp/kolo-carry-mem-" + std::to_string(getppid()) + "-";
-  const std::string mine = stem + std::to_string(rank) + ".json";
-  const int64_t count = 4096;
-  std::vector<float> heap(static_cast<size_t>(count));
-  void* mapped = nullptr;
-  EXPECT_EQ(kolo_alloc(static_cast<size_t>(count) * sizeof(float), &mapped), KOLO_OK);
-  float* buf = in_kolo_memory(rank) ? static_cast<float*>(mapped) : heap.data();
-  EXPECT_EQ(kolo_timeline_start((stem + "%r.json").c_str(), 0), KOLO_OK) << kolo_last_error();
-  for (int k = 0; k < repeats; ++k) {
-    for (int64_t i = 0; i < count; ++i) buf[i] = static_cast<float>(rank + i % 7 + k);
-    EXPECT_EQ(allreduce("carry.mem", buf, buf, count, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_OK);
-    int64_t wrong = 0;
-    for (int64_t i = 0; i < count; ++i)
-      wrong += buf[i] != static_cast<float>(n * (n - 1) / 2 + n * (i % 7 + k));
-    EXPECT_EQ(wrong, 0) << "repeat " << k;
-    for (int64_t i = 0; i < count; ++i) buf[i] = static_cast<float>(100 * rank + i % 5 + k);
-    kolo_handle_t h = nullptr;
-    EXPECT_EQ(kolo_allgather_async("carry.mem.g", buf, count, 1, KOLO_FLOAT32, cpu(), &h), KOLO_OK);
-    EXPECT_EQ(wait_or_abort(h), KOLO_OK);
-    const void* data = nullptr;
-    int64_t bytes = 0;
-    EXPECT_EQ(kolo_handle_output(h, &data, &bytes), KOLO_OK);
-    EXPECT_EQ(bytes, static_cast<int64_t>(n * count * sizeof(float)));
-    const float* got = static_cast<const float*>(data);
-    wrong = 0;
-    for (int64_t i = 0; got != nullptr && i < n * count; ++i)
-      wrong += got[i] != static_cast<float>(100 * (i / count) + (i % count) % 5 + k);
-    EXPECT_EQ(wrong, 0) << "allgather repeat " << k;
-    kolo_handle_release(h);
-  }
-  EXPECT_EQ(kolo_timeline_stop(), KOLO_OK) << kolo_last_error();
-  world_barrier();
-  EXPECT_EQ(kolo_free(mapped), KOLO_OK);
-  EXPECT_EQ(kolo_shutdown(), KOLO_OK);
-  const std::string text = read_file(mine);
-  std::remove(mine.c_str());
-  return text;
+  return timeline_of(nullptr, [&](int rank, int n) {
+    const int64_t count = 4096;
+    std::vector<float> heap(static_cast<size_t>(count));
+    void* mapped = nullptr;
+    EXPECT_EQ(kolo_alloc(static_cast<size_t>(count) * sizeof(float), &mapped), KOLO_OK);
+    float* buf = in_kolo_memory(rank) ? static_cast<float*>(mapped) : heap.data();
+    for (int k = 0; k < repeats; ++k) {
+      for (int64_t i = 0; i < count; ++i) buf[i] = static_cast<float>(rank + i % 7 + k);
+      EXPECT_EQ(allreduce("carry.mem", buf, buf, count, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_OK);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < count; ++i)
+        wrong += buf[i] != static_cast<float>(n * (n - 1) / 2 + n * (i % 7 + k));
+      EXPECT_EQ(wrong, 0) << "repeat " << k;
+      for (int64_t i = 0; i < count; ++i) buf[i] = static_cast<float>(100 * rank + i % 5 + k);
+      kolo_handle_t h = nullptr;
+      EXPECT_EQ(kolo_allgather_async("carry.mem.g", buf, count, 1, KOLO_FLOAT32, cpu(), &h),
+                KOLO_OK);
+      EXPECT_EQ(wait_or_abort(h), KOLO_OK);
+      const void* data = nullptr;
+      int64_t bytes = 0;
+      EXPECT_EQ(kolo_handle_output(h, &data, &bytes), KOLO_OK);
+      EXPECT_EQ(bytes, static_cast<int64_t>(n * count * sizeof(float)));
+      const float* got = static_cast<const float*>(data);
+      wrong = 0;
+      for (int64_t i = 0; got != nullptr && i < n * count; ++i)
+        wrong += got[i] != static_cast<float>(100 * (i / count) + (i % count) % 5 + k);
+      EXPECT_EQ(wrong, 0) << "allgather repeat " << k;
+      kolo_handle_release(h);
+    }
+    world_barrier();  // no peer reads this rank's memory any more
+    EXPECT_EQ(kolo_free(mapped), KOLO_OK);
+  });
 }
 
 // Note [Kolo memory does not ride] (transports/shm/carrier.h): at 16 KiB, the
