@@ -41,7 +41,7 @@ void ShmCarrier::pack(const transport::Bucket& bucket, char* slot) const {
 bool ShmCarrier::pack(Collective op, const transport::CollectiveView& part, char* slot,
                        size_t limit, size_t capacity) const {
   // Note [Kolo memory does not ride] (carrier.h).
-  if (collectives_ != nullptr && collectives_->reads_mapped(op, part)) return false;
+  if (collectives_ != nullptr && collectives_->reads_mapped(op, part, rank_)) return false;
   switch (op) {
     case Collective::kBroadcast:
     case Collective::kAllgather: {

@@ -123,11 +123,12 @@ class ShmCollectives {
   // Whether the node's ranks can read each other's memory with one copy
   // (peer_read.h; probed by Node::create, the same on every rank of the node).
   bool single_copy() const { return node_->single_copy(); }
-  // Whether this rank's source for `op` lies in kolo memory and its own part
-  // (`part` as transport::Carrier::pack describes it) reaches the threshold at
-  // which the peers read it mapped (Note [The peers' sources in kolo memory]).
-  // ShmCarrier asks (Note [Kolo memory does not ride] in carrier.h).
-  bool reads_mapped(Collective op, const transport::CollectiveView& part) const;
+  // Whether the source of local rank `rank` for `op` lies in kolo memory and
+  // its own part (`part` as transport::Carrier::pack describes it) reaches the
+  // threshold at which the peers read it mapped (Note [The peers' sources in
+  // kolo memory]); a broadcast's only source is its root's. ShmCarrier asks
+  // (Note [Kolo memory does not ride] in carrier.h).
+  bool reads_mapped(Collective op, const transport::CollectiveView& part, int rank) const;
   // The size of the largest block from which `op` reads kolo memory mapped.
   size_t direct_min_bytes(Collective op) const {
     return op == Collective::kBroadcast ? options_.broadcast_direct_min_bytes

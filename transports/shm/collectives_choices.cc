@@ -202,12 +202,12 @@ bool ShmCollectives::sources_shared(const Call& c) const {
   return true;
 }
 
-bool ShmCollectives::reads_mapped(Collective op, const CollectiveView& part) const {
+bool ShmCollectives::reads_mapped(Collective op, const CollectiveView& part, int rank) const {
   int64_t block = 0;  // the part's largest block, in elements
   int64_t source = 0;
   switch (op) {
     case Collective::kBroadcast:
-      if (local_rank() != part.root) return false;
+      if (rank != part.root) return false;
       block = source = part.count;
       break;
     case Collective::kAllgather:

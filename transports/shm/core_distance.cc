@@ -39,11 +39,12 @@ constexpr int kBatches = 5;
 constexpr int kPerBatch = 8;
 constexpr int kPingPongs = kBatches * kPerBatch;
 constexpr double kFarRoundTripNs = 250;
-constexpr int kSpinLoads = 1 << 16;
+constexpr int kSpinLoads = 1 << 12;  // a few microseconds, ten or more round trips
 
 // Waits until `*c` reaches `target`: loads alone for a while (no pause, whose
 // 40-50 ns on this machine's cores would be timed too), then `wait` (which
-// yields, sleeps and watches the peer's liveness).
+// yields, sleeps and watches the peer's liveness: a peer that shares this
+// rank's core runs only then).
 Status spin_then_wait(uint64_t* c, uint64_t target, int who, const CounterWait& wait) {
   for (int i = 0; i < kSpinLoads; ++i) {
     if (__atomic_load_n(c, __ATOMIC_ACQUIRE) >= target) return Status::OK();
