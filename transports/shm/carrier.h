@@ -37,10 +37,10 @@ class ShmCollectives;
 // KiB took 3.5-4.0 us in place against 4.9-5.3 us carried, in place or not, and
 // 8 KiB 3.2-3.3 us against 3.4-3.7 (docs/perf/kolo-memory.md, "2026-11-29: the
 // first slice's copy"). So fits() turns such a bucket away and the engine takes
-// it. This rank decides alone: a
-// carry counts only when every rank packed (Note [Data rides with the AND]), so
-// one rank whose buffers are in kolo memory sends the bucket to the engine on
-// every rank, which reads in place only if all are. Likewise a collective whose
+// it. This rank decides alone: a carry counts only when every rank packed (Note
+// [Data rides with the AND]), so one rank whose buffers are in kolo memory sends
+// the bucket to the engine on every rank, which reads in place only if all are.
+// Likewise a collective whose
 // source lies in kolo memory and whose block reaches the size from which the
 // peers read it mapped (Note [The peers' sources in kolo memory] in
 // collectives_choices.cc): the engine reads it with one copy where the carry
