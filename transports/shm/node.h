@@ -58,8 +58,9 @@ struct Layout {
   // The first page of a part, one cache line each.
   static constexpr size_t kBoard = 0;
   static constexpr size_t kDoorbell = 1 * kLine;
-  static constexpr size_t kPing = 2 * kLine;      // calibration: local rank 0's
-  // 3 * kLine: free (the calibration passes one word, Note [Timing round trips in batches])
+  // Calibration (core_distance.h): one word in local rank 0's part that ranks 0
+  // and 1 both write (Note [Timing round trips in batches]); 3 * kLine is free.
+  static constexpr size_t kPing = 2 * kLine;
   static constexpr size_t kDecision = 4 * kLine;  // local rank 0's
   size_t node_and = 0, node_and_bytes = 0;  // bytes 0: absent
   size_t allreduce = 0, allreduce_bytes = 0;
