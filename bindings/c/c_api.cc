@@ -266,7 +266,7 @@ kolo_status_t run_named(kolo::Collective collective, const char* name, kolo_dtyp
     return s;
   if (!g_runtime) return not_initialized();
   std::shared_ptr<kolo::core::HandleState> state;
-  if (Status s = g_runtime->run(std::move(a), &state); !s.ok()) return report(s);
+  if (Status s = g_runtime->run(std::move(a), &state); !s.ok() || state == nullptr) return report(s);
   return report(Status(state->code(), state->message()));
 }
 
@@ -305,6 +305,7 @@ kolo_status_t submit_and_wait(kolo::core::CollectiveArgs args, kolo_handle_t* ou
   if (!g_runtime) return not_initialized();
   std::shared_ptr<kolo::core::HandleState> state;
   if (Status s = g_runtime->run(std::move(args), &state); !s.ok()) return report(s);
+  KOLO_CHECK(state != nullptr);  // barriers and joins never complete alone
   *out = new kolo_handle{state};
   return report(Status(state->code(), state->message()));
 }

@@ -47,7 +47,8 @@ Coordinator::Coordinator(transport::World& world, const Config& config, TensorQu
           world.control->topology().local_size,
           world.control->topology().local_size == world.control->topology().size)),
       gate_(std::make_shared<CycleGate>(this, policy_)),
-      doze_(policy_.profile(WaitFor::kDoze)) {}
+      doze_(policy_.profile(WaitFor::kDoze)),
+      alone_allowed_(config.and_carry_bytes > 0 && !config.autotune) {}
 
 Status Coordinator::init() {
   transport::ControlPlane* control = world_.control.get();
@@ -122,6 +123,52 @@ Coordinator::Helped Coordinator::cycle_for_helper(Clock::time_point start) {
   return Helped::kEnded;
 }
 
+// Note [A call alone]
+Coordinator::Helped Coordinator::run_alone(TensorEntry& entry, const HandleMaker& make_handle,
+                                           Status* result) {
+  const Request& request = entry.request;
+  uint32_t bit = 0;
+  if (ended_ || !alone_allowed_ || !pending_.empty() || queue_.has_queued() ||
+      executor_.busy() || timeline_.recording() ||
+      shutdown_requested_.load(std::memory_order_acquire) ||
+      request.params.collective != Collective::kAllreduce ||
+      request.params.device_kind != DeviceKind::kCpu || !entry.members.empty() ||
+      request.params.bytes() > static_cast<size_t>(config_.and_carry_bytes) ||
+      !negotiator_.alone(request, &bit))
+    return Helped::kNotAlone;
+  *result = queue_.admit(request.name);
+  if (!result->ok()) return Helped::kIdle;
+  bool done = false;
+  bool stop = false;
+  Status status = negotiator_.cycle_alone(
+      request, bit, entry.enqueued,
+      [this, &entry](char* slot, size_t capacity) {
+        return executor_.pack_alone(entry, slot, capacity);
+      },
+      &done, &ready_, &stop);
+  if (done) {
+    carried_.resize(static_cast<size_t>(world_.control->topology().size));
+    for (size_t r = 0; r < carried_.size(); ++r)
+      carried_[r] = world_.control->carried(static_cast<int>(r));
+    executor_.finish_alone(carried_);
+    last_submission_ = std::max(last_submission_, entry.enqueued);
+    queue_.finish(request.name);
+    if (flight_.enabled()) flight_.completed(request, entry.enqueued, Clock::now());
+    return Helped::kAlone;
+  }
+  // The cycle goes on as any other: the entry joins it as track() would (the
+  // negotiator has it already), with the handle its caller then waits for.
+  make_handle(entry);
+  const Clock::time_point start = entry.enqueued;
+  entry.flight = flight_.submitted(entry.request, start);
+  last_submission_ = std::max(last_submission_, start);
+  pending_.emplace(entry.request.name, std::move(entry));
+  finish_cycle(std::move(status), start, /*asked=*/false, stop, /*carried=*/false);
+  if (!ended_) return Helped::kRan;
+  world_.control->wake();  // the coordinator thread finishes
+  return Helped::kEnded;
+}
+
 void Coordinator::finish() {
   if (end_failed_) return stop_for(end_);
   fail_everything(end_);
@@ -143,13 +190,19 @@ void Coordinator::run_cycle(Clock::time_point start) {
   const bool recording = timeline_.recording();
   const Clock::time_point cycle_start = start == Clock::time_point{} ? Clock::now() : start;
   negotiator_.set_recording(recording);
-  auto fail = [this](Status s) {
-    ended_ = end_failed_ = true;
-    end_ = std::move(s);
-  };
   bool carried = false;
   Status status = negotiator_.cycle(asked, cycle_start, &ready_, &stop, &carried);
-  if (!status.ok()) return fail(std::move(status));
+  finish_cycle(std::move(status), cycle_start, asked, stop, carried);
+}
+
+void Coordinator::fail_cycle(Status status) {
+  ended_ = end_failed_ = true;
+  end_ = std::move(status);
+}
+
+void Coordinator::finish_cycle(Status status, Clock::time_point cycle_start, bool asked,
+                               bool stop, bool carried) {
+  if (!status.ok()) return fail_cycle(std::move(status));
   if (carried) {  // Note [Data rides with the AND]
     carried_.resize(static_cast<size_t>(world_.control->topology().size));
     for (size_t r = 0; r < carried_.size(); ++r)
@@ -159,7 +212,7 @@ void Coordinator::run_cycle(Clock::time_point start) {
   // finds them in it. (This delays results by one allgather while recording.)
   if (negotiator_.someone_recording()) {
     note_submits(ready_);
-    if (Status s = record_cycle(ready_, cycle_start); !s.ok()) return fail(std::move(s));
+    if (Status s = record_cycle(ready_, cycle_start); !s.ok()) return fail_cycle(std::move(s));
   }
   // One read for the negotiation's end and the first bucket's start.
   const Clock::time_point negotiated = ready_.empty() ? Clock::time_point{} : Clock::now();
@@ -175,7 +228,7 @@ void Coordinator::run_cycle(Clock::time_point start) {
     return;
   }
   // A transport may have met the failure first (its buckets carry it).
-  if (Status s = world_.control->check_peers(); !s.ok()) return fail(std::move(s));
+  if (Status s = world_.control->check_peers(); !s.ok()) return fail_cycle(std::move(s));
 }
 
 // See Note [Who came last] in timeline.h: this rank's submit of each ready name.

@@ -18,9 +18,15 @@ void CycleGate::help(const HandleState& handle, Clock::time_point deadline) {
   keep_helping(handle, deadline, /*tried=*/false, /*ran=*/false);
 }
 
-bool CycleGate::run_here(TensorEntry& entry, Clock::time_point deadline, Status* refused) {
+bool CycleGate::run_here(TensorEntry& entry, Clock::time_point deadline,
+                         const HandleMaker& make_handle, Status* refused, bool* alone) {
+  *alone = false;
   helpers_.fetch_add(1, std::memory_order_acq_rel);
-  const std::shared_ptr<HandleState> handle = entry.handle;  // the entry moves into the cycle
+  std::shared_ptr<HandleState> handle;  // the entry moves into the cycle
+  const HandleMaker give = [&](TensorEntry& e) {
+    make_handle(e);
+    handle = e.handle;
+  };
   Coordinator::Helped helped;
   {
     std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
@@ -28,7 +34,22 @@ bool CycleGate::run_here(TensorEntry& entry, Clock::time_point deadline, Status*
       helpers_.fetch_sub(1, std::memory_order_acq_rel);
       return false;
     }
-    helped = coordinator_->run_with(entry, refused);
+    helped = coordinator_->run_alone(entry, give, refused);
+    if (helped == Coordinator::Helped::kNotAlone) {
+      give(entry);
+      helped = coordinator_->run_with(entry, refused);
+    }
+  }
+  if (helped == Coordinator::Helped::kAlone) {
+    // As leave() with a handle done: the submission's clock read stands for
+    // the time this helper left.
+    *alone = true;
+    last_help_end_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             entry.enqueued.time_since_epoch())
+                             .count(),
+                         std::memory_order_release);
+    helpers_.fetch_sub(1, std::memory_order_acq_rel);
+    return true;
   }
   if (!refused->ok()) {
     helpers_.fetch_sub(1, std::memory_order_acq_rel);

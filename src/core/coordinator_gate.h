@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 
 #include "common/wait_policy.h"
@@ -20,6 +21,9 @@
 namespace kolo::core {
 
 class Coordinator;
+
+// Gives an entry its handle (TensorEntry::handle) when the call needs one.
+using HandleMaker = std::function<void(TensorEntry&)>;
 
 class CycleGate : public CycleHelper {
  public:
@@ -34,12 +38,16 @@ class CycleGate : public CycleHelper {
   void help(const HandleState& handle, Clock::time_point deadline) override;
 
   // Note [A blocking call enters the cycle]: if no other thread holds the gate,
-  // hands `entry` to the coordinator's cycle state directly and runs cycles for
-  // it as help() does; returns false (the entry untouched) when the gate is
-  // taken or the coordinator has stopped, and true otherwise, with *refused
-  // holding why the entry was refused (TensorQueue::push's reasons) or OK. The
-  // caller then waits for the entry's handle as usual.
-  bool run_here(TensorEntry& entry, Clock::time_point deadline, Status* refused);
+  // runs `entry` alone where it can (Note [A call alone] in coordinator.h), and
+  // otherwise gives it its handle through `make_handle`, hands it to the
+  // coordinator's cycle state directly and runs cycles for it as help() does.
+  // Returns false (the entry untouched, no handle made) when the gate is taken
+  // or the coordinator has stopped, and true otherwise, with *refused holding
+  // why the entry was refused (TensorQueue::push's reasons) or OK, and *alone
+  // whether it completed alone (then without a handle, and OK). Otherwise the
+  // caller waits for the entry's handle as usual.
+  bool run_here(TensorEntry& entry, Clock::time_point deadline, const HandleMaker& make_handle,
+                Status* refused, bool* alone);
 
   std::mutex& mu() { return mu_; }
   // Coordinator: true while a user thread is helping, or one finished helping

@@ -114,6 +114,19 @@ bool Executor::pack_ahead(const std::vector<const Response*>& ahead, Pending* pe
   return family_for(response.params.collective).pack(response, it->second, slot, limit, capacity);
 }
 
+bool Executor::pack_alone(const TensorEntry& entry, char* slot, size_t capacity) {
+  context_.packed = false;
+  return allreduce_.pack_alone(entry, entry.request.params, slot,
+                               std::min(capacity, context_.carry_bytes));
+}
+
+void Executor::finish_alone(const std::vector<const char*>& carried) {
+  allreduce_.finish_alone(carried);
+  context_.transport_name = "none";
+  context_.deterministic = false;
+  ++context_.sequence;
+}
+
 void Executor::run(Family& family, const PlannedBucket& bucket, Pending* pending) {
   Batch& batch = batch_;
   batch.clear();

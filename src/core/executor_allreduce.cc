@@ -133,4 +133,27 @@ bool AllreduceFamily::pack_bucket(const std::vector<const Response*>& ahead, Pen
   return true;
 }
 
+bool AllreduceFamily::pack_alone(const TensorEntry& entry, const TensorParams& params, char* slot,
+                                 size_t limit) {
+  if (params.device_kind != DeviceKind::kCpu || params.collective != Collective::kAllreduce ||
+      params.bytes() > limit || context_.carrier == nullptr)
+    return false;
+  // A plan of one tensor is one bucket of it, as plan_cycle makes it.
+  bucket_.tensors.clear();
+  bucket_.count = 0;
+  entries_.assign(1, const_cast<TensorEntry*>(&entry));  // describe() only reads it
+  if (!describe(entries_, params).ok() || bucket_.count == 0) return false;
+  if (!context_.carrier->fits(bucket_, limit)) return false;
+  transport::Transport* transport = nullptr;
+  if (!context_.selector.select(bucket_, &transport).ok() || transport->carrier() != context_.carrier)
+    return false;
+  context_.carrier->pack(bucket_, slot);
+  return true;
+}
+
+void AllreduceFamily::finish_alone(const std::vector<const char*>& carried) {
+  started_bytes_ += bucket_.count * dtype_size(bucket_.dtype);
+  context_.carrier->finish(bucket_, carried);
+}
+
 }  // namespace kolo::core

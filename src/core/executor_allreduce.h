@@ -32,6 +32,13 @@ class AllreduceFamily : public Family {
   bool pack_bucket(const std::vector<const Response*>& ahead, Pending* pending, char* slot,
             size_t limit);
 
+  // Note [A call alone] (coordinator.h): `entry`, a host allreduce of one
+  // tensor with parameters `params`, as a bucket of its own, packed at `slot`
+  // as pack_bucket packs a list of that one request; false where it would not
+  // ride. finish_alone() then completes it from every rank's carried parts.
+  bool pack_alone(const TensorEntry& entry, const TensorParams& params, char* slot, size_t limit);
+  void finish_alone(const std::vector<const char*>& carried);
+
   // Bytes of the buckets started so far (the autotuner's measure).
   uint64_t started_bytes() const { return started_bytes_; }
 

@@ -20,7 +20,7 @@ int64_t nanos(FlightRecorder::Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
-uint64_t fnv1a(const std::string& s) {
+uint64_t fnv1a(std::string_view s) {
   uint64_t h = 14695981039346656037ull;
   for (unsigned char c : s) {
     h ^= c;
@@ -78,7 +78,7 @@ class WallTime {
 
 void append_op(std::string* out, const FlightRecorder::Op& op, const WallTime& wall) {
   char hash[24];
-  std::snprintf(hash, sizeof(hash), "%016" PRIx64, op.name_hash);
+  std::snprintf(hash, sizeof(hash), "%016" PRIx64, op.hash());
   *out += "{\"seq\": " + std::to_string(op.seq) + ", \"name\": ";
   append_quoted(
       out, op.name,
@@ -128,7 +128,7 @@ uint64_t FlightRecorder::submitted(const Request& request, Clock::time_point at)
   op.seq = seq;
   op.name_length = static_cast<uint32_t>(request.name.size());
   std::memcpy(op.name, request.name.data(), std::min(request.name.size(), kNameBytes));
-  op.name_hash = fnv1a(request.name);
+  op.name_hash = op.truncated() ? fnv1a(request.name) : 0;
   op.bytes = static_cast<int64_t>(request.params.bytes());
   op.collective = request.params.collective;
   op.dtype = request.params.dtype;
@@ -137,6 +137,18 @@ uint64_t FlightRecorder::submitted(const Request& request, Clock::time_point at)
   op.at[0] = nanos(at);
   op.at[1] = op.at[2] = op.at[3] = 0;
   return seq;
+}
+
+void FlightRecorder::completed(const Request& request, Clock::time_point submitted,
+                               Clock::time_point done) {
+  Op* op = slot(this->submitted(request, submitted));
+  if (op == nullptr) return;
+  op->state = State::kDone;
+  op->at[1] = op->at[2] = op->at[3] = nanos(done);
+}
+
+uint64_t FlightRecorder::Op::hash() const {
+  return truncated() ? name_hash : fnv1a(std::string_view(name, name_length));
 }
 
 void FlightRecorder::advance(uint64_t seq, State state, Clock::time_point at) {

@@ -41,7 +41,7 @@ class FlightRecorder {
 
   struct Op {
     uint64_t seq = 0;  // 0: an empty slot
-    uint64_t name_hash = 0;
+    uint64_t name_hash = 0;  // of a truncated name only; hash() for any
     int64_t bytes = 0;
     // Nanoseconds on Clock at which the op entered each state (index = State, with
     // done and failed sharing the last); 0 where it has not.
@@ -57,6 +57,9 @@ class FlightRecorder {
       return std::string(name, name_length < kNameBytes ? name_length : kNameBytes);
     }
     bool truncated() const { return name_length > kNameBytes; }
+    // FNV-1a of the full name: a name the slot holds whole is hashed when asked,
+    // not on the path of every operation.
+    uint64_t hash() const;
   };
 
   explicit FlightRecorder(size_t capacity);
@@ -72,6 +75,9 @@ class FlightRecorder {
   void advance(uint64_t seq, State state, Clock::time_point at);
   // The operation completed at `at`: done when `code` is OK, failed otherwise.
   void finish(uint64_t seq, Code code, Clock::time_point at);
+  // A whole operation, submitted at `submitted`, that was negotiated, executed
+  // and done by `done` (Note [A call alone] in coordinator.h): one record.
+  void completed(const Request& request, Clock::time_point submitted, Clock::time_point done);
 
   // The operation with this number, or null if it is not (or no longer) held.
   const Op* find(uint64_t seq) const;

@@ -152,9 +152,6 @@ Status Negotiator::cycle(bool shutdown, Clock::time_point now, std::vector<Respo
 
 Status Negotiator::negotiate(bool shutdown, Clock::time_point now, std::vector<Response>* ready,
                              bool* stop, bool* carried) {
-  // Note [A cached operation's storage is reused]: the last cycle's responses
-  // are overwritten in place, not destroyed and copied anew.
-  size_t n = 0;
   if (carried != nullptr) *carried = false;
   collect_stale_waits(now);
   if (rank_ == 0 && config_.stall_shutdown_seconds > 0 && table_.pending() > 0) {
@@ -188,6 +185,58 @@ Status Negotiator::negotiate(bool shutdown, Clock::time_point now, std::vector<R
   if (!control_.rung(cycle_)) KOLO_RETURN_IF_ERROR(control_.ring(cycle_));
   KOLO_RETURN_IF_ERROR(control_.bitwise_and(&bits));
   if (packed) *carried = control_.unanimous();
+  return absorb(bits, ready, stop);
+}
+
+bool Negotiator::alone(const Request& request, uint32_t* bit) const {
+  if (!to_send_.empty() || !invalid_.empty() || !waiting_.empty() || !stall_failures_.empty() ||
+      report_due_ || joined_ || recording_ || someone_recording_ || !announcement_.empty())
+    return false;
+  if (rank_ == 0 && config_.stall_shutdown_seconds > 0 && table_.pending() > 0) return false;
+  return is_cacheable(request.params.collective) &&
+         cache_.lookup(request, bit) == ResponseCache::Lookup::kHit;
+}
+
+Status Negotiator::cycle_alone(const Request& request, uint32_t bit, Clock::time_point since,
+                               const AlonePacker& pack, bool* done, std::vector<Response>* ready,
+                               bool* stop) {
+  *done = false;
+  // What build_bits() makes with `bit` alone waiting and nothing else to say.
+  cache_words_ = (cache_.high_water() + 63) / 64;
+  std::vector<uint64_t>& bits = bits_;
+  bits.assign(1 + 3 * cache_words(), ~0ull);
+  KOLO_CHECK(bit < 64 * cache_words());
+  for (size_t w = 1; w <= cache_words(); ++w) bits[w] = 0;
+  bits[0] = ~(static_cast<uint64_t>(cache_words()) << kWordsShift);
+  bits[ready_word(bit)] |= 1ull << (bit % 64);
+  bits[held_word(bit)] &= ~(1ull << (bit % 64));
+  const size_t capacity = control_.carry_capacity(bits.size());
+  const bool packed = capacity > 0 && pack(control_.carry_slot(), capacity);
+  if (packed) bits[0] &= ~kFlagCarried;
+  if (!control_.rung(cycle_)) KOLO_RETURN_IF_ERROR(control_.ring(cycle_));
+  Status anded = control_.bitwise_and(&bits);
+  // Every rank's vector equal to this one: the AND is this vector, and every
+  // rank packed the same bucket (Note [A call alone]).
+  if (anded.ok() && packed && control_.unanimous()) {
+    cache_.touch(bit);
+    someone_recording_ = false;
+    ++cycle_;
+    *done = true;
+    return Status::OK();
+  }
+  wait_on(bit, request, since);  // as add() would have
+  if (!anded.ok()) {
+    ready->clear();
+    return anded;
+  }
+  Status s = absorb(bits, ready, stop);
+  if (!s.ok()) ready->clear();
+  return s;
+}
+
+Status Negotiator::absorb(const std::vector<uint64_t>& bits, std::vector<Response>* ready,
+                          bool* stop) {
+  size_t n = 0;
   invalid_.clear();
   const uint64_t flags = ~bits[0];
   // The lengths' OR: a rank whose length differs from another's sees more bits.
@@ -200,6 +249,8 @@ Status Negotiator::negotiate(bool shutdown, Clock::time_point now, std::vector<R
   someone_recording_ = (flags & kFlagTimeline) != 0;
 
   // Ready everywhere, in bit order; then invalid somewhere: evicted everywhere.
+  // Note [A cached operation's storage is reused]: the last cycle's responses
+  // are overwritten in place, not destroyed and copied anew.
   // Word by word, set bits only (Note [Reading the AND a word at a time]).
   for (size_t w = 0; w < cache_words(); ++w) {
     for (uint64_t set = bits[ready_word(64 * w)] & ~bits[held_word(64 * w)]; set != 0;

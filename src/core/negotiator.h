@@ -83,6 +83,23 @@ class Negotiator {
                                     size_t capacity)>;
   void set_packer(Packer packer) { packer_ = std::move(packer); }
 
+  // Note [A call alone]: whether this rank's next cycle would say nothing but
+  // that `request` is ready, as cache entry *bit: nothing else waits or is to
+  // send, no flag to raise, and the request hits the cache.
+  bool alone(const Request& request, uint32_t* bit) const;
+  // Writes the call's part at the carry slot (at most `capacity` bytes) and
+  // returns true, or false where it does not ride.
+  using AlonePacker = std::function<bool(char* slot, size_t capacity)>;
+  // The cycle of a request that alone() accepted (submitted at `since`): this
+  // rank's vector says `bit` ready, and `pack` offered the carry slot. *done:
+  // every rank said exactly that and packed, so the cycle is over and the
+  // call completes from the carried parts. Otherwise the request waits on
+  // `bit` as add() would have put it, and the AND's answer is this cycle's, as
+  // cycle() returns it in `ready` and *stop (never carried).
+  Status cycle_alone(const Request& request, uint32_t bit, Clock::time_point since,
+                     const AlonePacker& pack, bool* done, std::vector<Response>* ready,
+                     bool* stop);
+
   uint64_t cycles() const { return cycle_; }
   bool joined() const { return joined_; }
 
@@ -141,6 +158,9 @@ class Negotiator {
   void stop_waiting(uint32_t bit);  // `bit` was ready everywhere
   Status negotiate(bool shutdown, Clock::time_point now, std::vector<Response>* ready, bool* stop,
                    bool* carried);  // cycle(), but `ready` may hold leftovers on failure
+  // The rest of a cycle once the AND has answered `bits`: the ready list, the
+  // evictions, the slow path and what the flags ask for.
+  Status absorb(const std::vector<uint64_t>& bits, std::vector<Response>* ready, bool* stop);
   Status slow_path(std::vector<Response>* ready);
   Status gather_report();  // Note [Stall reports]
 

@@ -136,22 +136,34 @@ Status Runtime::enter(CollectiveArgs args, std::shared_ptr<HandleState>* handle,
     if (Status s = world_.device_support->record_ready(entry.device, &entry.ready); !s.ok())
       return Status(s.code(), "tensor '" + entry.request.name + "': " + s.message());
   }
-  entry.handle = std::make_shared<HandleState>();
   const bool on_device = entry.device.kind == DeviceKind::kCuda;
-  entry.handle->on_device = on_device;
-  entry.handle->waits =
-      &waits_.profile(on_device ? WaitFor::kDeviceHandle : WaitFor::kHostHandle);
-  if (waits_.waiter_runs_cycle(on_device)) entry.handle->helper = helper_;
+  const bool helps = waits_.waiter_runs_cycle(on_device);
+  std::shared_ptr<HandleState> h;
+  auto make_handle = [&](TensorEntry& e) {
+    e.handle = std::make_shared<HandleState>();
+    e.handle->on_device = on_device;
+    e.handle->waits = &waits_.profile(on_device ? WaitFor::kDeviceHandle : WaitFor::kHostHandle);
+    if (helps) e.handle->helper = helper_;
+    e.handle->stamp(HandleState::kSubmitted, e.enqueued);
+    h = e.handle;
+  };
   entry.enqueued = Clock::now();
-  entry.handle->stamp(HandleState::kSubmitted, entry.enqueued);
-  auto h = entry.handle;
-  // Note [A blocking call enters the cycle] (coordinator_gate.h).
+  // Note [A blocking call enters the cycle] (coordinator_gate.h), and Note [A
+  // call alone] (coordinator.h).
   Status refused;
-  if (blocking && h->helper != nullptr &&
-      helper_->run_here(entry, Clock::time_point::max(), &refused)) {
+  bool alone = false;
+  if (blocking && helps &&
+      helper_->run_here(entry, Clock::time_point::max(),
+                        [&make_handle](TensorEntry& e) { make_handle(e); },  // no allocation
+                        &refused, &alone)) {
     if (!refused.ok()) return refused;
-  } else if (Status s = queue_.push(std::move(entry)); !s.ok()) {
-    return s;
+    if (alone) {
+      handle->reset();
+      return Status::OK();
+    }
+  } else {
+    make_handle(entry);
+    if (Status s = queue_.push(std::move(entry)); !s.ok()) return s;
   }
   if (blocking) {
     if (device_lock.owns_lock()) device_lock.unlock();  // release_world() takes it

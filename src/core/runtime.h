@@ -97,7 +97,8 @@ class Runtime {
   // submit(), then waits until the handle is done: a blocking call. Where a
   // waiter may run the cycle, the entry skips the queue (Note [A blocking call
   // enters the cycle] in coordinator_gate.h). A refusal is returned as by
-  // submit(); the operation's own outcome is the handle's.
+  // submit(); the operation's own outcome is the handle's, or OK with *handle
+  // null when the call completed alone (Note [A call alone] in coordinator.h).
   Status run(CollectiveArgs args, std::shared_ptr<HandleState>* handle);
 
   // The global set's process sets (process_sets.h); null in a set's own runtime.

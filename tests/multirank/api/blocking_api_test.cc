@@ -195,6 +195,61 @@ TEST_F(KoloTest, BlockingAndAsyncCallsFromSeveralThreads) {
   EXPECT_EQ(failures[2], 0);
 }
 
+// Note [A call alone] (src/core/coordinator.h): a blocking call of a cached name
+// with nothing else on its rank completes from the carried parts right after
+// the AND when every rank's vector says the same. Here the last rank has two
+// cached names submitted (asynchronously) before the others call them one at a
+// time, blocking: for the first, the last rank's vector says both are ready,
+// the vectors differ, and the call goes on in that cycle (through the shm
+// engine); for the second the vectors agree. Sizes that ride and that do not,
+// every result exact, on every rank; the last rank's handles complete too.
+TEST_F(KoloTest, ACallAloneAndAPeerThatSaysMore) {
+  const int last = size_ - 1;
+  for (int64_t count : {int64_t{3}, int64_t{500}, int64_t{9000}}) {
+    const std::string x = "alone_x" + std::to_string(count);
+    const std::string y = "alone_y" + std::to_string(count);
+    auto want = [&](int round) {
+      return std::vector<int32_t>(static_cast<size_t>(count), size_ * round + size_ * (size_ - 1) / 2);
+    };
+    for (int round = 0; round < 6; ++round) {
+      std::vector<int32_t> a(static_cast<size_t>(count), rank_ + round);
+      std::vector<int32_t> b(static_cast<size_t>(count), rank_ + round);
+      if (round < 2) {  // both names cached on every rank, each call alone
+        ASSERT_EQ(kolo_allreduce(x.c_str(), a.data(), a.data(), count, KOLO_INT32, KOLO_OP_SUM),
+                  KOLO_OK)
+            << kolo_last_error();
+        ASSERT_EQ(kolo_allreduce(y.c_str(), b.data(), b.data(), count, KOLO_INT32, KOLO_OP_SUM),
+                  KOLO_OK)
+            << kolo_last_error();
+      } else if (rank_ == last) {
+        kolo_handle_t hx = nullptr, hy = nullptr;
+        ASSERT_EQ(kolo_allreduce_async(x.c_str(), a.data(), a.data(), count, KOLO_INT32,
+                                       KOLO_OP_SUM, 1, 1, cpu(), &hx),
+                  KOLO_OK);
+        ASSERT_EQ(kolo_allreduce_async(y.c_str(), b.data(), b.data(), count, KOLO_INT32,
+                                       KOLO_OP_SUM, 1, 1, cpu(), &hy),
+                  KOLO_OK);
+        usleep(20 * 1000);  // its coordinator has run a cycle saying both by now
+        world_barrier();
+        ASSERT_EQ(wait_or_abort(hy, y), KOLO_OK) << kolo_handle_message(hy);
+        ASSERT_EQ(wait_or_abort(hx, x), KOLO_OK) << kolo_handle_message(hx);
+        kolo_handle_release(hx);
+        kolo_handle_release(hy);
+      } else {
+        world_barrier();
+        ASSERT_EQ(kolo_allreduce(y.c_str(), b.data(), b.data(), count, KOLO_INT32, KOLO_OP_SUM),
+                  KOLO_OK)
+            << kolo_last_error();
+        ASSERT_EQ(kolo_allreduce(x.c_str(), a.data(), a.data(), count, KOLO_INT32, KOLO_OP_SUM),
+                  KOLO_OK)
+            << kolo_last_error();
+      }
+      EXPECT_EQ(a, want(round)) << x << " round " << round;
+      EXPECT_EQ(b, want(round)) << y << " round " << round;
+    }
+  }
+}
+
 TEST(KoloLifecycleBlocking, BeforeInitTheCallIsRefused) {
   float x = 1;
   EXPECT_EQ(kolo_allreduce("x", &x, &x, 1, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_ERR_NOT_INITIALIZED);
@@ -221,6 +276,33 @@ TEST(KoloLifecycleBlocking, ACallWaitingForAPeerReturnsWhenKoloStops) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     EXPECT_EQ(kolo_allreduce("late", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM),
               KOLO_ERR_SHUTDOWN);
+    EXPECT_EQ(kolo_shutdown(), KOLO_OK);
+  }
+  world_barrier();
+}
+
+// The same with a cached name, which the others call alone (Note [A call alone]
+// in src/core/coordinator.h): rank 0's vector asks to stop, the vectors differ,
+// and the call ends with the cycle that stops kolo.
+TEST(KoloLifecycleBlocking, ACachedCallWaitingForAPeerReturnsWhenKoloStops) {
+  ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
+  const int rank = kolo_rank();
+  const int size = kolo_size();
+  std::vector<float> x(4, 1.0f);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(kolo_allreduce("cached", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_OK)
+        << kolo_last_error();
+  const float reduced = static_cast<float>(size * size * size);
+  EXPECT_EQ(x, std::vector<float>(4, reduced));
+  world_barrier();
+  if (rank == 0) {
+    usleep(300 * 1000);  // the others are waiting by now (or will find kolo stopped)
+    EXPECT_EQ(kolo_shutdown(), KOLO_OK);
+  } else {
+    EXPECT_EQ(kolo_allreduce("cached", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM),
+              KOLO_ERR_SHUTDOWN)
+        << kolo_last_error();
+    EXPECT_EQ(x, std::vector<float>(4, reduced));
     EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   }
   world_barrier();

@@ -126,7 +126,36 @@ TEST(FlightRecorder, LongNamesAreCutButKeepTheirLengthAndHash) {
   EXPECT_EQ(f.find(sa)->name_length, 300u);
   EXPECT_EQ(f.find(sa)->stored_name(), a.substr(0, FlightRecorder::kNameBytes));
   EXPECT_EQ(f.find(sa)->stored_name(), f.find(sb)->stored_name());
-  EXPECT_NE(f.find(sa)->name_hash, f.find(sb)->name_hash);
+  EXPECT_NE(f.find(sa)->hash(), f.find(sb)->hash());
+}
+
+// A call that completed alone (Note [A call alone] in core/coordinator.h) is one
+// record: numbered with the rest, done, every state stamped.
+TEST(FlightRecorder, ACallThatCompletedAloneIsOneDoneRecordNumberedWithTheRest) {
+  FlightRecorder f(2);
+  const auto t0 = Clock::now() - std::chrono::milliseconds(10);
+  const uint64_t a = f.submitted(request("grad/a"), t0);
+  f.completed(request("grad/w1", 2), t0, t0 + std::chrono::milliseconds(1));
+  const uint64_t c = f.submitted(request("grad/c"), t0);
+  EXPECT_EQ(c, a + 2);
+  const FlightRecorder::Op& op = *f.find(a + 1);
+  EXPECT_EQ(op.stored_name(), "grad/w1");
+  EXPECT_EQ(op.bytes, 8);
+  EXPECT_EQ(op.state, State::kDone);
+  EXPECT_EQ(op.code, Code::kOk);
+  EXPECT_LT(op.at[0], op.at[1]);
+  EXPECT_EQ(op.at[1], op.at[2]);
+  EXPECT_EQ(op.at[2], op.at[3]);
+  // The dump hashes a name held whole when it writes it: FNV-1a of "grad/w1".
+  const auto lines = lines_of(f.to_json_lines(FlightRecorder::DumpInfo{}, Clock::now()));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(has(lines[1], "\"name\": \"grad/w1\", \"name_length\": 7, "
+                            "\"name_hash\": \"6558a55f32ee24fa\"")) << lines[1];
+  EXPECT_FALSE(has(lines[1], "null")) << lines[1];
+  // Off, it records nothing.
+  FlightRecorder off(0);
+  off.completed(request("x"), t0, t0);
+  EXPECT_EQ(off.recorded(), 0u);
 }
 
 TEST(FlightRecorder, DumpIsAHeaderLineAndOneLinePerOperationOldestFirst) {
