@@ -182,8 +182,7 @@ Status Negotiator::negotiate(bool shutdown, Clock::time_point now, std::vector<R
       if (packed) bits[0] &= ~kFlagCarried;
     }
   }
-  if (!control_.rung(cycle_)) KOLO_RETURN_IF_ERROR(control_.ring(cycle_));
-  KOLO_RETURN_IF_ERROR(control_.bitwise_and(&bits));
+  KOLO_RETURN_IF_ERROR(control_.ring_and(cycle_, &bits));
   if (packed) *carried = control_.unanimous();
   return absorb(bits, ready, stop);
 }
@@ -213,8 +212,7 @@ Status Negotiator::cycle_alone(const Request& request, uint32_t bit, Clock::time
   const size_t capacity = control_.carry_capacity(bits.size());
   const bool packed = capacity > 0 && pack(control_.carry_slot(), capacity);
   if (packed) bits[0] &= ~kFlagCarried;
-  if (!control_.rung(cycle_)) KOLO_RETURN_IF_ERROR(control_.ring(cycle_));
-  Status anded = control_.bitwise_and(&bits);
+  Status anded = control_.ring_and(cycle_, &bits);
   // Every rank's vector equal to this one: the AND is this vector, and every
   // rank packed the same bucket (Note [A call alone]).
   if (anded.ok() && packed && control_.unanimous()) {

@@ -1,8 +1,14 @@
 #include "transport/control_plane.h"
 
+#include "common/check.h"
 #include "common/wait_policy.h"
 
 namespace kolo::transport {
+
+Status ControlPlane::ring_and(uint64_t cycle, std::vector<uint64_t>* bits) {
+  if (!rung(cycle)) KOLO_RETURN_IF_ERROR(ring(cycle));
+  return bitwise_and(bits);
+}
 
 void ControlPlane::wait_for_ring(uint64_t cycle, std::chrono::microseconds timeout,
                                  std::chrono::microseconds poll) {

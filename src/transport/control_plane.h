@@ -87,6 +87,11 @@ class ControlPlane {
   virtual Status ring(uint64_t cycle) = 0;
   // rung(c): has any other rank rung for cycle c or a later one? Non-blocking.
   virtual bool rung(uint64_t cycle) = 0;
+  // Cycle c's ring and AND (bitwise_and) in one: a rank that has news rings
+  // for it unless a peer has. A plane that sees its peers arrive at the AND may
+  // ring only for peers that have not arrived when this rank has posted its
+  // vector (Note [Ringing only the late] in transports/shm/node_and.h).
+  virtual Status ring_and(uint64_t cycle, std::vector<uint64_t>* bits);
 
   // Sleeps until a peer rings for `cycle` or later, wake() is called, or `timeout`
   // passes; it may also return early. Where a ring can only be seen by polling,

@@ -197,6 +197,15 @@ Status MpiControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
   return wait(&request, alive());
 }
 
+Status MpiControlPlane::ring_and(uint64_t cycle, std::vector<uint64_t>* bits) {
+  if (remote_peers_ > 0 || !node_ || !node_and_ || bits->size() > shm::NodeAnd::kMaxWords)
+    return ControlPlane::ring_and(cycle, bits);
+  failpoint("negotiate");
+  and_on_node_ = true;
+  shm::NodeAnd::RingLate late{node_.get(), cycle};
+  return node_and_->run(bits, &shm::NodeAnd::RingLate::ring, &late);
+}
+
 size_t MpiControlPlane::carry_capacity(size_t words) const {
   return node_and_ && words <= shm::NodeAnd::kMaxWords ? shm::NodeAnd::kCarryBytes : 0;
 }

@@ -64,6 +64,9 @@ class MpiControlPlane : public transport::ControlPlane {
                 int root) override;
   Status broadcast(transport::Bytes* blob, int root) override;
   Status bitwise_and(std::vector<uint64_t>* bits) override;
+  // Note [Ringing only the late] (transports/shm/node_and.h) where every rank is
+  // on this node.
+  Status ring_and(uint64_t cycle, std::vector<uint64_t>* bits) override;
   // Through the node's AND (shm::NodeAnd) when the whole world is on this node.
   size_t carry_capacity(size_t words) const override;
   char* carry_slot() override;

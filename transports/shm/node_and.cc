@@ -13,6 +13,9 @@ namespace {
 // Few: with more ranks than cores the peer is often waiting for this core
 // (docs/perf/small-ops.md, "The node AND's spin").
 constexpr int kSpinLoads = 16;
+// Acquire loads of a peer's sequence before a late peer is rung (Note [Ringing
+// only the late] in node_and.h).
+constexpr int kLateLoads = 4;
 
 }  // namespace
 
@@ -40,7 +43,7 @@ const char* NodeAnd::carried(int rank) const {
   return reinterpret_cast<const char*>(sequence(rank, calls_ - 1)) + kCarryOffset;
 }
 
-Status NodeAnd::run(std::vector<uint64_t>* bits) {
+Status NodeAnd::run(std::vector<uint64_t>* bits, Late late, void* context) {
   unanimous_ = false;
   if (bits->size() > kMaxWords) {
     return invalid_argument("node AND of " + std::to_string(bits->size()) + " words; at most " +
@@ -55,6 +58,15 @@ Status NodeAnd::run(std::vector<uint64_t>* bits) {
   uint64_t differ = 0;  // OR of every peer's words XOR this rank's
   for (int p = 0; p < node_->local_size(); ++p) {
     if (p == me) continue;
+    if (late != nullptr) {  // Note [Ringing only the late]
+      int looks = 0;
+      while (__atomic_load_n(sequence(p, call), __ATOMIC_ACQUIRE) < call + 1 && ++looks < kLateLoads)
+        __builtin_ia32_pause();
+      if (looks == kLateLoads) {
+        late(context);
+        late = nullptr;
+      }
+    }
     Status arrived = wait_for_counter(sequence(p, call), call + 1, kSpinLoads, alive_);
     if (!arrived.ok()) {
       broken_ = arrived;

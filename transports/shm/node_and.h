@@ -31,6 +31,7 @@
 
 #include "common/status.h"
 #include "transport/liveness.h"
+#include "transports/shm/doorbell.h"
 #include "transports/shm/node.h"
 
 namespace kolo::shm {
@@ -45,8 +46,21 @@ class NodeAnd {
   static Status create(std::shared_ptr<Node> node, transport::Liveness* alive,
                        std::unique_ptr<NodeAnd>* out);
 
-  // Elementwise AND of `bits` over the node's ranks, in place.
-  Status run(std::vector<uint64_t>* bits);
+  // Elementwise AND of `bits` over the node's ranks, in place. `late` (may be
+  // null) is called once, with `context`, if a peer has not posted its vector
+  // shortly after this rank did: it rings the peers for the cycle (Note
+  // [Ringing only the late]).
+  using Late = void (*)(void* context);
+  Status run(std::vector<uint64_t>* bits, Late late = nullptr, void* context = nullptr);
+  // A Late over `bell` for cycle `cycle`, unless a peer has rung this rank for it.
+  struct RingLate {
+    NodeDoorbell* bell;
+    uint64_t cycle;
+    static void ring(void* self) {
+      auto* r = static_cast<RingLate*>(self);
+      if (!r->bell->rung(r->cycle)) r->bell->ring(r->cycle);
+    }
+  };
 
   // Note [Data rides with the AND] (core/negotiator.h): each slot carries
   // kCarryBytes after its vector. carry_slot() is where this rank may write
@@ -90,4 +104,16 @@ class NodeAnd {
 // inside the node plus one between nodes would need a third step (sharing the
 // cross-node answer) and saves little where a network hop dominates.
 
+// Note [Ringing only the late]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A rank with news rang the doorbell before its AND, so that idle peers join
+// the cycle: a compare-and-swap on each peer's doorbell line, which the peer
+// then reads back, two cache-line transfers on the way to a call that is
+// itself about two (the vector's line, the carried bytes). When the peers are
+// already on their way, as in a loop of small blocking calls, the ring tells
+// them nothing. On a node where every rank of the world shares the AND, the
+// control plane therefore posts the vector first and rings only if some peer
+// has not posted its own after kLateLoads looks (a few hundred nanoseconds)
+// and nobody has rung this rank for the cycle; an idle peer is woken that much
+// later. Ranks on other nodes are rung before, as always.
 }  // namespace kolo::shm

@@ -23,6 +23,8 @@
 
 namespace kolo::socket {
 
+class NodeDoorbell;
+
 // The bitwise AND over the ranks of this host, with the bytes that may ride
 // with it (Note [Data rides with the AND] in core/negotiator.h). Collective
 // over the host's ranks, in the same order on each.
@@ -32,6 +34,10 @@ class NodeAnd {
   virtual size_t max_words() const = 0;
   virtual size_t carry_bytes() const = 0;
   virtual Status run(std::vector<uint64_t>* bits) = 0;
+  // run(), ringing `late` for `cycle` (unless a peer has) only if some peer has
+  // not posted its vector shortly after this rank did (Note [Ringing only the
+  // late] in transports/shm/node_and.h); by default it rings first.
+  virtual Status run_ringing_late(std::vector<uint64_t>* bits, NodeDoorbell* late, uint64_t cycle);
   virtual char* carry_slot() = 0;
   virtual bool unanimous() const = 0;
   // What local rank `local_rank` carried in the last run().
@@ -50,6 +56,12 @@ class NodeDoorbell {
                     const std::function<bool()>& also_ready) = 0;
   virtual void wake() = 0;
 };
+
+inline Status NodeAnd::run_ringing_late(std::vector<uint64_t>* bits, NodeDoorbell* late,
+                                        uint64_t cycle) {
+  if (!late->rung(cycle)) late->ring(cycle);
+  return run(bits);
+}
 
 // What a plane is given for its host peers. `on_host[r]` (by the plane's rank)
 // says which ranks the doorbell reaches; the AND is used only when every rank of

@@ -150,11 +150,23 @@ Status SocketControlPlane::allgather(const Bytes& mine, std::vector<Bytes>* all)
 
 Status SocketControlPlane::bitwise_and(std::vector<uint64_t>* bits) {
   failpoint("negotiate");
-  and_on_node_ = node_.node_and && static_cast<int>(node_.on_host.size()) == topology_.size &&
-                 std::all_of(node_.on_host.begin(), node_.on_host.end(), [](bool b) { return b; }) &&
-                 bits->size() <= node_.node_and->max_words();
+  and_on_node_ = and_fits_node(*bits);
   if (and_on_node_) return node_.node_and->run(bits);
   return and_rounds(bits);
+}
+
+bool SocketControlPlane::and_fits_node(const std::vector<uint64_t>& bits) const {
+  return node_.node_and && static_cast<int>(node_.on_host.size()) == topology_.size &&
+         std::all_of(node_.on_host.begin(), node_.on_host.end(), [](bool b) { return b; }) &&
+         bits.size() <= node_.node_and->max_words();
+}
+
+Status SocketControlPlane::ring_and(uint64_t cycle, std::vector<uint64_t>* bits) {
+  if (!node_.doorbell || !remote_.empty() || !and_fits_node(*bits))
+    return ControlPlane::ring_and(cycle, bits);
+  failpoint("negotiate");
+  and_on_node_ = true;
+  return node_.node_and->run_ringing_late(bits, node_.doorbell.get(), cycle);
 }
 
 // Recursive doubling. With p the largest power of two <= n, ranks p..n-1 first

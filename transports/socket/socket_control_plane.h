@@ -58,6 +58,9 @@ class SocketControlPlane : public transport::ControlPlane {
                 int root) override;
   Status broadcast(transport::Bytes* blob, int root) override;
   Status bitwise_and(std::vector<uint64_t>* bits) override;
+  // Note [Ringing only the late] (transports/shm/node_and.h) where every rank is
+  // on this host.
+  Status ring_and(uint64_t cycle, std::vector<uint64_t>* bits) override;
   size_t carry_capacity(size_t words) const override;
   char* carry_slot() override;
   bool unanimous() const override;
@@ -81,6 +84,8 @@ class SocketControlPlane : public transport::ControlPlane {
   Status recv(int member, int round, std::string* blob);
   Status check_root(const char* what, int root) const;
   Status and_rounds(std::vector<uint64_t>* bits);
+  // The whole world is on this host and `bits` fits the node's AND.
+  bool and_fits_node(const std::vector<uint64_t>& bits) const;
 
   std::shared_ptr<Engine> engine_;
   const uint32_t channel_;

@@ -109,6 +109,18 @@ class ShmAnd : public NodeAnd {
   size_t max_words() const override { return shm::NodeAnd::kMaxWords; }
   size_t carry_bytes() const override { return shm::NodeAnd::kCarryBytes; }
   Status run(std::vector<uint64_t>* bits) override { return and_->run(bits); }
+  Status run_ringing_late(std::vector<uint64_t>* bits, NodeDoorbell* late,
+                          uint64_t cycle) override {
+    struct Late {
+      NodeDoorbell* bell;
+      uint64_t cycle;
+      static void ring(void* self) {
+        auto* l = static_cast<Late*>(self);
+        if (!l->bell->rung(l->cycle)) l->bell->ring(l->cycle);
+      }
+    } ringer{late, cycle};
+    return and_->run(bits, &Late::ring, &ringer);
+  }
   char* carry_slot() override { return and_->carry_slot(); }
   bool unanimous() const override { return and_->unanimous(); }
   const char* carried(int local_rank) const override { return and_->carried(local_rank); }
