@@ -124,20 +124,19 @@ Coordinator::Helped Coordinator::cycle_for_helper(Clock::time_point start) {
 }
 
 // Note [A call alone]
-Coordinator::Helped Coordinator::run_alone(TensorEntry& entry, const HandleMaker& make_handle,
-                                           Status* result) {
+bool Coordinator::may_go_alone(const TensorEntry& entry, uint32_t* bit) const {
   const Request& request = entry.request;
-  uint32_t bit = 0;
-  if (ended_ || !alone_allowed_ || !pending_.empty() || queue_.has_queued() ||
-      executor_.busy() || timeline_.recording() ||
-      shutdown_requested_.load(std::memory_order_acquire) ||
-      request.params.collective != Collective::kAllreduce ||
-      request.params.device_kind != DeviceKind::kCpu || !entry.members.empty() ||
-      request.params.bytes() > static_cast<size_t>(config_.and_carry_bytes) ||
-      !negotiator_.alone(request, &bit))
-    return Helped::kNotAlone;
-  *result = queue_.admit(request.name);
-  if (!result->ok()) return Helped::kIdle;
+  return !ended_ && alone_allowed_ && pending_.empty() && !executor_.busy() &&
+         !timeline_.recording() && !shutdown_requested_.load(std::memory_order_acquire) &&
+         request.params.collective == Collective::kAllreduce &&
+         request.params.device_kind == DeviceKind::kCpu && entry.members.empty() &&
+         request.params.bytes() <= static_cast<size_t>(config_.and_carry_bytes) &&
+         negotiator_.alone(request, bit);
+}
+
+bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point start,
+                           const HandleMaker* make_handle) {
+  const Request& request = entry.request;
   bool done = false;
   bool stop = false;
   Status status = negotiator_.cycle_alone(
@@ -146,24 +145,40 @@ Coordinator::Helped Coordinator::run_alone(TensorEntry& entry, const HandleMaker
         return executor_.pack_alone(entry, slot, capacity);
       },
       &done, &ready_, &stop);
+  last_submission_ = std::max(last_submission_, entry.enqueued);
   if (done) {
     carried_.resize(static_cast<size_t>(world_.control->topology().size));
     for (size_t r = 0; r < carried_.size(); ++r)
       carried_[r] = world_.control->carried(static_cast<int>(r));
     executor_.finish_alone(carried_);
-    last_submission_ = std::max(last_submission_, entry.enqueued);
     queue_.finish(request.name);
-    if (flight_.enabled()) flight_.completed(request, entry.enqueued, Clock::now());
-    return Helped::kAlone;
+    if (!flight_.enabled() && entry.handle == nullptr) return true;
+    const Clock::time_point now = Clock::now();  // the end of every phase after the cycle's start
+    if (flight_.enabled()) flight_.completed(request, entry.enqueued, now);
+    if (entry.handle != nullptr) {
+      entry.handle->stamp(HandleState::kCycleStarted, std::max(start, entry.enqueued));
+      for (auto phase : {HandleState::kNegotiated, HandleState::kExecuting, HandleState::kTransported})
+        entry.handle->stamp(phase, now);
+      entry.handle->complete(Status::OK(), now);
+    }
+    return true;
   }
   // The cycle goes on as any other: the entry joins it as track() would (the
   // negotiator has it already), with the handle its caller then waits for.
-  make_handle(entry);
-  const Clock::time_point start = entry.enqueued;
-  entry.flight = flight_.submitted(entry.request, start);
-  last_submission_ = std::max(last_submission_, start);
+  if (make_handle != nullptr) (*make_handle)(entry);
+  entry.flight = flight_.submitted(entry.request, entry.enqueued);
   pending_.emplace(entry.request.name, std::move(entry));
   finish_cycle(std::move(status), start, /*asked=*/false, stop, /*carried=*/false);
+  return false;
+}
+
+Coordinator::Helped Coordinator::run_alone(TensorEntry& entry, const HandleMaker& make_handle,
+                                           Status* result) {
+  uint32_t bit = 0;
+  if (queue_.has_queued() || !may_go_alone(entry, &bit)) return Helped::kNotAlone;
+  *result = queue_.admit(entry.request.name);
+  if (!result->ok()) return Helped::kIdle;
+  if (go_alone(entry, bit, entry.enqueued, &make_handle)) return Helped::kAlone;
   if (!ended_) return Helped::kRan;
   world_.control->wake();  // the coordinator thread finishes
   return Helped::kEnded;
@@ -183,6 +198,12 @@ void Coordinator::track(TensorEntry& e) {
 
 void Coordinator::run_cycle(Clock::time_point start) {
   queue_.drain(&drained_);
+  uint32_t bit = 0;
+  if (drained_.size() == 1 && may_go_alone(drained_[0], &bit)) {  // Note [A call alone]
+    go_alone(drained_[0], bit, start == Clock::time_point{} ? Clock::now() : start, nullptr);
+    drained_.clear();
+    return;
+  }
   for (TensorEntry& e : drained_) track(e);
   drained_.clear();
   const bool asked = shutdown_requested_.load(std::memory_order_acquire);

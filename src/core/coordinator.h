@@ -91,6 +91,13 @@ class Coordinator {
   void finish_cycle(Status status, Clock::time_point cycle_start, bool asked, bool stop,
                     bool carried);
   void fail_cycle(Status status);  // the cycle failed: ended_, with end_ to fail the rest with
+  // Note [A call alone]: whether `entry`, with nothing else pending, may go alone
+  // (*bit: its cache entry); then its cycle, from `start`: true when it
+  // completed alone (its handle, if it has one, completed), false when it joined
+  // the cycle, with a handle from `make_handle` if given, and the cycle went on.
+  bool may_go_alone(const TensorEntry& entry, uint32_t* bit) const;
+  bool go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point start,
+                const HandleMaker* make_handle);
   void finish();
   // help_once() and run_with() once there is news: one cycle (from `start`, as
   // run_cycle's).
@@ -185,30 +192,34 @@ class Coordinator {
 
 // Note [A call alone]
 // ~~~~~~~~~~~~~~~~~~~
-// A blocking allreduce of a cached name small enough to ride with the AND
-// (Note [Data rides with the AND] in negotiator.h), on a rank with nothing
-// else in flight or to say, knows its cycle before it starts: its vector says
-// this one bit ready, and its carry holds this one tensor. If every rank's
-// vector is equal to it (NodeAnd compares them as it ANDs), every rank packed
-// the same bucket, and the operation is complete once this rank has reduced
-// the carried parts; the pending table, the handle, the ready list, the
-// planner and the executor's batch have nothing to add. So, with the gate held
-// (Note [A blocking call enters the cycle] in coordinator_gate.h), such a call
-// builds that vector itself (Negotiator::cycle_alone), packs its tensor
-// (Executor::pack_alone), and after the AND either reduces the carried parts
-// and returns, or, the vectors having differed, joins the cycle as any entry
-// would (with the handle it then needs) and the cycle goes on from the AND's
-// answer. Every rank's choice is its own: a peer that goes through the queue
-// builds the same vector and packs the same bytes, and the carried reduction is
-// the carrier's, so the results are the same bits either way. What the call
-// still does: the duplicate check, the sequence numbers and the response
-// cache's order (every rank's alike), and the flight recorder's entry (one
-// record, stamped once at the end). What it skips besides: the liveness check
+// A cached host allreduce small enough to ride with the AND (Note [Data rides
+// with the AND] in negotiator.h), on a rank with nothing else pending, knows
+// its cycle before it starts: its vector says this one bit ready, and its
+// carry holds this one tensor. If every rank's vector is equal to it (NodeAnd
+// compares them as it ANDs), every rank packed the same bucket, and the
+// operation is complete once this rank has reduced the carried parts; the
+// pending table, the ready list, the planner and the executor's batch have
+// nothing to add. So such a call builds that vector itself
+// (Negotiator::cycle_alone), packs its tensor (Executor::pack_alone), and after
+// the AND either reduces the carried parts and completes, or, the vectors
+// having differed, joins the cycle as any entry would and the cycle goes on
+// from the AND's answer. Two ways in: a blocking call with the gate free and
+// nothing queued (Note [A blocking call enters the cycle] in
+// coordinator_gate.h), which then needs no handle at all unless it joins the
+// cycle; and a cycle whose drain found one entry (an asynchronous call, its
+// waiter or the coordinator running the cycle). Each rank's choice is its own:
+// a peer that goes the long way builds the same vector and packs the same
+// bytes, and the carried reduction is the carrier's, so the results are the
+// same bits either way. What the call still does: the duplicate check, the
+// sequence numbers and the response cache's order (every rank's alike), the
+// flight recorder's entry (one record) and the handle's phases, which share
+// one clock read after the reduction. What it skips besides: the liveness check
 // that ends a cycle (the AND's own wait consults liveness; no transport ran)
-// and the stall timers (nothing waits). Not while the timeline
-// records, the autotuner runs, or the rank has anything queued, pending or on a
-// device. The 8-byte allreduce went from 1.22-1.28 to 0.72-0.81 us at 2 ranks
-// (docs/perf/small-ops.md, "A call alone").
+// and the stall timers (nothing waits). Not while the timeline records, the
+// autotuner runs, or the rank has anything else pending or on a device. At 2
+// ranks the blocking 8-byte allreduce went from 1.22-1.28 to 0.72-0.81 us and
+// the asynchronous one from 1.23-1.29 to 0.91-0.95 (docs/perf/small-ops.md,
+// "A call alone").
 
 // Note [A cached operation's storage is reused]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
