@@ -145,15 +145,15 @@ bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point s
         return executor_.pack_alone(entry, slot, capacity);
       },
       &done, &ready_, &stop);
-  last_submission_ = std::max(last_submission_, entry.enqueued);
   if (done) {
     carried_.resize(static_cast<size_t>(world_.control->topology().size));
     for (size_t r = 0; r < carried_.size(); ++r)
       carried_[r] = world_.control->carried(static_cast<int>(r));
     executor_.finish_alone(carried_);
     queue_.finish(request.name);
-    if (!flight_.enabled() && entry.handle == nullptr) return true;
     const Clock::time_point now = Clock::now();  // the end of every phase after the cycle's start
+    if (entry.enqueued == Clock::time_point{}) entry.enqueued = now;  // a blocking call's
+    last_submission_ = std::max(last_submission_, entry.enqueued);
     if (flight_.enabled()) flight_.completed(request, entry.enqueued, now);
     if (entry.handle != nullptr) {
       entry.handle->stamp(HandleState::kCycleStarted, std::max(start, entry.enqueued));
@@ -165,6 +165,9 @@ bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point s
   }
   // The cycle goes on as any other: the entry joins it as track() would (the
   // negotiator has it already), with the handle its caller then waits for.
+  if (entry.enqueued == Clock::time_point{}) entry.enqueued = Clock::now();
+  if (start == Clock::time_point{}) start = entry.enqueued;
+  last_submission_ = std::max(last_submission_, entry.enqueued);
   if (make_handle != nullptr) (*make_handle)(entry);
   entry.flight = flight_.submitted(entry.request, entry.enqueued);
   pending_.emplace(entry.request.name, std::move(entry));

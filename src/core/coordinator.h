@@ -213,7 +213,8 @@ class Coordinator {
 // same bits either way. What the call still does: the duplicate check, the
 // sequence numbers and the response cache's order (every rank's alike), the
 // flight recorder's entry (one record) and the handle's phases, which share
-// one clock read after the reduction. What it skips besides: the liveness check
+// one clock read after the reduction (a blocking call's only read: its record
+// says it was submitted then). What it skips besides: the liveness check
 // that ends a cycle (the AND's own wait consults liveness; no transport ran)
 // and the stall timers (nothing waits). Not while the timeline records, the
 // autotuner runs, or the rank has anything else pending or on a device. At 2

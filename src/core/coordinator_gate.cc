@@ -36,13 +36,14 @@ bool CycleGate::run_here(TensorEntry& entry, Clock::time_point deadline,
     }
     helped = coordinator_->run_alone(entry, give, refused);
     if (helped == Coordinator::Helped::kNotAlone) {
+      if (entry.enqueued == Clock::time_point{}) entry.enqueued = Clock::now();
       give(entry);
       helped = coordinator_->run_with(entry, refused);
     }
   }
   if (helped == Coordinator::Helped::kAlone) {
-    // As leave() with a handle done: the submission's clock read stands for
-    // the time this helper left.
+    // As leave() with a handle done: the call's one clock read, at its end,
+    // stands for the time this helper left.
     *alone = true;
     last_help_end_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
                              entry.enqueued.time_since_epoch())

@@ -222,7 +222,7 @@ Status Negotiator::cycle_alone(const Request& request, uint32_t bit, Clock::time
     *done = true;
     return Status::OK();
   }
-  wait_on(bit, request, since);  // as add() would have
+  wait_on(bit, request, since == Clock::time_point{} ? Clock::now() : since);  // as add() would have
   if (!anded.ok()) {
     ready->clear();
     return anded;

@@ -90,7 +90,8 @@ class Negotiator {
   // Writes the call's part at the carry slot (at most `capacity` bytes) and
   // returns true, or false where it does not ride.
   using AlonePacker = std::function<bool(char* slot, size_t capacity)>;
-  // The cycle of a request that alone() accepted (submitted at `since`): this
+  // The cycle of a request that alone() accepted (submitted at `since`; the
+  // epoch: read the clock if it is needed): this
   // rank's vector says `bit` ready, and `pack` offered the carry slot. *done:
   // every rank said exactly that and packed, so the cycle is over and the
   // call completes from the carried parts. Otherwise the request waits on

@@ -147,9 +147,10 @@ Status Runtime::enter(CollectiveArgs args, std::shared_ptr<HandleState>* handle,
     e.handle->stamp(HandleState::kSubmitted, e.enqueued);
     h = e.handle;
   };
-  entry.enqueued = Clock::now();
   // Note [A blocking call enters the cycle] (coordinator_gate.h), and Note [A
-  // call alone] (coordinator.h).
+  // call alone] (coordinator.h): a call that may run the cycle here reads the
+  // clock when it needs to (once, if it completes alone).
+  if (!blocking || !helps) entry.enqueued = Clock::now();
   Status refused;
   bool alone = false;
   if (blocking && helps &&
@@ -162,6 +163,7 @@ Status Runtime::enter(CollectiveArgs args, std::shared_ptr<HandleState>* handle,
       return Status::OK();
     }
   } else {
+    if (entry.enqueued == Clock::time_point{}) entry.enqueued = Clock::now();
     make_handle(entry);
     if (Status s = queue_.push(std::move(entry)); !s.ok()) return s;
   }
