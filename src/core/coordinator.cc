@@ -19,6 +19,13 @@ std::vector<transport::Transport*> offered(transport::World& world) {
   return out;
 }
 
+// Note [A call alone]: the collectives besides the allreduce that may ride with
+// the AND alone (Executor::pack_alone decides whether they do).
+bool rides_alone(Collective c) {
+  return c == Collective::kAllgather || c == Collective::kBroadcast ||
+         c == Collective::kAlltoall || c == Collective::kReducescatter;
+}
+
 }  // namespace
 
 Coordinator::Coordinator(transport::World& world, const Config& config, TensorQueue& queue,
@@ -128,9 +135,10 @@ bool Coordinator::may_go_alone(const TensorEntry& entry, uint32_t* bit) const {
   const Request& request = entry.request;
   return !ended_ && alone_allowed_ && pending_.empty() && !executor_.busy() &&
          !timeline_.recording() && !shutdown_requested_.load(std::memory_order_acquire) &&
-         request.params.collective == Collective::kAllreduce &&
          request.params.device_kind == DeviceKind::kCpu && entry.members.empty() &&
-         request.params.bytes() <= static_cast<size_t>(config_.and_carry_bytes) &&
+         (request.params.collective == Collective::kAllreduce
+              ? request.params.bytes() <= static_cast<size_t>(config_.and_carry_bytes)
+              : rides_alone(request.params.collective) && entry.handle != nullptr) &&
          negotiator_.alone(request, bit);
 }
 
@@ -141,25 +149,30 @@ bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point s
   bool stop = false;
   Status status = negotiator_.cycle_alone(
       request, bit, entry.enqueued,
-      [this, &entry](char* slot, size_t capacity) {
-        return executor_.pack_alone(entry, slot, capacity);
+      [this, &entry, bit](char* slot, size_t capacity) {
+        return executor_.pack_alone(entry, negotiator_.cached(bit), slot, capacity);
       },
       &done, &ready_, &stop);
   if (done) {
     carried_.resize(static_cast<size_t>(world_.control->topology().size));
     for (size_t r = 0; r < carried_.size(); ++r)
       carried_[r] = world_.control->carried(static_cast<int>(r));
-    executor_.finish_alone(carried_);
+    Status status;
+    if (request.params.collective == Collective::kAllreduce)
+      executor_.finish_alone(carried_);
+    else
+      status = executor_.run_alone(entry, negotiator_.cached(bit), carried_);
     queue_.finish(request.name);
     const Clock::time_point now = Clock::now();  // the end of every phase after the cycle's start
     if (entry.enqueued == Clock::time_point{}) entry.enqueued = now;  // a blocking call's
     last_submission_ = std::max(last_submission_, entry.enqueued);
-    if (flight_.enabled()) flight_.completed(request, entry.enqueued, now);
+    if (status.ok() && flight_.enabled()) flight_.completed(request, entry.enqueued, now);
+    if (!status.ok()) flight_.finish(flight_.submitted(request, entry.enqueued), status.code(), now);
     if (entry.handle != nullptr) {
       entry.handle->stamp(HandleState::kCycleStarted, std::max(start, entry.enqueued));
       for (auto phase : {HandleState::kNegotiated, HandleState::kExecuting, HandleState::kTransported})
         entry.handle->stamp(phase, now);
-      entry.handle->complete(Status::OK(), now);
+      entry.handle->complete(std::move(status), now);
     }
     return true;
   }

@@ -192,22 +192,24 @@ class Coordinator {
 
 // Note [A call alone]
 // ~~~~~~~~~~~~~~~~~~~
-// A cached host allreduce small enough to ride with the AND (Note [Data rides
+// A cached host collective small enough to ride with the AND (Note [Data rides
 // with the AND] in negotiator.h), on a rank with nothing else pending, knows
 // its cycle before it starts: its vector says this one bit ready, and its
-// carry holds this one tensor. If every rank's vector is equal to it (NodeAnd
-// compares them as it ANDs), every rank packed the same bucket, and the
-// operation is complete once this rank has reduced the carried parts; the
-// pending table, the ready list, the planner and the executor's batch have
-// nothing to add. So such a call builds that vector itself
-// (Negotiator::cycle_alone), packs its tensor (Executor::pack_alone), and after
-// the AND either reduces the carried parts and completes, or, the vectors
+// carry holds this one tensor's part. If every rank's vector is equal to it
+// (NodeAnd compares them as it ANDs), every rank packed the same, and the
+// operation is complete once this rank has finished it from the carried parts;
+// the pending table, the ready list and the planner have nothing to add. So
+// such a call builds that vector itself (Negotiator::cycle_alone), packs its
+// part (Executor::pack_alone), and after the AND either finishes (an
+// allreduce: the carried reduction; the others: their family's start, as in a
+// cycle that carried, Executor::run_alone) and completes, or, the vectors
 // having differed, joins the cycle as any entry would and the cycle goes on
-// from the AND's answer. Two ways in: a blocking call with the gate free and
-// nothing queued (Note [A blocking call enters the cycle] in
+// from the AND's answer. Two ways in: a blocking allreduce with the gate free
+// and nothing queued (Note [A blocking call enters the cycle] in
 // coordinator_gate.h), which then needs no handle at all unless it joins the
-// cycle; and a cycle whose drain found one entry (an asynchronous call, its
-// waiter or the coordinator running the cycle). Each rank's choice is its own:
+// cycle; and a cycle whose drain found one entry (an asynchronous allreduce,
+// allgather, broadcast, alltoall or reducescatter; its waiter or the
+// coordinator running the cycle). Each rank's choice is its own:
 // a peer that goes the long way builds the same vector and packs the same
 // bytes, and the carried reduction is the carrier's, so the results are the
 // same bits either way. What the call still does: the duplicate check, the
@@ -217,10 +219,9 @@ class Coordinator {
 // says it was submitted then). What it skips besides: the liveness check
 // that ends a cycle (the AND's own wait consults liveness; no transport ran)
 // and the stall timers (nothing waits). Not while the timeline records, the
-// autotuner runs, or the rank has anything else pending or on a device. At 2
-// ranks the blocking 8-byte allreduce went from 1.22-1.28 to 0.72-0.81 us and
-// the asynchronous one from 1.23-1.29 to 0.91-0.95 (docs/perf/small-ops.md,
-// "A call alone").
+// autotuner runs, or the rank has anything else pending or on a device. The
+// rows (2 ranks, 8 B-16 KiB, every collective): docs/perf/small-ops.md, "A
+// call alone".
 
 // Note [A cached operation's storage is reused]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

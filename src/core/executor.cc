@@ -114,10 +114,43 @@ bool Executor::pack_ahead(const std::vector<const Response*>& ahead, Pending* pe
   return family_for(response.params.collective).pack(response, it->second, slot, limit, capacity);
 }
 
-bool Executor::pack_alone(const TensorEntry& entry, char* slot, size_t capacity) {
+bool Executor::pack_alone(const TensorEntry& entry, const Response& response, char* slot,
+                          size_t capacity) {
   context_.packed = false;
-  return allreduce_.pack_alone(entry, entry.request.params, slot,
-                               std::min(capacity, context_.carry_bytes));
+  if (context_.carrier == nullptr) return false;  // no transport carries: nothing rides
+  const size_t limit = std::min(capacity, context_.carry_bytes);
+  if (is_allreduce(response.params.collective))
+    return allreduce_.pack_alone(entry, entry.request.params, slot, limit);
+  if (response.params.device_kind != DeviceKind::kCpu) return false;
+  return family_for(response.params.collective).pack(response, entry, slot, limit, capacity);
+}
+
+Status Executor::run_alone(TensorEntry& entry, const Response& response,
+                           const std::vector<const char*>& carried) {
+  Family& family = family_for(response.params.collective);
+  Batch& batch = batch_;
+  batch.clear();
+  batch.params = &response.params;
+  batch.planned_bytes = batch.bytes = response.params.bytes();
+  batch.entries.push_back(&entry);
+  batch.responses.push_back(&response);
+  batch.names.push_back(&response.name);
+  op_ = Op{batch.bytes, response.params.collective, Clock::time_point{}};
+  context_.carried = &carried;
+  // As launch() settles host work, on the entry itself instead of `pending`.
+  std::unique_ptr<transport::Work> work;
+  Status status = family.start(batch, &work);
+  while (status.ok() && work != nullptr) {
+    status = work->wait();
+    if (!status.ok()) break;
+    const std::unique_ptr<transport::Work> ended = std::move(work);
+    status = family.next(batch, &work);
+  }
+  context_.carried = nullptr;
+  if (!status.ok())
+    KOLO_LOG(kError) << "operation " << context_.sequence << ": " << status.to_string();
+  record(batch);
+  return status;
 }
 
 void Executor::finish_alone(const std::vector<const char*>& carried) {

@@ -71,12 +71,18 @@ class Executor {
   // rank's part at `slot` and returns true.
   bool pack_ahead(const std::vector<const Response*>& ahead, Pending* pending, char* slot,
                   size_t capacity);
-  // Note [A call alone] (coordinator.h): packs `entry`, a host allreduce of one
-  // tensor, as pack_ahead() would pack the list of its one request, and returns
-  // true; false where it would not ride. finish_alone() completes it from every
-  // rank's carried parts and advances the sequence as a bucket does.
-  bool pack_alone(const TensorEntry& entry, char* slot, size_t capacity);
+  // Note [A call alone] (coordinator.h): packs `entry`, a host collective of one
+  // tensor whose cached response is `response`, as pack_ahead() would pack the
+  // list of that one response, and returns true; false where it would not ride.
+  // finish_alone() completes an allreduce from every rank's carried parts,
+  // run_alone() any other collective as its family does in a cycle that carried
+  // (the entry's handle gets its outputs); both advance the sequence as a bucket
+  // does, and run_alone() returns the operation's status.
+  bool pack_alone(const TensorEntry& entry, const Response& response, char* slot,
+                  size_t capacity);
   void finish_alone(const std::vector<const char*>& carried);
+  Status run_alone(TensorEntry& entry, const Response& response,
+                   const std::vector<const char*>& carried);
   // KOLO_AND_CARRY_BYTES; every rank sets the same (0: nothing is packed).
   void set_carry_bytes(size_t bytes) { context_.carry_bytes = bytes; }
 

@@ -101,6 +101,9 @@ class Negotiator {
                      const AlonePacker& pack, bool* done, std::vector<Response>* ready,
                      bool* stop);
 
+  // The response cached at `bit` (alone() found it there).
+  const Response& cached(uint32_t bit) const { return cache_.at(bit); }
+
   uint64_t cycles() const { return cycle_; }
   bool joined() const { return joined_; }
 

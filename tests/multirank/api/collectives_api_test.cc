@@ -1,6 +1,8 @@
 // The collective set through the C API under mpiexec -n 2, 3, 4: allgather,
 // broadcast, alltoall, reducescatter, grouped allreduce, barrier and join, with
 // exact values, uneven shapes, zero-size contributions and mismatches.
+#include <unistd.h>
+
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -203,6 +205,59 @@ TEST_F(Collectives, MismatchesAreReportedOnEveryRank) {
   EXPECT_EQ(kolo_alltoall_async("bad_splits", buf.data(), size_ + 1, 1, splits.data(), KOLO_FLOAT32,
                                 cpu(), &h), KOLO_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kolo_last_error()).find("splits add up"), std::string::npos);
+}
+
+// Note [A call alone] (src/core/coordinator.h): a cached allgather or broadcast
+// that a cycle drains alone rides with the AND by itself when every rank's
+// vector is its own. Here the last rank has both names submitted before the
+// others submit them one at a time: for the first, the vectors differ and the
+// call goes on in that cycle; for the second they agree. Rows that differ per
+// rank, every output exact, on every rank, in the last rank's handles too.
+TEST_F(Collectives, ACollectiveAloneAndAPeerThatSaysMore) {
+  const int last = size_ - 1;
+  const int64_t rows = rank_ + 1;
+  for (int round = 0; round < 6; ++round) {
+    std::vector<int32_t> in(static_cast<size_t>(rows * 3));
+    for (size_t i = 0; i < in.size(); ++i) in[i] = rank_ * 100 + static_cast<int32_t>(i) + round;
+    std::vector<int32_t> value(40, rank_ + round);
+    std::vector<int32_t> want_gather;
+    std::vector<int64_t> want_splits;
+    for (int r = 0; r < size_; ++r) {
+      want_splits.push_back(r + 1);
+      for (int64_t i = 0; i < (r + 1) * 3; ++i) want_gather.push_back(r * 100 + static_cast<int32_t>(i) + round);
+    }
+    kolo_handle_t hg = nullptr, hb = nullptr;
+    auto gather = [&] {
+      ASSERT_EQ(kolo_allgather_async("alone_g", in.data(), rows, 3, KOLO_INT32, cpu(), &hg), KOLO_OK);
+    };
+    auto broadcast = [&] {
+      ASSERT_EQ(kolo_broadcast_async("alone_b", value.data(), value.data(), 40, KOLO_INT32, 0,
+                                     cpu(), &hb),
+                KOLO_OK);
+    };
+    if (round < 2) {  // both names cached on every rank, each alone
+      gather();
+      ASSERT_EQ(wait_or_abort(hg), KOLO_OK) << kolo_handle_message(hg);
+      broadcast();
+      ASSERT_EQ(wait_or_abort(hb), KOLO_OK) << kolo_handle_message(hb);
+    } else if (rank_ == last) {
+      gather();
+      broadcast();
+      usleep(20 * 1000);  // its coordinator has run a cycle saying both by now
+      world_barrier();
+      ASSERT_EQ(wait_or_abort(hb), KOLO_OK) << kolo_handle_message(hb);
+      ASSERT_EQ(wait_or_abort(hg), KOLO_OK) << kolo_handle_message(hg);
+    } else {
+      world_barrier();
+      broadcast();
+      ASSERT_EQ(wait_or_abort(hb), KOLO_OK) << kolo_handle_message(hb);
+      gather();
+      ASSERT_EQ(wait_or_abort(hg), KOLO_OK) << kolo_handle_message(hg);
+    }
+    EXPECT_EQ(value, std::vector<int32_t>(40, round)) << "round " << round;
+    kolo_handle_release(hb);
+    expect_output_and_splits(hg, want_gather, want_splits);
+  }
 }
 
 // kolo_handle_phases (kolo-allreduce-perf --breakdown): a completed host
