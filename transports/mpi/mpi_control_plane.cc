@@ -202,8 +202,8 @@ Status MpiControlPlane::ring_and(uint64_t cycle, std::vector<uint64_t>* bits) {
     return ControlPlane::ring_and(cycle, bits);
   failpoint("negotiate");
   and_on_node_ = true;
-  shm::NodeAnd::RingLate late{node_.get(), cycle};
-  return node_and_->run(bits, &shm::NodeAnd::RingLate::ring, &late);
+  shm::NodeAnd::RingLate<shm::NodeDoorbell> late{node_.get(), cycle};
+  return node_and_->run(bits, &decltype(late)::ring, &late);
 }
 
 size_t MpiControlPlane::carry_capacity(size_t words) const {

@@ -31,7 +31,6 @@
 
 #include "common/status.h"
 #include "transport/liveness.h"
-#include "transports/shm/doorbell.h"
 #include "transports/shm/node.h"
 
 namespace kolo::shm {
@@ -52,9 +51,11 @@ class NodeAnd {
   // [Ringing only the late]).
   using Late = void (*)(void* context);
   Status run(std::vector<uint64_t>* bits, Late late = nullptr, void* context = nullptr);
-  // A Late over `bell` for cycle `cycle`, unless a peer has rung this rank for it.
+  // A Late over a doorbell (anything with ring(c) and rung(c)) for cycle
+  // `cycle`: rings unless a peer has rung this rank for it.
+  template <typename Bell>
   struct RingLate {
-    NodeDoorbell* bell;
+    Bell* bell;
     uint64_t cycle;
     static void ring(void* self) {
       auto* r = static_cast<RingLate*>(self);

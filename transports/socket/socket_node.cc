@@ -111,15 +111,8 @@ class ShmAnd : public NodeAnd {
   Status run(std::vector<uint64_t>* bits) override { return and_->run(bits); }
   Status run_ringing_late(std::vector<uint64_t>* bits, NodeDoorbell* late,
                           uint64_t cycle) override {
-    struct Late {
-      NodeDoorbell* bell;
-      uint64_t cycle;
-      static void ring(void* self) {
-        auto* l = static_cast<Late*>(self);
-        if (!l->bell->rung(l->cycle)) l->bell->ring(l->cycle);
-      }
-    } ringer{late, cycle};
-    return and_->run(bits, &Late::ring, &ringer);
+    shm::NodeAnd::RingLate<NodeDoorbell> ringer{late, cycle};
+    return and_->run(bits, &decltype(ringer)::ring, &ringer);
   }
   char* carry_slot() override { return and_->carry_slot(); }
   bool unanimous() const override { return and_->unanimous(); }

@@ -256,21 +256,26 @@ TEST(KoloLifecycleBlocking, BeforeInitTheCallIsRefused) {
   EXPECT_EQ(x, 1.0f);
 }
 
-// A blocking call that waits for a name rank 0 never submits returns
-// KOLO_ERR_SHUTDOWN when rank 0 shuts kolo down: it does not wait for ever.
-TEST(KoloLifecycleBlocking, ACallWaitingForAPeerReturnsWhenKoloStops) {
+// Every rank calls `name` `warm` times; then rank 0 shuts kolo down while the
+// others wait in a blocking call of it: they get KOLO_ERR_SHUTDOWN, their buffer
+// as it was, and once their kolo has stopped too a call is refused at once.
+void OthersWaitWhileRankZeroStops(const char* name, int warm) {
   ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
   const int rank = kolo_rank();
   std::vector<float> x(4, 1.0f);
+  for (int i = 0; i < warm; ++i)
+    ASSERT_EQ(kolo_allreduce(name, x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_OK)
+        << kolo_last_error();
+  const std::vector<float> before = x;
+  world_barrier();
   if (rank == 0) {
     usleep(300 * 1000);  // the others are waiting by now (or will find kolo stopped)
     EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   } else {
-    EXPECT_EQ(kolo_allreduce("never", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM),
+    EXPECT_EQ(kolo_allreduce(name, x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM),
               KOLO_ERR_SHUTDOWN)
         << kolo_last_error();
-    EXPECT_EQ(x, std::vector<float>(4, 1.0f));
-    // Once this rank's kolo has stopped too, a call is refused at once.
+    EXPECT_EQ(x, before);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (kolo_is_initialized() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -281,31 +286,17 @@ TEST(KoloLifecycleBlocking, ACallWaitingForAPeerReturnsWhenKoloStops) {
   world_barrier();
 }
 
+// A blocking call that waits for a name rank 0 never submits returns
+// KOLO_ERR_SHUTDOWN when rank 0 shuts kolo down: it does not wait for ever.
+TEST(KoloLifecycleBlocking, ACallWaitingForAPeerReturnsWhenKoloStops) {
+  OthersWaitWhileRankZeroStops("never", 0);
+}
+
 // The same with a cached name, which the others call alone (Note [A call alone]
 // in src/core/coordinator.h): rank 0's vector asks to stop, the vectors differ,
 // and the call ends with the cycle that stops kolo.
 TEST(KoloLifecycleBlocking, ACachedCallWaitingForAPeerReturnsWhenKoloStops) {
-  ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
-  const int rank = kolo_rank();
-  const int size = kolo_size();
-  std::vector<float> x(4, 1.0f);
-  for (int i = 0; i < 3; ++i)
-    ASSERT_EQ(kolo_allreduce("cached", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_OK)
-        << kolo_last_error();
-  const float reduced = static_cast<float>(size * size * size);
-  EXPECT_EQ(x, std::vector<float>(4, reduced));
-  world_barrier();
-  if (rank == 0) {
-    usleep(300 * 1000);  // the others are waiting by now (or will find kolo stopped)
-    EXPECT_EQ(kolo_shutdown(), KOLO_OK);
-  } else {
-    EXPECT_EQ(kolo_allreduce("cached", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM),
-              KOLO_ERR_SHUTDOWN)
-        << kolo_last_error();
-    EXPECT_EQ(x, std::vector<float>(4, reduced));
-    EXPECT_EQ(kolo_shutdown(), KOLO_OK);
-  }
-  world_barrier();
+  OthersWaitWhileRankZeroStops("cached", 3);
 }
 
 }  // namespace
