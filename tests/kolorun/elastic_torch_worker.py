@@ -135,7 +135,8 @@ def main():
             state.commit()
 
     train(state)
-    say({"digest": digest(model, optimizer), "rank": hvd.rank()})
+    say({"digest": digest(model, optimizer), "rank": hvd.rank(), "generation": generation(),
+         "size": hvd.size()})
 
 
 if __name__ == "__main__":
