@@ -157,22 +157,22 @@ bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point s
     carried_.resize(static_cast<size_t>(world_.control->topology().size));
     for (size_t r = 0; r < carried_.size(); ++r)
       carried_[r] = world_.control->carried(static_cast<int>(r));
-    Status status;
+    Status outcome;  // an allreduce's cannot fail once every part is here
     if (request.params.collective == Collective::kAllreduce)
       executor_.finish_alone(carried_);
     else
-      status = executor_.run_alone(entry, negotiator_.cached(bit), carried_);
+      outcome = executor_.run_alone(entry, negotiator_.cached(bit), carried_);
     queue_.finish(request.name);
     const Clock::time_point now = Clock::now();  // the end of every phase after the cycle's start
     if (entry.enqueued == Clock::time_point{}) entry.enqueued = now;  // a blocking call's
     last_submission_ = std::max(last_submission_, entry.enqueued);
-    if (status.ok() && flight_.enabled()) flight_.completed(request, entry.enqueued, now);
-    if (!status.ok()) flight_.finish(flight_.submitted(request, entry.enqueued), status.code(), now);
+    if (outcome.ok() && flight_.enabled()) flight_.completed(request, entry.enqueued, now);
+    if (!outcome.ok()) flight_.finish(flight_.submitted(request, entry.enqueued), outcome.code(), now);
     if (entry.handle != nullptr) {
       entry.handle->stamp(HandleState::kCycleStarted, std::max(start, entry.enqueued));
       for (auto phase : {HandleState::kNegotiated, HandleState::kExecuting, HandleState::kTransported})
         entry.handle->stamp(phase, now);
-      entry.handle->complete(std::move(status), now);
+      entry.handle->complete(std::move(outcome), now);
     }
     return true;
   }
