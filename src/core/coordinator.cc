@@ -125,6 +125,10 @@ Coordinator::Helped Coordinator::run_with(TensorEntry& entry, Status* refused) {
 
 Coordinator::Helped Coordinator::cycle_for_helper(Clock::time_point start) {
   if (!ended_) run_cycle(start);
+  return helped_cycle();
+}
+
+Coordinator::Helped Coordinator::helped_cycle() {
   if (!ended_) return Helped::kRan;
   world_.control->wake();  // the coordinator thread finishes
   return Helped::kEnded;
@@ -154,9 +158,7 @@ bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point s
       },
       &done, &ready_, &stop);
   if (done) {
-    carried_.resize(static_cast<size_t>(world_.control->topology().size));
-    for (size_t r = 0; r < carried_.size(); ++r)
-      carried_[r] = world_.control->carried(static_cast<int>(r));
+    take_carried();
     Status outcome;  // an allreduce's cannot fail once every part is here
     if (request.params.collective == Collective::kAllreduce)
       executor_.finish_alone(carried_);
@@ -195,9 +197,7 @@ Coordinator::Helped Coordinator::run_alone(TensorEntry& entry, const HandleMaker
   *result = queue_.admit(entry.request.name);
   if (!result->ok()) return Helped::kIdle;
   if (go_alone(entry, bit, entry.enqueued, &make_handle)) return Helped::kAlone;
-  if (!ended_) return Helped::kRan;
-  world_.control->wake();  // the coordinator thread finishes
-  return Helped::kEnded;
+  return helped_cycle();
 }
 
 void Coordinator::finish() {
@@ -232,6 +232,12 @@ void Coordinator::run_cycle(Clock::time_point start) {
   finish_cycle(std::move(status), cycle_start, asked, stop, carried);
 }
 
+void Coordinator::take_carried() {
+  carried_.resize(static_cast<size_t>(world_.control->topology().size));
+  for (size_t r = 0; r < carried_.size(); ++r)
+    carried_[r] = world_.control->carried(static_cast<int>(r));
+}
+
 void Coordinator::fail_cycle(Status status) {
   ended_ = end_failed_ = true;
   end_ = std::move(status);
@@ -240,11 +246,7 @@ void Coordinator::fail_cycle(Status status) {
 void Coordinator::finish_cycle(Status status, Clock::time_point cycle_start, bool asked,
                                bool stop, bool carried) {
   if (!status.ok()) return fail_cycle(std::move(status));
-  if (carried) {  // Note [Data rides with the AND]
-    carried_.resize(static_cast<size_t>(world_.control->topology().size));
-    for (size_t r = 0; r < carried_.size(); ++r)
-      carried_[r] = world_.control->carried(static_cast<int>(r));
-  }
+  if (carried) take_carried();  // Note [Data rides with the AND]
   // Before the work completes the names: a caller who then stops the timeline
   // finds them in it. (This delays results by one allgather while recording.)
   if (negotiator_.someone_recording()) {

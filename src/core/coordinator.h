@@ -91,6 +91,7 @@ class Coordinator {
   void finish_cycle(Status status, Clock::time_point cycle_start, bool asked, bool stop,
                     bool carried);
   void fail_cycle(Status status);  // the cycle failed: ended_, with end_ to fail the rest with
+  void take_carried();  // carried_ from the control plane (every rank's carried part)
   // Note [A call alone]: whether `entry`, with nothing else pending, may go alone
   // (*bit: its cache entry); then its cycle, from `start`: true when it
   // completed alone (its handle, if it has one, completed), false when it joined
@@ -102,6 +103,8 @@ class Coordinator {
   // help_once() and run_with() once there is news: one cycle (from `start`, as
   // run_cycle's).
   Helped cycle_for_helper(Clock::time_point start = {});
+  // After a helper's cycle: kRan, or kEnded (the coordinator thread woken to finish).
+  Helped helped_cycle();
   // A submitted entry joins the cycle state: the negotiator, the flight
   // recorder and the pending table. Gate held.
   void track(TensorEntry& entry);

@@ -140,12 +140,7 @@ Status Executor::run_alone(TensorEntry& entry, const Response& response,
   // As launch() settles host work, on the entry itself instead of `pending`.
   std::unique_ptr<transport::Work> work;
   Status status = family.start(batch, &work);
-  while (status.ok() && work != nullptr) {
-    status = work->wait();
-    if (!status.ok()) break;
-    const std::unique_ptr<transport::Work> ended = std::move(work);
-    status = family.next(batch, &work);
-  }
+  status = settle_host(family, batch, std::move(status), &work);
   context_.carried = nullptr;
   if (!status.ok())
     KOLO_LOG(kError) << "operation " << context_.sequence << ": " << status.to_string();
@@ -202,12 +197,7 @@ void Executor::launch(Family& family, Batch& batch, DeviceKind where, Pending* p
   }
   // Host work, or nothing started: settled now, step by step, and completed in
   // place in `pending`. See Note [One execution model].
-  while (status.ok() && work != nullptr) {
-    status = work->wait();
-    if (!status.ok()) break;
-    const std::unique_ptr<transport::Work> ended = std::move(work);
-    status = family.next(batch, &work);
-  }
+  status = settle_host(family, batch, std::move(status), &work);
   const auto transported = Clock::now();  // also each entry's completion
   if (!status.ok())
     KOLO_LOG(kError) << "operation " << context_.sequence << ": " << status.to_string();
@@ -218,6 +208,17 @@ void Executor::launch(Family& family, Batch& batch, DeviceKind where, Pending* p
     if (it->second.handle) complete_(it->second, status, transported);  // joined zeros have none
     pending->erase(it);
   }
+}
+
+Status Executor::settle_host(Family& family, Batch& batch, Status status,
+                             std::unique_ptr<transport::Work>* work) {
+  while (status.ok() && *work != nullptr) {
+    status = (*work)->wait();
+    if (!status.ok()) break;
+    const std::unique_ptr<transport::Work> ended = std::move(*work);
+    status = family.next(batch, work);
+  }
+  return status;
 }
 
 void Executor::complete_all(std::vector<TensorEntry>& entries, const Status& status) {

@@ -117,6 +117,10 @@ class Executor {
   // step); from poll() for device work, moved into in_flight_ — or with the
   // start's error. Either way they leave `pending`.
   void launch(Family& family, Batch& batch, DeviceKind where, Pending* pending);
+  // Host work: waits for `work` and starts the family's next step until none is
+  // left or one fails; returns `status` (the start's) or the first failure.
+  Status settle_host(Family& family, Batch& batch, Status status,
+                     std::unique_ptr<transport::Work>* work);
   // Completes every entry that has a handle with `status`.
   void complete_all(std::vector<TensorEntry>& entries, const Status& status);
   void retire(InFlight& done);

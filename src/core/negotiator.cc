@@ -81,7 +81,7 @@ Negotiator::Clock::time_point Negotiator::next_deadline(Clock::time_point now) c
   return now + std::chrono::seconds(1);
 }
 
-void Negotiator::build_bits(bool shutdown, bool slow_path, std::vector<uint64_t>* out) const {
+void Negotiator::empty_bits(bool shutdown, bool slow_path, std::vector<uint64_t>* out) const {
   const size_t words = 1 + 3 * cache_words();
   out->assign(words, 0);
   std::vector<uint64_t>& bits = *out;
@@ -90,12 +90,20 @@ void Negotiator::build_bits(bool shutdown, bool slow_path, std::vector<uint64_t>
                    (static_cast<uint64_t>(cache_words()) << kWordsShift);
   bits[0] = ~flags;  // inverted: the AND computes the OR of the flags
   for (size_t w = 1 + cache_words(); w < words; ++w) bits[w] = ~0ull;
-  for (const auto& [bit, w] : waiting_) {
-    if (invalid_.count(bit) != 0) continue;
-    KOLO_CHECK(bit < 64 * cache_words());  // an occupied bit: below the high water
-    bits[ready_word(bit)] |= 1ull << (bit % 64);
-    bits[held_word(bit)] &= ~(1ull << (bit % 64));
-  }
+}
+
+void Negotiator::mark_ready(uint32_t bit, std::vector<uint64_t>* out) const {
+  std::vector<uint64_t>& bits = *out;
+  KOLO_CHECK(bit < 64 * cache_words());  // an occupied bit: below the high water
+  bits[ready_word(bit)] |= 1ull << (bit % 64);
+  bits[held_word(bit)] &= ~(1ull << (bit % 64));
+}
+
+void Negotiator::build_bits(bool shutdown, bool slow_path, std::vector<uint64_t>* out) const {
+  empty_bits(shutdown, slow_path, out);
+  std::vector<uint64_t>& bits = *out;
+  for (const auto& [bit, w] : waiting_)
+    if (invalid_.count(bit) == 0) mark_ready(bit, out);
   for (uint32_t bit : invalid_) {
     KOLO_CHECK(bit < 64 * cache_words());
     bits[invalid_word(bit)] &= ~(1ull << (bit % 64));
@@ -201,14 +209,10 @@ Status Negotiator::cycle_alone(const Request& request, uint32_t bit, Clock::time
                                bool* stop) {
   *done = false;
   // What build_bits() makes with `bit` alone waiting and nothing else to say.
-  cache_words_ = (cache_.high_water() + 63) / 64;
+  cache_words_ = (cache_.high_water() + 63) / 64;  // Note [An AND as long as the cache in use]
   std::vector<uint64_t>& bits = bits_;
-  bits.assign(1 + 3 * cache_words(), ~0ull);
-  KOLO_CHECK(bit < 64 * cache_words());
-  for (size_t w = 1; w <= cache_words(); ++w) bits[w] = 0;
-  bits[0] = ~(static_cast<uint64_t>(cache_words()) << kWordsShift);
-  bits[ready_word(bit)] |= 1ull << (bit % 64);
-  bits[held_word(bit)] &= ~(1ull << (bit % 64));
+  empty_bits(/*shutdown=*/false, /*slow_path=*/false, &bits);
+  mark_ready(bit, &bits);
   const size_t capacity = control_.carry_capacity(bits.size());
   const bool packed = capacity > 0 && pack(control_.carry_slot(), capacity);
   if (packed) bits[0] &= ~kFlagCarried;

@@ -154,6 +154,10 @@ class Negotiator {
 
   // Fills `bits` (resized to the AND's length; its storage is reused).
   void build_bits(bool shutdown, bool slow_path, std::vector<uint64_t>* bits) const;
+  // build_bits()'s parts: the flags word and nothing ready, invalid or held; then
+  // `bit` ready and held here.
+  void empty_bits(bool shutdown, bool slow_path, std::vector<uint64_t>* bits) const;
+  void mark_ready(uint32_t bit, std::vector<uint64_t>* bits) const;
   void collect_stale_waits(Clock::time_point now);
   void evict(uint32_t bit);            // drop cache entry `bit` on this rank
   void requeue_waiting(uint32_t bit);  // a local request waiting on `bit` takes the slow path
