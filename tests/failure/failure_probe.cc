@@ -131,11 +131,16 @@ Outcome allgather(const char* name, int64_t count, float* memory) {
 }
 
 // The blocking call (kolo_allreduce), which on one node enters the cycle on
-// this thread: its outcome is its status.
+// this thread: its outcome is its status. A call that returns OK has summed
+// every rank's ones: one that returned OK with its buffer unreduced (a call
+// alone that lost its peer, Note [A call alone]) is KOLO_ERR_INTERNAL here.
 Outcome blocking_allreduce(const char* name, int64_t count, float* memory) {
   std::vector<float> heap(memory ? 0 : static_cast<size_t>(count), 1.0f);
   float* data = memory ? memory : heap.data();
   const kolo_status_t code = kolo_allreduce(name, data, data, count, KOLO_FLOAT32, KOLO_OP_SUM);
+  if (code == KOLO_OK && memory == nullptr && data[count - 1] != static_cast<float>(kolo_size()))
+    return Outcome{KOLO_ERR_INTERNAL, "OK without the sum: " + std::to_string(data[count - 1]),
+                   monotonic_ms()};
   return fail_in(code);
 }
 
