@@ -36,6 +36,11 @@ CompletedHandle finish(MPI_Comm comm, const char* what, kolo_status_t submitted,
   return owned;
 }
 
+// A blocking call's outcome (--blocking); aborts the job unless it succeeded.
+void check_blocking(MPI_Comm comm, const char* what, kolo_status_t status) {
+  if (status != KOLO_OK) abort_job(comm, what, describe(status, kolo_last_error()).c_str());
+}
+
 }  // namespace
 
 void start_kolo(MPI_Comm comm, const std::string& transport, const std::string& fusion_threshold) {
@@ -87,12 +92,11 @@ std::string effective_transport() {
 void kolo_allreduce(MPI_Comm comm, const std::string& name, const void* in, void* out,
                     int64_t count, DataType dtype, ReduceOp op, const kolo_device_t& device) {
   if (g_blocking) {
-    kolo_status_t status = kolo_allreduce_ex(name.c_str(), in, out, count,
-                                             static_cast<kolo_dtype_t>(dtype),
-                                             static_cast<kolo_op_t>(op), 1.0, 1.0, device,
-                                             &g_options);
-    if (status != KOLO_OK) abort_job(comm, "kolo_allreduce_ex", describe(status, kolo_last_error()).c_str());
-    return;
+    return check_blocking(comm, "kolo_allreduce_ex",
+                          kolo_allreduce_ex(name.c_str(), in, out, count,
+                                            static_cast<kolo_dtype_t>(dtype),
+                                            static_cast<kolo_op_t>(op), 1.0, 1.0, device,
+                                            &g_options));
   }
   kolo_handle_t handle = nullptr;
   breakdown_call_started();
@@ -122,6 +126,13 @@ const char* handle_output(const CompletedHandle& handle, int64_t* bytes) {
 CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const void* in,
                                int64_t count_per_rank, DataType dtype) {
   kolo_handle_t handle = nullptr;
+  if (g_blocking) {
+    check_blocking(comm, "kolo_allgather_ex",
+                   ::kolo_allgather_ex(name.c_str(), in, count_per_rank, 1,
+                                       static_cast<kolo_dtype_t>(dtype), kCpu, &g_options,
+                                       &handle));
+    return CompletedHandle(handle);
+  }
   breakdown_call_started();
   kolo_status_t status =
       kolo_allgather_async_ex(name.c_str(), in, count_per_rank, 1, static_cast<kolo_dtype_t>(dtype),
@@ -132,6 +143,13 @@ CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const voi
 CompletedHandle kolo_alltoall(MPI_Comm comm, const std::string& name, const void* in,
                               int64_t count_per_peer, int world_size, DataType dtype) {
   kolo_handle_t handle = nullptr;
+  if (g_blocking) {
+    check_blocking(comm, "kolo_alltoall_ex",
+                   ::kolo_alltoall_ex(name.c_str(), in, count_per_peer * world_size, 1,
+                                      /*send_splits=*/nullptr, static_cast<kolo_dtype_t>(dtype),
+                                      kCpu, &g_options, &handle));
+    return CompletedHandle(handle);
+  }
   breakdown_call_started();
   kolo_status_t status =
       kolo_alltoall_async_ex(name.c_str(), in, count_per_peer * world_size, 1,
@@ -144,6 +162,12 @@ void kolo_broadcast(MPI_Comm comm, const std::string& name, void* buffer, int64_
                     DataType dtype, int root) {
   kolo_handle_t handle = nullptr;
   const int global_root = g_set_ranks.empty() ? root : g_set_ranks[static_cast<size_t>(root)];
+  if (g_blocking) {
+    return check_blocking(comm, "kolo_broadcast_ex",
+                          ::kolo_broadcast_ex(name.c_str(), buffer, buffer, count,
+                                              static_cast<kolo_dtype_t>(dtype), global_root, kCpu,
+                                              &g_options));
+  }
   breakdown_call_started();
   kolo_status_t status =
       kolo_broadcast_async_ex(name.c_str(), buffer, buffer, count, static_cast<kolo_dtype_t>(dtype),
@@ -154,6 +178,14 @@ void kolo_broadcast(MPI_Comm comm, const std::string& name, void* buffer, int64_
 void kolo_reducescatter(MPI_Comm comm, const std::string& name, const void* in, void* out,
                         int64_t count_per_rank, int world_size, DataType dtype, ReduceOp op) {
   kolo_handle_t handle = nullptr;
+  if (g_blocking) {
+    return check_blocking(comm, "kolo_reducescatter_ex",
+                          ::kolo_reducescatter_ex(name.c_str(), in, out,
+                                                  count_per_rank * world_size, 1,
+                                                  static_cast<kolo_dtype_t>(dtype),
+                                                  static_cast<kolo_op_t>(op), 1.0, 1.0, kCpu,
+                                                  &g_options));
+  }
   breakdown_call_started();
   kolo_status_t status = kolo_reducescatter_async_ex(
       name.c_str(), in, out, count_per_rank * world_size, 1, static_cast<kolo_dtype_t>(dtype),

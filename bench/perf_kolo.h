@@ -32,8 +32,8 @@ MPI_Comm use_process_set(MPI_Comm comm, const std::vector<int>& ranks);
 // Whether kolo_allreduce() sets KOLO_OPTION_DETERMINISTIC from now on
 // (--with-deterministic: the rank-order path timed beside the default).
 void set_deterministic(bool on);
-// Whether kolo_allreduce() calls the blocking kolo_allreduce_ex from now on
-// (--blocking) instead of the async call and kolo_wait.
+// Whether the calls below use kolo's blocking forms from now on (--blocking:
+// kolo_allreduce_ex, kolo_allgather_ex, ...) instead of the async call and kolo_wait.
 void set_blocking(bool on);
 
 // The KOLO_TRANSPORT kolo will read: the environment's value, or "auto".

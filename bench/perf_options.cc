@@ -316,10 +316,9 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
     *error = "--in-place: host allreduces only (the sweep or -m; no -t nccl, no --with-deterministic)";
     return false;
   }
-  if (o.blocking && (o.collective != Collective::kAllreduce || !o.model.empty() ||
-                     o.breakdown || o.tensors > 1)) {
-    *error = "--blocking: the allreduce sweep of one tensor at a time only (no -m, no "
-             "--breakdown, no --tensors)";
+  if (o.blocking && (!o.model.empty() || o.breakdown || o.tensors > 1)) {
+    *error = "--blocking: the sweep of one tensor at a time only (no -m, no --breakdown, no "
+             "--tensors)";
     return false;
   }
   if (o.with_deterministic &&
@@ -369,8 +368,9 @@ const char* perf_usage() {
          "      --in-place           allreduce sweep or -m: the output is the input (MPI:\n"
          "                           MPI_IN_PLACE), refilled from the input before each op or\n"
          "                           step (not timed)\n"
-         "      --blocking           allreduce sweep: kolo's allreduces are the blocking\n"
-         "                           kolo_allreduce_ex (no handle)\n"
+         "      --blocking           the sweep's kolo calls are the blocking ones\n"
+         "                           (kolo_allreduce_ex, kolo_allgather_ex, ...) instead of\n"
+         "                           the asynchronous call and kolo_wait\n"
          "      --memory kolo        the sweep's kolo buffers (-m: both arenas) from kolo_alloc\n"
          "                           (peers on a node read them in place); default heap\n"
          "      --csv FILE           also write the rows as CSV\n"

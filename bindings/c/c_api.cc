@@ -256,18 +256,61 @@ auto reduction_fields(const void* input, void* output, int64_t count, kolo_op_t 
   };
 }
 
+// The other collectives' own fields, asynchronous and blocking alike.
+auto gather_fields(const void* input, int64_t rows, int64_t row_count,
+                   const int64_t* send_splits) {
+  return [=](kolo::core::CollectiveArgs& a) {
+    a.input = input;
+    a.rows = rows;
+    a.row_count = row_count;
+    a.send_rows = send_splits;
+  };
+}
+
+auto broadcast_fields(const void* input, void* output, int64_t count, int root) {
+  return [=](kolo::core::CollectiveArgs& a) {
+    a.input = input;
+    a.output = output;
+    a.rows = count;
+    a.root = root;
+  };
+}
+
+auto scatter_fields(const void* input, void* output, int64_t rows, int64_t row_count,
+                    kolo_op_t op, double prescale, double postscale) {
+  return [=](kolo::core::CollectiveArgs& a) {
+    reduction_fields(input, output, rows, op, prescale, postscale)(a);
+    a.row_count = row_count;
+  };
+}
+
 // A blocking call: the operation runs to its end (Runtime::run), and its outcome
-// is the status.
+// is the status. `out`, for the calls whose output is the handle's (allgather,
+// alltoall): the completed handle on KOLO_OK, NULL otherwise.
 template <typename Fill>
 kolo_status_t run_named(kolo::Collective collective, const char* name, kolo_dtype_t dtype,
-                        kolo_device_t device, const kolo_options_t* options, Fill fill) {
+                        kolo_device_t device, const kolo_options_t* options, Fill fill,
+                        kolo_handle_t* out = nullptr) {
   kolo::core::CollectiveArgs a;
   if (kolo_status_t s = named_args(collective, name, dtype, device, options, fill, &a); s != KOLO_OK)
     return s;
   if (!g_runtime) return not_initialized();
   std::shared_ptr<kolo::core::HandleState> state;
   if (Status s = g_runtime->run(std::move(a), &state); !s.ok() || state == nullptr) return report(s);
-  return report(Status(state->code(), state->message()));
+  Status outcome(state->code(), state->message());
+  if (out != nullptr && outcome.ok()) *out = new kolo_handle{std::move(state)};
+  return report(outcome);
+}
+
+// As run_named, for the calls whose output is the handle's.
+template <typename Fill>
+kolo_status_t run_named_to_handle(kolo::Collective collective, const char* name,
+                                  kolo_dtype_t dtype, kolo_device_t device,
+                                  const kolo_options_t* options, kolo_handle_t* handle, Fill fill) {
+  if (!take_handle_pointer(handle)) return KOLO_ERR_INVALID_ARGUMENT;
+  const kolo_status_t s = run_named(collective, name, dtype, device, options, fill, handle);
+  KOLO_CHECK(s != KOLO_OK || *handle != nullptr);  // the output is on the handle
+  return s;
 }
 
 // The grouped calls' common part: checks n, names and the per-member arrays
@@ -449,11 +492,22 @@ kolo_status_t kolo_allgather_async_ex(const char* name, const void* input, int64
                                       const kolo_options_t* options, kolo_handle_t* handle) {
   return guarded([&] {
     return submit_named(kolo::Collective::kAllgather, name, dtype, device, options, handle,
-                        [&](kolo::core::CollectiveArgs& a) {
-                          a.input = input;
-                          a.rows = rows;
-                          a.row_count = row_count;
-                        });
+                        gather_fields(input, rows, row_count, nullptr));
+  });
+}
+
+kolo_status_t kolo_allgather(const char* name, const void* input, int64_t rows,
+                             int64_t row_count, kolo_dtype_t dtype, kolo_handle_t* handle) {
+  return kolo_allgather_ex(name, input, rows, row_count, dtype,
+                           kolo_device_t{KOLO_DEVICE_CPU, 0, nullptr}, nullptr, handle);
+}
+
+kolo_status_t kolo_allgather_ex(const char* name, const void* input, int64_t rows,
+                                int64_t row_count, kolo_dtype_t dtype, kolo_device_t device,
+                                const kolo_options_t* options, kolo_handle_t* handle) {
+  return guarded([&] {
+    return run_named_to_handle(kolo::Collective::kAllgather, name, dtype, device, options,
+                               handle, gather_fields(input, rows, row_count, nullptr));
   });
 }
 
@@ -469,12 +523,22 @@ kolo_status_t kolo_broadcast_async_ex(const char* name, const void* input, void*
                                       kolo_handle_t* handle) {
   return guarded([&] {
     return submit_named(kolo::Collective::kBroadcast, name, dtype, device, options, handle,
-                        [&](kolo::core::CollectiveArgs& a) {
-                          a.input = input;
-                          a.output = output;
-                          a.rows = count;
-                          a.root = root;
-                        });
+                        broadcast_fields(input, output, count, root));
+  });
+}
+
+kolo_status_t kolo_broadcast(const char* name, const void* input, void* output, int64_t count,
+                             kolo_dtype_t dtype, int root) {
+  return kolo_broadcast_ex(name, input, output, count, dtype, root,
+                           kolo_device_t{KOLO_DEVICE_CPU, 0, nullptr}, nullptr);
+}
+
+kolo_status_t kolo_broadcast_ex(const char* name, const void* input, void* output, int64_t count,
+                                kolo_dtype_t dtype, int root, kolo_device_t device,
+                                const kolo_options_t* options) {
+  return guarded([&] {
+    return run_named(kolo::Collective::kBroadcast, name, dtype, device, options,
+                     broadcast_fields(input, output, count, root));
   });
 }
 
@@ -491,12 +555,24 @@ kolo_status_t kolo_alltoall_async_ex(const char* name, const void* input, int64_
                                      const kolo_options_t* options, kolo_handle_t* handle) {
   return guarded([&] {
     return submit_named(kolo::Collective::kAlltoall, name, dtype, device, options, handle,
-                        [&](kolo::core::CollectiveArgs& a) {
-                          a.input = input;
-                          a.rows = rows;
-                          a.row_count = row_count;
-                          a.send_rows = send_splits;
-                        });
+                        gather_fields(input, rows, row_count, send_splits));
+  });
+}
+
+kolo_status_t kolo_alltoall(const char* name, const void* input, int64_t rows, int64_t row_count,
+                            const int64_t* send_splits, kolo_dtype_t dtype,
+                            kolo_handle_t* handle) {
+  return kolo_alltoall_ex(name, input, rows, row_count, send_splits, dtype,
+                          kolo_device_t{KOLO_DEVICE_CPU, 0, nullptr}, nullptr, handle);
+}
+
+kolo_status_t kolo_alltoall_ex(const char* name, const void* input, int64_t rows,
+                               int64_t row_count, const int64_t* send_splits, kolo_dtype_t dtype,
+                               kolo_device_t device, const kolo_options_t* options,
+                               kolo_handle_t* handle) {
+  return guarded([&] {
+    return run_named_to_handle(kolo::Collective::kAlltoall, name, dtype, device, options, handle,
+                               gather_fields(input, rows, row_count, send_splits));
   });
 }
 
@@ -515,10 +591,24 @@ kolo_status_t kolo_reducescatter_async_ex(const char* name, const void* input, v
                                           kolo_handle_t* handle) {
   return guarded([&] {
     return submit_named(kolo::Collective::kReducescatter, name, dtype, device, options,
-                        handle, [&](kolo::core::CollectiveArgs& a) {
-                          reduction_fields(input, output, rows, op, prescale, postscale)(a);
-                          a.row_count = row_count;
-                        });
+                        handle, scatter_fields(input, output, rows, row_count, op, prescale,
+                                               postscale));
+  });
+}
+
+kolo_status_t kolo_reducescatter(const char* name, const void* input, void* output, int64_t rows,
+                                 int64_t row_count, kolo_dtype_t dtype, kolo_op_t op) {
+  return kolo_reducescatter_ex(name, input, output, rows, row_count, dtype, op, 1.0, 1.0,
+                               kolo_device_t{KOLO_DEVICE_CPU, 0, nullptr}, nullptr);
+}
+
+kolo_status_t kolo_reducescatter_ex(const char* name, const void* input, void* output,
+                                    int64_t rows, int64_t row_count, kolo_dtype_t dtype,
+                                    kolo_op_t op, double prescale, double postscale,
+                                    kolo_device_t device, const kolo_options_t* options) {
+  return guarded([&] {
+    return run_named(kolo::Collective::kReducescatter, name, dtype, device, options,
+                     scatter_fields(input, output, rows, row_count, op, prescale, postscale));
   });
 }
 

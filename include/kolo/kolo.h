@@ -407,7 +407,17 @@ KOLO_API kolo_status_t kolo_allreduce_ex(const char* name, const void* input, vo
  * kolo_handle_release().
  *
  * As for kolo_allreduce_async: on success *handle is a new handle; on failure
- * nothing was enqueued and *handle is NULL. */
+ * nothing was enqueued and *handle is NULL.
+ *
+ * Each has a blocking form, as kolo_allreduce is to kolo_allreduce_async: it
+ * returns once the operation is done, with its outcome (kolo_last_error() says
+ * why it failed) or the submission's refusal, and may run on the calling thread
+ * without the queue (the cheapest way to move a small tensor). The blocking
+ * allgather and alltoall hand back their output on a completed handle (*handle on
+ * KOLO_OK, NULL on any failure; release it as any other); the blocking broadcast
+ * and reducescatter write into `output` and take no handle. The plain forms take
+ * host memory (and the reducescatter no factors); the _ex forms everything the
+ * asynchronous _ex forms take. */
 
 /* Allgather: the output is every rank's rows concatenated in rank order;
  * kolo_handle_splits() gives the rows each rank contributed. A rank may
@@ -420,6 +430,13 @@ KOLO_API kolo_status_t kolo_allgather_async_ex(const char* name, const void* inp
                                                kolo_dtype_t dtype, kolo_device_t device,
                                                const kolo_options_t* options,
                                                kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_allgather(const char* name, const void* input, int64_t rows,
+                                      int64_t row_count, kolo_dtype_t dtype,
+                                      kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_allgather_ex(const char* name, const void* input, int64_t rows,
+                                         int64_t row_count, kolo_dtype_t dtype,
+                                         kolo_device_t device, const kolo_options_t* options,
+                                         kolo_handle_t* handle);
 
 /* Broadcast `count` elements from rank `root` into `output` on every rank (in place
  * when input == output; on non-root ranks input is ignored and may be NULL). */
@@ -432,6 +449,11 @@ KOLO_API kolo_status_t kolo_broadcast_async_ex(const char* name, const void* inp
                                                int root, kolo_device_t device,
                                                const kolo_options_t* options,
                                                kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_broadcast(const char* name, const void* input, void* output,
+                                      int64_t count, kolo_dtype_t dtype, int root);
+KOLO_API kolo_status_t kolo_broadcast_ex(const char* name, const void* input, void* output,
+                                         int64_t count, kolo_dtype_t dtype, int root,
+                                         kolo_device_t device, const kolo_options_t* options);
 
 /* Alltoall: rank r sends send_splits[d] rows of its input (consecutive, in
  * destination order) to each rank d; send_splits may be NULL for an even split
@@ -448,6 +470,13 @@ KOLO_API kolo_status_t kolo_alltoall_async_ex(const char* name, const void* inpu
                                               kolo_device_t device,
                                               const kolo_options_t* options,
                                               kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_alltoall(const char* name, const void* input, int64_t rows,
+                                     int64_t row_count, const int64_t* send_splits,
+                                     kolo_dtype_t dtype, kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_alltoall_ex(const char* name, const void* input, int64_t rows,
+                                        int64_t row_count, const int64_t* send_splits,
+                                        kolo_dtype_t dtype, kolo_device_t device,
+                                        const kolo_options_t* options, kolo_handle_t* handle);
 
 /* Reducescatter (op SUM or AVERAGE): the rows are reduced across ranks and rank r
  * receives shard r. Shards follow Horovod: with q = rows / size and m = rows % size,
@@ -465,6 +494,14 @@ KOLO_API kolo_status_t kolo_reducescatter_async_ex(const char* name, const void*
                                                    double postscale, kolo_device_t device,
                                                    const kolo_options_t* options,
                                                    kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_reducescatter(const char* name, const void* input, void* output,
+                                          int64_t rows, int64_t row_count, kolo_dtype_t dtype,
+                                          kolo_op_t op);
+KOLO_API kolo_status_t kolo_reducescatter_ex(const char* name, const void* input, void* output,
+                                             int64_t rows, int64_t row_count,
+                                             kolo_dtype_t dtype, kolo_op_t op, double prescale,
+                                             double postscale, kolo_device_t device,
+                                             const kolo_options_t* options);
 KOLO_API int64_t kolo_reducescatter_shard_rows(int64_t rows, int rank, int size);
 
 /* Grouped allreduce: n tensors negotiated as one unit and reduced in one bucket —

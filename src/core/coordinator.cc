@@ -26,6 +26,12 @@ bool rides_alone(Collective c) {
          c == Collective::kAlltoall || c == Collective::kReducescatter;
 }
 
+// Those whose output kolo allocates on the handle: a blocking one going alone
+// needs its handle before it runs.
+bool output_on_handle(Collective c) {
+  return c == Collective::kAllgather || c == Collective::kAlltoall;
+}
+
 }  // namespace
 
 Coordinator::Coordinator(transport::World& world, const Config& config, TensorQueue& queue,
@@ -142,13 +148,21 @@ bool Coordinator::may_go_alone(const TensorEntry& entry, uint32_t* bit) const {
          request.params.device_kind == DeviceKind::kCpu && entry.members.empty() &&
          (request.params.collective == Collective::kAllreduce
               ? request.params.bytes() <= static_cast<size_t>(config_.and_carry_bytes)
-              : rides_alone(request.params.collective) && entry.handle != nullptr) &&
+              : rides_alone(request.params.collective)) &&
          negotiator_.alone(request, bit);
 }
 
 bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point start,
                            const HandleMaker* make_handle) {
   const Request& request = entry.request;
+  // A call alone comes with its handle (a cycle's drain) or with the means to
+  // make one (a blocking call): see run_alone().
+  KOLO_CHECK(entry.handle != nullptr || make_handle != nullptr);
+  auto give_handle = [&] {
+    if (entry.enqueued == Clock::time_point{}) entry.enqueued = Clock::now();
+    (*make_handle)(entry);
+  };
+  if (entry.handle == nullptr && output_on_handle(request.params.collective)) give_handle();
   bool done = false;
   bool stop = false;
   Status status = negotiator_.cycle_alone(
@@ -169,7 +183,10 @@ bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point s
     if (entry.enqueued == Clock::time_point{}) entry.enqueued = now;  // a blocking call's
     last_submission_ = std::max(last_submission_, entry.enqueued);
     if (outcome.ok() && flight_.enabled()) flight_.completed(request, entry.enqueued, now);
-    if (!outcome.ok()) flight_.finish(flight_.submitted(request, entry.enqueued), outcome.code(), now);
+    if (!outcome.ok()) {
+      flight_.finish(flight_.submitted(request, entry.enqueued), outcome.code(), now);
+      if (entry.handle == nullptr) give_handle();  // the blocking call's outcome rides on it
+    }
     if (entry.handle != nullptr) {
       entry.handle->stamp(HandleState::kCycleStarted, std::max(start, entry.enqueued));
       for (auto phase : {HandleState::kNegotiated, HandleState::kExecuting, HandleState::kTransported})
@@ -183,7 +200,7 @@ bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point s
   if (entry.enqueued == Clock::time_point{}) entry.enqueued = Clock::now();
   if (start == Clock::time_point{}) start = entry.enqueued;
   last_submission_ = std::max(last_submission_, entry.enqueued);
-  if (make_handle != nullptr) (*make_handle)(entry);
+  if (entry.handle == nullptr) (*make_handle)(entry);
   entry.flight = flight_.submitted(entry.request, entry.enqueued);
   pending_.emplace(entry.request.name, std::move(entry));
   finish_cycle(std::move(status), start, /*asked=*/false, stop, /*carried=*/false);

@@ -207,12 +207,14 @@ class Coordinator {
 // allreduce: the carried reduction; the others: their family's start, as in a
 // cycle that carried, Executor::run_alone) and completes, or, the vectors
 // having differed, joins the cycle as any entry would and the cycle goes on
-// from the AND's answer. Two ways in: a blocking allreduce with the gate free
-// and nothing queued (Note [A blocking call enters the cycle] in
-// coordinator_gate.h), which then needs no handle at all unless it joins the
-// cycle; and a cycle whose drain found one entry (an asynchronous allreduce,
-// allgather, broadcast, alltoall or reducescatter; its waiter or the
-// coordinator running the cycle). Each rank's choice is its own:
+// from the AND's answer. Two ways in: a blocking call (kolo_allreduce,
+// kolo_broadcast, kolo_reducescatter, kolo_allgather, kolo_alltoall) with the
+// gate free and nothing queued (Note [A blocking call enters the cycle] in
+// coordinator_gate.h), which then needs no handle unless it joins the cycle,
+// fails, or is an allgather or alltoall (whose output lives on the handle); and
+// a cycle whose drain found one entry (an asynchronous allreduce, allgather,
+// broadcast, alltoall or reducescatter; its waiter or the coordinator running
+// the cycle). Each rank's choice is its own:
 // a peer that goes the long way builds the same vector and packs the same
 // bytes, and the carried reduction is the carrier's, so the results are the
 // same bits either way. What the call still does: the duplicate check, the

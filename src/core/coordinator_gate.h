@@ -44,8 +44,9 @@ class CycleGate : public CycleHelper {
   // Returns false (the entry untouched, no handle made) when the gate is taken
   // or the coordinator has stopped, and true otherwise, with *refused holding
   // why the entry was refused (TensorQueue::push's reasons) or OK, and *alone
-  // whether it completed alone (then without a handle, and OK). Otherwise the
-  // caller waits for the entry's handle as usual.
+  // whether it completed alone (then done: with a handle only if it made one
+  // through `make_handle`). Otherwise the caller waits for the entry's handle as
+  // usual.
   bool run_here(TensorEntry& entry, Clock::time_point deadline, const HandleMaker& make_handle,
                 Status* refused, bool* alone);
 
@@ -102,7 +103,8 @@ class CycleGate : public CycleHelper {
 
 // Note [A blocking call enters the cycle]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A blocking call (kolo_allreduce, kolo_barrier) knows when it submits that its
+// A blocking call (kolo_allreduce and the other collectives' blocking forms,
+// kolo_barrier) knows when it submits that its
 // thread will wait, so where a waiter may run the cycle (Note [The waiter runs
 // the cycle]) it need not go through the queue at all: it takes the gate at
 // once, puts its entry straight into the cycle's state (the negotiator, the

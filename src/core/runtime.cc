@@ -158,8 +158,8 @@ Status Runtime::enter(CollectiveArgs args, std::shared_ptr<HandleState>* handle,
                         [&make_handle](TensorEntry& e) { make_handle(e); },  // no allocation
                         &refused, &alone)) {
     if (!refused.ok()) return refused;
-    if (alone) {
-      handle->reset();
+    if (alone) {  // its handle, if it needed one, is done
+      *handle = std::move(h);
       return Status::OK();
     }
   } else {

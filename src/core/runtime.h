@@ -98,7 +98,9 @@ class Runtime {
   // waiter may run the cycle, the entry skips the queue (Note [A blocking call
   // enters the cycle] in coordinator_gate.h). A refusal is returned as by
   // submit(); the operation's own outcome is the handle's, or OK with *handle
-  // null when the call completed alone (Note [A call alone] in coordinator.h).
+  // null when the call completed alone without one (Note [A call alone] in
+  // coordinator.h: an allgather's or alltoall's output is always on a handle,
+  // and a call alone that failed has one to carry its status).
   Status run(CollectiveArgs args, std::shared_ptr<HandleState>* handle);
 
   // The global set's process sets (process_sets.h); null in a set's own runtime.

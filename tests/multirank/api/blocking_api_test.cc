@@ -3,15 +3,20 @@
 // size (cached and carried, past the carry, past the shm engine's one round);
 // the same refusals and errors, on every rank; a name in flight refused at once;
 // blocking and asynchronous calls from several threads at once; and a blocking
-// call that waits for a peer returns when kolo stops. Where a waiter may run the
-// cycle (one node, host memory) the call enters the cycle without the queue
-// (Note [A blocking call enters the cycle] in src/core/coordinator_gate.h);
-// elsewhere it submits and waits.
+// call that waits for a peer returns when kolo stops. The other blocking
+// collectives (kolo_broadcast, kolo_reducescatter, kolo_allgather, kolo_alltoall)
+// likewise: the asynchronous call's results, its errors on every rank with no
+// handle left behind, a peer that says more, and kolo stopping under them. Where a
+// waiter may run the cycle (one node, host memory) the call enters the cycle
+// without the queue (Note [A blocking call enters the cycle] in
+// src/core/coordinator_gate.h); elsewhere it submits and waits.
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -250,37 +255,344 @@ TEST_F(KoloTest, ACallAloneAndAPeerThatSaysMore) {
   }
 }
 
+// ---- the other blocking collectives -------------------------------------------
+
+// A blocking allgather's or alltoall's handle: its output as int64 values and its
+// splits; released here. Empty when the handle is NULL (a failure is the caller's
+// to see).
+struct Gathered {
+  std::vector<int64_t> values, splits;
+};
+Gathered take(kolo_handle_t h, int size) {
+  Gathered g;
+  if (h == nullptr) {
+    ADD_FAILURE() << "no handle";
+    return g;
+  }
+  const void* out = nullptr;
+  int64_t bytes = 0;
+  EXPECT_EQ(kolo_handle_output(h, &out, &bytes), KOLO_OK) << kolo_last_error();
+  const auto* v = static_cast<const int64_t*>(out);
+  g.values.assign(v, v + bytes / 8);
+  g.splits.resize(static_cast<size_t>(size));
+  EXPECT_EQ(kolo_handle_splits(h, g.splits.data(), size), KOLO_OK) << kolo_last_error();
+  kolo_handle_release(h);
+  return g;
+}
+
+// Each rank contributes rank + 1 rows (times m) of two int64; the gathered rows
+// in rank order and the splits, through the blocking and the asynchronous call.
+TEST_F(KoloTest, BlockingAllgatherAgreesWithTheAsyncCall) {
+  for (int64_t m : {int64_t{1}, int64_t{40}, int64_t{1500}}) {  // rides, rides, past the carry
+    const int64_t rows = (rank_ + 1) * m;
+    Gathered want;
+    for (int r = 0; r < size_; ++r) {
+      want.splits.push_back((r + 1) * m);
+      for (int64_t j = 0; j < 2 * (r + 1) * m; ++j) want.values.push_back(1000000 * r + j);
+    }
+    for (int repeat = 0; repeat < 3; ++repeat) {  // the first uncached, then cached and alone
+      std::vector<int64_t> in(static_cast<size_t>(2 * rows));
+      std::iota(in.begin(), in.end(), int64_t{1000000} * rank_);
+      const std::string tag = std::to_string(m);
+      kolo_handle_t blocked = reinterpret_cast<kolo_handle_t>(&in);  // must become the output's
+      ASSERT_EQ(kolo_allgather(("gather_b" + tag).c_str(), in.data(), rows, 2, KOLO_INT64,
+                               &blocked),
+                KOLO_OK)
+          << kolo_last_error();
+      kolo_handle_t async = nullptr;
+      ASSERT_EQ(kolo_allgather_async(("gather_a" + tag).c_str(), in.data(), rows, 2, KOLO_INT64,
+                                     cpu(), &async),
+                KOLO_OK);
+      ASSERT_EQ(wait_or_abort(async), KOLO_OK) << kolo_handle_message(async);
+      const Gathered b = take(blocked, size_), a = take(async, size_);
+      EXPECT_EQ(b.values, want.values) << "m " << m << " repeat " << repeat;
+      EXPECT_EQ(b.splits, want.splits) << "m " << m << " repeat " << repeat;
+      EXPECT_EQ(a.values, b.values);
+      EXPECT_EQ(a.splits, b.splits);
+    }
+  }
+}
+
+// Rank r sends r + d + 1 rows (times m) to rank d, each row one int64 naming
+// source, destination and position; explicit splits and the even split.
+TEST_F(KoloTest, BlockingAlltoallAgreesWithTheAsyncCall) {
+  for (int64_t m : {int64_t{1}, int64_t{30}, int64_t{900}}) {
+    std::vector<int64_t> send, in;
+    for (int d = 0; d < size_; ++d) {
+      send.push_back((rank_ + d + 1) * m);
+      for (int64_t j = 0; j < send.back(); ++j) in.push_back(1000000 * rank_ + 10000 * d + j);
+    }
+    Gathered want;
+    for (int src = 0; src < size_; ++src) {
+      want.splits.push_back((src + rank_ + 1) * m);
+      for (int64_t j = 0; j < want.splits.back(); ++j)
+        want.values.push_back(1000000 * src + 10000 * rank_ + j);
+    }
+    const int64_t rows = static_cast<int64_t>(in.size());
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const std::string tag = std::to_string(m);
+      kolo_handle_t blocked = nullptr;
+      ASSERT_EQ(kolo_alltoall(("a2a_b" + tag).c_str(), in.data(), rows, 1, send.data(),
+                              KOLO_INT64, &blocked),
+                KOLO_OK)
+          << kolo_last_error();
+      kolo_handle_t async = nullptr;
+      ASSERT_EQ(kolo_alltoall_async(("a2a_a" + tag).c_str(), in.data(), rows, 1, send.data(),
+                                    KOLO_INT64, cpu(), &async),
+                KOLO_OK);
+      ASSERT_EQ(wait_or_abort(async), KOLO_OK) << kolo_handle_message(async);
+      const Gathered b = take(blocked, size_), a = take(async, size_);
+      EXPECT_EQ(b.values, want.values) << "m " << m << " repeat " << repeat;
+      EXPECT_EQ(b.splits, want.splits) << "m " << m << " repeat " << repeat;
+      EXPECT_EQ(a.values, b.values);
+      // The even split: size_ * m rows, m to each rank.
+      std::vector<int64_t> even(static_cast<size_t>(size_ * m));
+      for (size_t j = 0; j < even.size(); ++j) even[j] = 1000 * rank_ + static_cast<int64_t>(j);
+      kolo_handle_t h = nullptr;
+      ASSERT_EQ(kolo_alltoall_ex(("a2a_even" + tag).c_str(), even.data(), size_ * m, 1, nullptr,
+                                 KOLO_INT64, cpu(), nullptr, &h),
+                KOLO_OK)
+          << kolo_last_error();
+      const Gathered e = take(h, size_);
+      ASSERT_EQ(e.values.size(), even.size());
+      for (int src = 0; src < size_; ++src)
+        for (int64_t j = 0; j < m; ++j)
+          ASSERT_EQ(e.values[static_cast<size_t>(src * m + j)], 1000 * src + rank_ * m + j);
+    }
+  }
+}
+
+// The last rank broadcasts (a root other than 0); in place and not.
+TEST_F(KoloTest, BlockingBroadcastAgreesWithTheAsyncCall) {
+  const int root = size_ - 1;
+  for (int64_t count : {int64_t{1}, int64_t{700}, int64_t{70000}}) {
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      std::vector<float> in(static_cast<size_t>(count)), want(in.size());
+      for (int64_t i = 0; i < count; ++i) {
+        want[i] = static_cast<float>(root * 100000 + i + repeat);
+        in[i] = rank_ == root ? want[i] : -1.0f;
+      }
+      std::vector<float> out(in.size(), -2.0f), inplace = in, async(in.size(), -3.0f);
+      const std::string tag = std::to_string(count);
+      ASSERT_EQ(kolo_broadcast(("bcast_b" + tag).c_str(), in.data(), out.data(), count,
+                               KOLO_FLOAT32, root),
+                KOLO_OK)
+          << kolo_last_error();
+      ASSERT_EQ(kolo_broadcast_ex(("bcast_i" + tag).c_str(), inplace.data(), inplace.data(),
+                                  count, KOLO_FLOAT32, root, cpu(), nullptr),
+                KOLO_OK)
+          << kolo_last_error();
+      kolo_handle_t h = nullptr;
+      ASSERT_EQ(kolo_broadcast_async(("bcast_a" + tag).c_str(), in.data(), async.data(), count,
+                                     KOLO_FLOAT32, root, cpu(), &h),
+                KOLO_OK);
+      ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
+      kolo_handle_release(h);
+      EXPECT_EQ(out, want) << "count " << count << " repeat " << repeat;
+      EXPECT_EQ(inplace, want) << "count " << count << " repeat " << repeat;
+      EXPECT_EQ(async, want);
+    }
+  }
+}
+
+// Rows that do not divide evenly (the first rows % size ranks get one more), SUM
+// exact in int32, AVERAGE with factors in float64 bit for bit as the async call.
+TEST_F(KoloTest, BlockingReducescatterAgreesWithTheAsyncCall) {
+  for (int64_t m : {int64_t{1}, int64_t{50}, int64_t{3000}}) {
+    const int64_t rows = size_ * m + 1, row_count = 3;
+    int64_t first = 0;
+    for (int r = 0; r < rank_; ++r) first += kolo_reducescatter_shard_rows(rows, r, size_);
+    const int64_t shard = kolo_reducescatter_shard_rows(rows, rank_, size_);
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      std::vector<int32_t> in(static_cast<size_t>(rows * row_count));
+      std::vector<double> din(in.size());
+      for (size_t i = 0; i < in.size(); ++i) {
+        in[i] = rank_ + static_cast<int32_t>(i) + repeat;
+        din[i] = 0.25 * rank_ + static_cast<double>(i) / 3;
+      }
+      std::vector<int32_t> out(static_cast<size_t>(shard * row_count), -1);
+      std::vector<double> dout(out.size(), -1), dasync(out.size(), -2);
+      const std::string tag = std::to_string(m);
+      ASSERT_EQ(kolo_reducescatter(("rs_b" + tag).c_str(), in.data(), out.data(), rows, row_count,
+                                   KOLO_INT32, KOLO_OP_SUM),
+                KOLO_OK)
+          << kolo_last_error();
+      for (int64_t k = 0; k < shard * row_count; ++k)
+        ASSERT_EQ(out[k], size_ * (first * row_count + k + repeat) + size_ * (size_ - 1) / 2)
+            << "m " << m << " k " << k;
+      ASSERT_EQ(kolo_reducescatter_ex(("rs_bd" + tag).c_str(), din.data(), dout.data(), rows,
+                                      row_count, KOLO_FLOAT64, KOLO_OP_AVERAGE, 0.5, 3.0, cpu(),
+                                      nullptr),
+                KOLO_OK)
+          << kolo_last_error();
+      kolo_handle_t h = nullptr;
+      ASSERT_EQ(kolo_reducescatter_async(("rs_ad" + tag).c_str(), din.data(), dasync.data(), rows,
+                                         row_count, KOLO_FLOAT64, KOLO_OP_AVERAGE, 0.5, 3.0, cpu(),
+                                         &h),
+                KOLO_OK);
+      ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
+      kolo_handle_release(h);
+      EXPECT_EQ(dout, dasync) << "m " << m << " repeat " << repeat;
+    }
+  }
+}
+
+// Ranks that disagree: every rank gets the asynchronous call's error (naming the
+// tensor), the outputs are untouched, a blocking allgather's or alltoall's
+// *handle is NULL, and the next call of each works.
+TEST_F(KoloTest, BlockingCollectivesMismatchOnEveryRankAndNoHandleIsLeft) {
+  const bool odd = rank_ == size_ - 1;
+  std::vector<int64_t> x(12, 5), out(12, 7);
+  kolo_handle_t h = reinterpret_cast<kolo_handle_t>(&x);
+  EXPECT_EQ(kolo_allgather("bm_gather", x.data(), 2, odd ? 3 : 2, KOLO_INT64, &h),
+            KOLO_ERR_MISMATCH);
+  EXPECT_NE(std::string(kolo_last_error()).find("bm_gather"), std::string::npos)
+      << kolo_last_error();
+  EXPECT_EQ(h, nullptr);
+  h = reinterpret_cast<kolo_handle_t>(&x);
+  EXPECT_EQ(kolo_alltoall("bm_a2a", x.data(), size_, 1, nullptr, odd ? KOLO_FLOAT64 : KOLO_INT64,
+                          &h),
+            KOLO_ERR_MISMATCH);
+  EXPECT_NE(std::string(kolo_last_error()).find("bm_a2a"), std::string::npos) << kolo_last_error();
+  EXPECT_EQ(h, nullptr);
+  EXPECT_EQ(kolo_broadcast("bm_bcast", x.data(), out.data(), 12, KOLO_INT64, odd ? 0 : size_ - 1),
+            KOLO_ERR_MISMATCH);
+  EXPECT_NE(std::string(kolo_last_error()).find("bm_bcast"), std::string::npos)
+      << kolo_last_error();
+  EXPECT_EQ(kolo_reducescatter("bm_rs", x.data(), out.data(), odd ? 11 : 12, 1, KOLO_INT64,
+                               KOLO_OP_SUM),
+            KOLO_ERR_MISMATCH);
+  EXPECT_NE(std::string(kolo_last_error()).find("bm_rs"), std::string::npos) << kolo_last_error();
+  EXPECT_EQ(out, std::vector<int64_t>(12, 7));
+  EXPECT_EQ(x, std::vector<int64_t>(12, 5));
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    ASSERT_EQ(kolo_allgather("bm_gather", x.data(), 2, 2, KOLO_INT64, &h), KOLO_OK)
+        << kolo_last_error();
+    EXPECT_EQ(take(h, size_).values, std::vector<int64_t>(static_cast<size_t>(4 * size_), 5));
+    ASSERT_EQ(kolo_broadcast("bm_bcast", x.data(), out.data(), 12, KOLO_INT64, 0), KOLO_OK)
+        << kolo_last_error();
+    EXPECT_EQ(out, std::vector<int64_t>(12, 5));
+  }
+}
+
+TEST_F(KoloTest, BlockingCollectivesRefuseBadArgumentsLocally) {
+  std::vector<int32_t> x(8, 1), out(8, 2);
+  EXPECT_EQ(kolo_allgather("g", x.data(), 2, 1, KOLO_INT32, nullptr), KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kolo_last_error()).find("handle"), std::string::npos) << kolo_last_error();
+  kolo_handle_t h = reinterpret_cast<kolo_handle_t>(&x);
+  EXPECT_EQ(kolo_allgather(nullptr, x.data(), 2, 1, KOLO_INT32, &h), KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(h, nullptr);
+  h = reinterpret_cast<kolo_handle_t>(&x);
+  const std::vector<int64_t> splits(static_cast<size_t>(size_), 3);  // more rows than the input
+  EXPECT_EQ(kolo_alltoall("t", x.data(), 2, 1, splits.data(), KOLO_INT32, &h),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(h, nullptr);
+  EXPECT_EQ(kolo_broadcast("b", x.data(), out.data(), 8, KOLO_INT32, size_),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kolo_last_error()).find("root"), std::string::npos) << kolo_last_error();
+  EXPECT_EQ(kolo_reducescatter("r", x.data(), out.data(), 8, 1, KOLO_INT32, KOLO_OP_MAX),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(kolo_reducescatter("r", x.data(), out.data(), -1, 1, KOLO_INT32, KOLO_OP_SUM),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(x, std::vector<int32_t>(8, 1));
+  EXPECT_EQ(out, std::vector<int32_t>(8, 2));
+}
+
+// As ACallAloneAndAPeerThatSaysMore, for a blocking allgather (whose handle is
+// made before it goes alone, for its output) and a blocking broadcast: the last
+// rank has both submitted before the others call them one at a time.
+TEST_F(KoloTest, BlockingCollectivesAloneAndAPeerThatSaysMore) {
+  const int last = size_ - 1;
+  for (int64_t count : {int64_t{3}, int64_t{600}, int64_t{5000}}) {
+    const std::string g = "says_g" + std::to_string(count);
+    const std::string b = "says_b" + std::to_string(count);
+    for (int round = 0; round < 6; ++round) {
+      std::vector<int32_t> in(static_cast<size_t>(count), rank_ * 1000 + round);
+      std::vector<int32_t> bc(static_cast<size_t>(count), rank_ == 0 ? 7 + round : -1);
+      std::vector<int32_t> gathered;
+      auto read = [&](kolo_handle_t h) {
+        const void* out = nullptr;
+        int64_t bytes = 0;
+        EXPECT_EQ(kolo_handle_output(h, &out, &bytes), KOLO_OK);
+        gathered.assign(static_cast<const int32_t*>(out),
+                        static_cast<const int32_t*>(out) + bytes / 4);
+        kolo_handle_release(h);
+      };
+      if (round < 2 || rank_ != last) {
+        if (round >= 2) world_barrier();
+        kolo_handle_t h = nullptr;
+        ASSERT_EQ(kolo_allgather(g.c_str(), in.data(), count, 1, KOLO_INT32, &h), KOLO_OK)
+            << kolo_last_error();
+        read(h);
+        ASSERT_EQ(kolo_broadcast(b.c_str(), bc.data(), bc.data(), count, KOLO_INT32, 0), KOLO_OK)
+            << kolo_last_error();
+      } else {
+        kolo_handle_t hb = nullptr, hg = nullptr;
+        ASSERT_EQ(kolo_broadcast_async(b.c_str(), bc.data(), bc.data(), count, KOLO_INT32, 0,
+                                       cpu(), &hb),
+                  KOLO_OK);
+        ASSERT_EQ(kolo_allgather_async(g.c_str(), in.data(), count, 1, KOLO_INT32, cpu(), &hg),
+                  KOLO_OK);
+        usleep(20 * 1000);  // its coordinator has run a cycle saying both by now
+        world_barrier();
+        ASSERT_EQ(wait_or_abort(hg, g), KOLO_OK) << kolo_handle_message(hg);
+        ASSERT_EQ(wait_or_abort(hb, b), KOLO_OK) << kolo_handle_message(hb);
+        kolo_handle_release(hb);
+        read(hg);
+      }
+      std::vector<int32_t> want;
+      for (int r = 0; r < size_; ++r) want.insert(want.end(), count, r * 1000 + round);
+      EXPECT_EQ(gathered, want) << g << " round " << round;
+      EXPECT_EQ(bc, std::vector<int32_t>(static_cast<size_t>(count), 7 + round))
+          << b << " round " << round;
+    }
+  }
+}
+
 TEST(KoloLifecycleBlocking, BeforeInitTheCallIsRefused) {
-  float x = 1;
+  float x = 1, y = 2;
   EXPECT_EQ(kolo_allreduce("x", &x, &x, 1, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(kolo_broadcast("x", &x, &y, 1, KOLO_FLOAT32, 0), KOLO_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(kolo_reducescatter("x", &x, &y, 1, 1, KOLO_FLOAT32, KOLO_OP_SUM),
+            KOLO_ERR_NOT_INITIALIZED);
+  kolo_handle_t h = reinterpret_cast<kolo_handle_t>(&x);
+  EXPECT_EQ(kolo_allgather("x", &x, 1, 1, KOLO_FLOAT32, &h), KOLO_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(h, nullptr);
+  h = reinterpret_cast<kolo_handle_t>(&x);
+  EXPECT_EQ(kolo_alltoall("x", &x, 1, 1, nullptr, KOLO_FLOAT32, &h), KOLO_ERR_NOT_INITIALIZED);
+  EXPECT_EQ(h, nullptr);
   EXPECT_EQ(x, 1.0f);
+  EXPECT_EQ(y, 2.0f);
+}
+
+// A blocking call of `name` on four floats (its status; it may write them).
+using BlockingCall = std::function<kolo_status_t(const char* name, std::vector<float>& x)>;
+
+kolo_status_t blocking_allreduce(const char* name, std::vector<float>& x) {
+  return kolo_allreduce(name, x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM);
 }
 
 // Every rank calls `name` `warm` times; then rank 0 shuts kolo down while the
 // others wait in a blocking call of it: they get KOLO_ERR_SHUTDOWN, their buffer
 // as it was, and once their kolo has stopped too a call is refused at once.
-void OthersWaitWhileRankZeroStops(const char* name, int warm) {
+void OthersWaitWhileRankZeroStops(const char* name, int warm,
+                                  const BlockingCall& call = blocking_allreduce) {
   ASSERT_EQ(kolo_init(), KOLO_OK) << kolo_last_error();
   const int rank = kolo_rank();
   std::vector<float> x(4, 1.0f);
-  for (int i = 0; i < warm; ++i)
-    ASSERT_EQ(kolo_allreduce(name, x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM), KOLO_OK)
-        << kolo_last_error();
+  for (int i = 0; i < warm; ++i) ASSERT_EQ(call(name, x), KOLO_OK) << kolo_last_error();
   const std::vector<float> before = x;
   world_barrier();
   if (rank == 0) {
     usleep(300 * 1000);  // the others are waiting by now (or will find kolo stopped)
     EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   } else {
-    EXPECT_EQ(kolo_allreduce(name, x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM),
-              KOLO_ERR_SHUTDOWN)
-        << kolo_last_error();
+    EXPECT_EQ(call(name, x), KOLO_ERR_SHUTDOWN) << kolo_last_error();
     EXPECT_EQ(x, before);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (kolo_is_initialized() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    EXPECT_EQ(kolo_allreduce("late", x.data(), x.data(), 4, KOLO_FLOAT32, KOLO_OP_SUM),
-              KOLO_ERR_SHUTDOWN);
+    EXPECT_EQ(call("late", x), KOLO_ERR_SHUTDOWN);
     EXPECT_EQ(kolo_shutdown(), KOLO_OK);
   }
   world_barrier();
@@ -297,6 +609,24 @@ TEST(KoloLifecycleBlocking, ACallWaitingForAPeerReturnsWhenKoloStops) {
 // and the call ends with the cycle that stops kolo.
 TEST(KoloLifecycleBlocking, ACachedCallWaitingForAPeerReturnsWhenKoloStops) {
   OthersWaitWhileRankZeroStops("cached", 3);
+}
+
+// The same for a cached broadcast and a cached allgather (whose call leaves no
+// handle behind when it fails).
+TEST(KoloLifecycleBlocking, ACachedBroadcastOrAllgatherWaitingForAPeerReturnsWhenKoloStops) {
+  OthersWaitWhileRankZeroStops("cached_bcast", 3, [](const char* name, std::vector<float>& x) {
+    return kolo_broadcast(name, x.data(), x.data(), 4, KOLO_FLOAT32, 0);
+  });
+  OthersWaitWhileRankZeroStops("cached_gather", 3, [](const char* name, std::vector<float>& x) {
+    kolo_handle_t h = reinterpret_cast<kolo_handle_t>(&x);
+    const kolo_status_t s = kolo_allgather(name, x.data(), 4, 1, KOLO_FLOAT32, &h);
+    if (s == KOLO_OK) {
+      kolo_handle_release(h);
+    } else {
+      EXPECT_EQ(h, nullptr);
+    }
+    return s;
+  });
 }
 
 }  // namespace
