@@ -47,7 +47,7 @@ Setup& setup() {
 // every rank's copy (rank order) into out: false if the ranks' vectors differed.
 bool round(NodeAnd& board, std::vector<uint64_t>& bits, int64_t count) {
   Setup& s = setup();
-  std::memcpy(board.carry_slot(), s.in.data(), static_cast<size_t>(count) * sizeof(float));
+  std::memcpy(board.carry_slot(4, false), s.in.data(), static_cast<size_t>(count) * sizeof(float));
   if (!board.run(&bits).ok() || !board.unanimous()) return false;
   if (s.size == 1) {
     std::memcpy(s.out.data(), board.carried(0), static_cast<size_t>(count) * sizeof(float));

@@ -15,6 +15,9 @@ constexpr uint64_t kFlagReport = 1ull << 2;    // rank 0 asks for a stall report
 constexpr uint64_t kFlagTimeline = 1ull << 3;  // someone records a timeline
 constexpr uint64_t kFlagAnnounce = 1ull << 4;  // rank 0 announces (Note [Announcements])
 constexpr uint64_t kFlagCarried = 1ull << 5;   // this rank packed (Note [Data rides with the AND])
+// ...in its vector's line (Note [The carry shares the vector's line] in
+// transports/shm/node_and.h): a rank that packed elsewhere sends another vector.
+constexpr uint64_t kFlagCarriedInLine = 1ull << 6;
 // The flags word's upper half carries cache_words() (Note [An AND as long as the
 // cache in use]).
 constexpr int kWordsShift = 32;
@@ -186,7 +189,7 @@ Status Negotiator::negotiate(bool shutdown, Clock::time_point now, std::vector<R
     if (capacity > 0) {
       ahead_.clear();
       for (const auto& [bit, w] : waiting_) ahead_.push_back(&cache_.at(bit));
-      packed = packer_(ahead_, control_.carry_slot(), capacity);
+      packed = packer_(ahead_, control_.carry_slot(bits.size()), capacity);
       if (packed) bits[0] &= ~kFlagCarried;
     }
   }
@@ -213,9 +216,13 @@ Status Negotiator::cycle_alone(const Request& request, uint32_t bit, Clock::time
   std::vector<uint64_t>& bits = bits_;
   empty_bits(/*shutdown=*/false, /*slow_path=*/false, &bits);
   mark_ready(bit, &bits);
-  const size_t capacity = control_.carry_capacity(bits.size());
-  const bool packed = capacity > 0 && pack(control_.carry_slot(), capacity);
-  if (packed) bits[0] &= ~kFlagCarried;
+  // An allreduce's part is its tensor, the same size on every rank: small enough,
+  // it rides in the vector's line.
+  const bool in_line = request.params.collective == Collective::kAllreduce &&
+                       request.params.bytes() <= control_.carry_capacity(bits.size(), true);
+  const size_t capacity = control_.carry_capacity(bits.size(), in_line);
+  const bool packed = capacity > 0 && pack(control_.carry_slot(bits.size(), in_line), capacity);
+  if (packed) bits[0] &= ~(in_line ? kFlagCarried | kFlagCarriedInLine : kFlagCarried);
   Status anded = control_.ring_and(cycle_, &bits);
   // Every rank's vector equal to this one: the AND is this vector, and every
   // rank packed the same bucket (Note [A call alone]).

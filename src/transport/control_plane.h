@@ -64,14 +64,19 @@ class ControlPlane {
   virtual Status bitwise_and(std::vector<uint64_t>* bits) = 0;
 
   // Bytes that ride with the next bitwise_and() (Note [Data rides with the AND]
-  // in core/negotiator.h); optional, and the default carries none. carry_capacity()
-  // bytes may be written at carry_slot() before the next bitwise_and() of at most
-  // `words` words; after a bitwise_and(), unanimous() says whether every rank
-  // passed a vector equal to this rank's, and only then is carried(r) what rank r
-  // wrote at its carry_slot() before that call, readable until this rank's next
-  // bitwise_and(). Coordinator only, like every call here.
-  virtual size_t carry_capacity(size_t words) const { return 0; }
-  virtual char* carry_slot() { return nullptr; }
+  // in core/negotiator.h); optional, and the default carries none.
+  // carry_capacity(words, in_line) bytes may be written at carry_slot(words,
+  // in_line) before the next bitwise_and() of `words` words; in_line asks for the
+  // few bytes that share the vector's cache line where there is one (Note [The
+  // carry shares the vector's line] in transports/shm/node_and.h; capacity 0
+  // where there is none). After a bitwise_and(), unanimous() says whether every
+  // rank passed a vector equal to this rank's, and only then (every rank having
+  // asked for the same kind of slot: the caller makes the kind part of the
+  // vector) is carried(r) what rank r wrote at its carry_slot() before that
+  // call, readable until this rank's next bitwise_and(). Coordinator only, like
+  // every call here.
+  virtual size_t carry_capacity(size_t words, bool in_line = false) const { return 0; }
+  virtual char* carry_slot(size_t words, bool in_line = false) { return nullptr; }
   virtual bool unanimous() const { return false; }
   virtual const char* carried(int rank) const { return nullptr; }
 

@@ -206,11 +206,13 @@ Status MpiControlPlane::ring_and(uint64_t cycle, std::vector<uint64_t>* bits) {
   return node_and_->run(bits, &decltype(late)::ring, &late);
 }
 
-size_t MpiControlPlane::carry_capacity(size_t words) const {
-  return node_and_ && words <= shm::NodeAnd::kMaxWords ? shm::NodeAnd::kCarryBytes : 0;
+size_t MpiControlPlane::carry_capacity(size_t words, bool in_line) const {
+  return node_and_ ? shm::NodeAnd::carry_capacity(words, in_line) : 0;
 }
 
-char* MpiControlPlane::carry_slot() { return node_and_ ? node_and_->carry_slot() : nullptr; }
+char* MpiControlPlane::carry_slot(size_t words, bool in_line) {
+  return node_and_ ? node_and_->carry_slot(words, in_line) : nullptr;
+}
 
 bool MpiControlPlane::unanimous() const { return and_on_node_ && node_and_->unanimous(); }
 

@@ -68,8 +68,8 @@ class MpiControlPlane : public transport::ControlPlane {
   // on this node.
   Status ring_and(uint64_t cycle, std::vector<uint64_t>* bits) override;
   // Through the node's AND (shm::NodeAnd) when the whole world is on this node.
-  size_t carry_capacity(size_t words) const override;
-  char* carry_slot() override;
+  size_t carry_capacity(size_t words, bool in_line) const override;
+  char* carry_slot(size_t words, bool in_line) override;
   bool unanimous() const override;
   const char* carried(int rank) const override;
   Status barrier() override;

@@ -35,12 +35,15 @@ uint64_t* NodeAnd::slot(int rank, uint64_t call) const {
   return sequence(rank, call) + kHeaderWords;
 }
 
-char* NodeAnd::carry_slot() const {
-  return reinterpret_cast<char*>(sequence(node_->local_rank(), calls_)) + kCarryOffset;
+char* NodeAnd::carry_slot(size_t words, bool in_line) {
+  KOLO_CHECK_LE(words, kMaxWords);
+  in_line_ = in_line;
+  return reinterpret_cast<char*>(sequence(node_->local_rank(), calls_)) +
+         carry_offset(words, in_line);
 }
 
 const char* NodeAnd::carried(int rank) const {
-  return reinterpret_cast<const char*>(sequence(rank, calls_ - 1)) + kCarryOffset;
+  return reinterpret_cast<const char*>(sequence(rank, calls_ - 1)) + carried_at_;
 }
 
 Status NodeAnd::run(std::vector<uint64_t>* bits, Late late, void* context) {
@@ -51,6 +54,8 @@ Status NodeAnd::run(std::vector<uint64_t>* bits, Late late, void* context) {
   }
   KOLO_RETURN_IF_ERROR(broken_);
   const uint64_t call = calls_++;
+  carried_at_ = carry_offset(bits->size(), in_line_);
+  in_line_ = false;
   const int me = node_->local_rank();
   uint64_t* mine = slot(me, call);
   std::copy(bits->begin(), bits->end(), mine);

@@ -64,21 +64,35 @@ class NodeAnd {
   };
 
   // Note [Data rides with the AND] (core/negotiator.h): each slot carries
-  // kCarryBytes after its vector. carry_slot() is where this rank may write
-  // what its next run() carries; after a run(), unanimous() says whether every
-  // rank passed a vector equal to this rank's, and carried(r) is what local rank
-  // r wrote before that run(): readable until this rank's next run() (a peer
-  // rewrites that slot only in the run after next, which needs this rank's next).
+  // kCarryBytes from the cache line after its vector, or the few bytes left in
+  // the vector's own line (`in_line`: Note [The carry shares the vector's
+  // line]). carry_slot(words, in_line) is where this rank may write what its
+  // next run() (of a vector of `words` words) carries, carry_capacity(words,
+  // in_line) bytes; after a run(), unanimous() says whether every rank passed a
+  // vector equal to this rank's, and carried(r) is what local rank r wrote
+  // before that run(), at the kind of slot this rank last asked for: readable
+  // until this rank's next run() (a peer rewrites that slot only in the run
+  // after next, which needs this rank's next).
   static constexpr size_t kCarryBytes = size_t{16} << 10;
   // A slot: its sequence word and the word counting readers asleep on it (the
-  // counter layout of counter.h), then the vector; the carried bytes start on the
-  // cache line after the longest vector.
+  // counter layout of counter.h), then the vector, then the carried bytes;
+  // room for kCarryBytes after the longest vector.
   static constexpr size_t kHeaderWords = 2;
-  static constexpr size_t kCarryOffset = ((kHeaderWords + kMaxWords) * sizeof(uint64_t) + 63) / 64 * 64;
-  static constexpr size_t kSlotBytes = kCarryOffset + kCarryBytes;
+  static constexpr size_t kLineBytes = 64;
+  static constexpr size_t carry_offset(size_t words, bool in_line) {
+    const size_t end = (kHeaderWords + words) * sizeof(uint64_t);
+    return in_line ? end : (end + kLineBytes - 1) / kLineBytes * kLineBytes;
+  }
+  static constexpr size_t carry_capacity(size_t words, bool in_line) {
+    if (words > kMaxWords) return 0;
+    if (!in_line) return kCarryBytes;
+    const size_t end = carry_offset(words, true);
+    return end < kLineBytes ? kLineBytes - end : 0;
+  }
+  static const size_t kSlotBytes;  // (below) whole lines
   // The region in each rank's part: two slots.
-  static constexpr size_t kRegionBytes = 2 * kSlotBytes;
-  char* carry_slot() const;
+  static const size_t kRegionBytes;
+  char* carry_slot(size_t words, bool in_line);
   bool unanimous() const { return unanimous_; }
   const char* carried(int rank) const;
 
@@ -91,9 +105,17 @@ class NodeAnd {
   std::shared_ptr<Node> node_;
   transport::Liveness* alive_;
   uint64_t calls_ = 0;  // the same on every rank
+  // Where carried() reads: the last run()'s slot (from its vector's length and
+  // the kind of slot asked for before it), and the kind asked for since.
+  size_t carried_at_ = 0;
+  bool in_line_ = false;
   bool unanimous_ = false;  // the last run()'s vectors were equal on every rank
   Status broken_;
 };
+
+inline constexpr size_t NodeAnd::kSlotBytes =
+    NodeAnd::carry_offset(NodeAnd::kMaxWords, false) + NodeAnd::kCarryBytes;
+inline constexpr size_t NodeAnd::kRegionBytes = 2 * NodeAnd::kSlotBytes;
 
 // Note [The AND on one node]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -104,6 +126,19 @@ class NodeAnd {
 // line per peer. Worlds that span nodes keep their own collective: a shm AND
 // inside the node plus one between nodes would need a third step (sharing the
 // cross-node answer) and saves little where a network hop dominates.
+
+// Note [The carry shares the vector's line]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The carried bytes start right after the vector (16-byte aligned), not on a
+// line of their own after the longest vector: with the usual short vector
+// (four words) the sequence, the vector and the first 16 carried bytes share
+// one cache line, so a peer that has waited on that line reads a small
+// tensor's part with it, and a larger part begins on the next line instead of
+// 4 KiB further on. The place depends on the vector's length, which every rank
+// passes alike (the contract above; it is in the vector's first word, so
+// unanimous() also says the carries were written at the same place). An 8-byte
+// allreduce alone at 2 ranks: docs/perf/small-ops.md, "The carry shares the
+// vector's line".
 
 // Note [Ringing only the late]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~

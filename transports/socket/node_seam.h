@@ -32,13 +32,15 @@ class NodeAnd {
  public:
   virtual ~NodeAnd() = default;
   virtual size_t max_words() const = 0;
-  virtual size_t carry_bytes() const = 0;
+  // What may ride with a run() of `words` words (at most max_words()), and
+  // where this rank writes it (ControlPlane::carry_capacity and carry_slot).
+  virtual size_t carry_bytes(size_t words, bool in_line) const = 0;
   virtual Status run(std::vector<uint64_t>* bits) = 0;
   // run(), ringing `late` for `cycle` (unless a peer has) only if some peer has
   // not posted its vector shortly after this rank did (Note [Ringing only the
   // late] in transports/shm/node_and.h); by default it rings first.
   virtual Status run_ringing_late(std::vector<uint64_t>* bits, NodeDoorbell* late, uint64_t cycle);
-  virtual char* carry_slot() = 0;
+  virtual char* carry_slot(size_t words, bool in_line) = 0;
   virtual bool unanimous() const = 0;
   // What local rank `local_rank` carried in the last run().
   virtual const char* carried(int local_rank) const = 0;

@@ -201,12 +201,14 @@ Status SocketControlPlane::and_rounds(std::vector<uint64_t>* bits) {
   return Status::OK();
 }
 
-size_t SocketControlPlane::carry_capacity(size_t words) const {
-  return node_.node_and && words <= node_.node_and->max_words() ? node_.node_and->carry_bytes() : 0;
+size_t SocketControlPlane::carry_capacity(size_t words, bool in_line) const {
+  return node_.node_and && words <= node_.node_and->max_words()
+             ? node_.node_and->carry_bytes(words, in_line)
+             : 0;
 }
 
-char* SocketControlPlane::carry_slot() {
-  return node_.node_and ? node_.node_and->carry_slot() : nullptr;
+char* SocketControlPlane::carry_slot(size_t words, bool in_line) {
+  return node_.node_and ? node_.node_and->carry_slot(words, in_line) : nullptr;
 }
 
 bool SocketControlPlane::unanimous() const { return and_on_node_ && node_.node_and->unanimous(); }

@@ -61,8 +61,8 @@ class SocketControlPlane : public transport::ControlPlane {
   // Note [Ringing only the late] (transports/shm/node_and.h) where every rank is
   // on this host.
   Status ring_and(uint64_t cycle, std::vector<uint64_t>* bits) override;
-  size_t carry_capacity(size_t words) const override;
-  char* carry_slot() override;
+  size_t carry_capacity(size_t words, bool in_line) const override;
+  char* carry_slot(size_t words, bool in_line) override;
   bool unanimous() const override;
   const char* carried(int rank) const override;
   Status barrier() override;

@@ -107,14 +107,18 @@ class ShmAnd : public NodeAnd {
  public:
   explicit ShmAnd(std::unique_ptr<shm::NodeAnd> a) : and_(std::move(a)) {}
   size_t max_words() const override { return shm::NodeAnd::kMaxWords; }
-  size_t carry_bytes() const override { return shm::NodeAnd::kCarryBytes; }
+  size_t carry_bytes(size_t words, bool in_line) const override {
+    return shm::NodeAnd::carry_capacity(words, in_line);
+  }
   Status run(std::vector<uint64_t>* bits) override { return and_->run(bits); }
   Status run_ringing_late(std::vector<uint64_t>* bits, NodeDoorbell* late,
                           uint64_t cycle) override {
     shm::NodeAnd::RingLate<NodeDoorbell> ringer{late, cycle};
     return and_->run(bits, &decltype(ringer)::ring, &ringer);
   }
-  char* carry_slot() override { return and_->carry_slot(); }
+  char* carry_slot(size_t words, bool in_line) override {
+    return and_->carry_slot(words, in_line);
+  }
   bool unanimous() const override { return and_->unanimous(); }
   const char* carried(int local_rank) const override { return and_->carried(local_rank); }
 

@@ -56,6 +56,11 @@ TEST(NodeAnd, MoreThanTheSlotHoldsIsAnInvalidArgument) {
 // same vector, and what each rank wrote at its carry slot before the call is
 // readable by all until the next call. Calls alternate equal and unequal
 // vectors, and each call's bytes depend on the call, so a stale slot shows.
+// The vectors' lengths change from call to call, up to the longest, so the
+// carry's place moves with them, and some calls carry in the vector's own line
+// (Note [The carry shares the vector's line]), filling what is left of it: a
+// full carry, after the longest vector or in the line, must leave the vectors
+// and the other slot whole.
 TEST(NodeAnd, CarriedBytesAndUnanimity) {
   std::unique_ptr<NodeAnd> board = own_board();
   ASSERT_NE(board, nullptr);
@@ -63,23 +68,28 @@ TEST(NodeAnd, CarriedBytesAndUnanimity) {
   auto byte_of = [](int call, int r, size_t i) {
     return static_cast<char>((call * 13 + r * 7 + i) & 0xff);
   };
-  for (int call = 0; call < 40; ++call) {
-    const size_t n = call % 3 == 0 ? NodeAnd::kCarryBytes : 64 + static_cast<size_t>(call);
-    char* slot = board->carry_slot();
+  const size_t lengths[] = {3, 4, 1, 6, NodeAnd::kMaxWords, 4, 5};
+  for (int call = 0; call < 42; ++call) {
+    const size_t words = lengths[call % 7];
+    const size_t room = NodeAnd::carry_capacity(words, /*in_line=*/true);
+    const bool in_line = room > 0 && call % 4 != 1;
+    const size_t n = in_line ? room : call % 3 == 0 ? NodeAnd::kCarryBytes : 8 + static_cast<size_t>(call);
+    char* slot = board->carry_slot(words, in_line);
     for (size_t i = 0; i < n; ++i) slot[i] = byte_of(call, rank(), i);
-    // Odd calls: the last rank's vector differs (in its last word, of three).
+    // Odd calls: the last rank's vector differs (in its last word).
     const bool differ = call % 2 == 1 && size() > 1;
-    std::vector<uint64_t> bits(3, ~uint64_t{0});
-    if (differ && rank() == size() - 1) bits[2] = ~uint64_t{1};
+    std::vector<uint64_t> bits(words, ~uint64_t{0});
+    if (differ && rank() == size() - 1) bits[words - 1] = ~uint64_t{1};
     ASSERT_TRUE(board->run(&bits).ok()) << "call " << call;
     EXPECT_EQ(board->unanimous(), !differ) << "call " << call;
-    EXPECT_EQ(bits[2], differ ? ~uint64_t{1} : ~uint64_t{0});
+    EXPECT_EQ(bits[words - 1], differ ? ~uint64_t{1} : ~uint64_t{0}) << "call " << call;
+    for (size_t w = 0; w + 1 < words; ++w) ASSERT_EQ(bits[w], ~uint64_t{0}) << "call " << call;
     size_t wrong = 0;
     for (int r = 0; r < size(); ++r) {
       const char* theirs = board->carried(r);
       for (size_t i = 0; i < n; ++i) wrong += theirs[i] != byte_of(call, r, i);
     }
-    EXPECT_EQ(wrong, 0u) << "call " << call << ", " << n << " bytes";
+    EXPECT_EQ(wrong, 0u) << "call " << call << ", " << n << " bytes" << (in_line ? " in line" : "");
   }
 }
 

@@ -33,8 +33,8 @@ class FakeAnd : public NodeAnd {
  public:
   FakeAnd(Shared& s, int rank) : s_(s), rank_(rank), slot_(64, '\0') {}
   size_t max_words() const override { return 8; }
-  size_t carry_bytes() const override { return slot_.size(); }
-  char* carry_slot() override { return slot_.data(); }
+  size_t carry_bytes(size_t, bool) const override { return slot_.size(); }
+  char* carry_slot(size_t, bool) override { return slot_.data(); }
   bool unanimous() const override { return true; }
   const char* carried(int local_rank) const override { return s_.carried[local_rank].data(); }
   Status run(std::vector<uint64_t>* bits) override {
@@ -98,8 +98,8 @@ TEST(NodeSeam, APlaneOnOneHostAndsAndRingsThroughTheNodeLayer) {
     node.on_host = {true, true};
     SocketControlPlane plane(world_plane->engine(), 77, {0, 1}, w.control->topology(),
                              std::move(node));
-    ASSERT_GE(plane.carry_capacity(4), 8u);
-    std::memcpy(plane.carry_slot(), r == 0 ? "zero" : "one", r == 0 ? 5 : 4);
+    ASSERT_GE(plane.carry_capacity(4, false), 8u);
+    std::memcpy(plane.carry_slot(1, false), r == 0 ? "zero" : "one", r == 0 ? 5 : 4);
     std::vector<uint64_t> bits{~uint64_t{0} ^ (uint64_t{1} << r)};
     ASSERT_TRUE(plane.bitwise_and(&bits).ok());
     EXPECT_EQ(bits[0], ~uint64_t{3});
