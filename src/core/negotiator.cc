@@ -185,17 +185,26 @@ Status Negotiator::negotiate(bool shutdown, Clock::time_point now, std::vector<R
   bool packed = false;
   if (packer_ && carried != nullptr && !need_slow && !shutdown && invalid_.empty() && !joined_ &&
       !report_due_ && (rank_ != 0 || announcement_.empty()) && !waiting_.empty()) {
-    const size_t capacity = control_.carry_capacity(bits.size());
+    ahead_.clear();
+    for (const auto& [bit, w] : waiting_) ahead_.push_back(&cache_.at(bit));
+    const bool in_line = ahead_.size() == 1 && rides_in_line(ahead_[0]->params, bits.size());
+    const size_t capacity = control_.carry_capacity(bits.size(), in_line);
     if (capacity > 0) {
-      ahead_.clear();
-      for (const auto& [bit, w] : waiting_) ahead_.push_back(&cache_.at(bit));
-      packed = packer_(ahead_, control_.carry_slot(bits.size()), capacity);
-      if (packed) bits[0] &= ~kFlagCarried;
+      packed = packer_(ahead_, control_.carry_slot(bits.size(), in_line), capacity);
+      if (packed) bits[0] &= ~(in_line ? kFlagCarried | kFlagCarriedInLine : kFlagCarried);
     }
   }
   KOLO_RETURN_IF_ERROR(control_.ring_and(cycle_, &bits));
   if (packed) *carried = control_.unanimous();
   return absorb(bits, ready, stop);
+}
+
+bool Negotiator::rides_in_line(const TensorParams& params, size_t words) const {
+  // An allreduce's part is its tensor, the same size on every rank; a cycle
+  // with it alone waiting packs the same bytes as a call alone, so both ask for
+  // the same slot.
+  return params.collective == Collective::kAllreduce &&
+         params.bytes() <= control_.carry_capacity(words, /*in_line=*/true);
 }
 
 bool Negotiator::alone(const Request& request, uint32_t* bit) const {
@@ -216,10 +225,7 @@ Status Negotiator::cycle_alone(const Request& request, uint32_t bit, Clock::time
   std::vector<uint64_t>& bits = bits_;
   empty_bits(/*shutdown=*/false, /*slow_path=*/false, &bits);
   mark_ready(bit, &bits);
-  // An allreduce's part is its tensor, the same size on every rank: small enough,
-  // it rides in the vector's line.
-  const bool in_line = request.params.collective == Collective::kAllreduce &&
-                       request.params.bytes() <= control_.carry_capacity(bits.size(), true);
+  const bool in_line = rides_in_line(request.params, bits.size());
   const size_t capacity = control_.carry_capacity(bits.size(), in_line);
   const bool packed = capacity > 0 && pack(control_.carry_slot(bits.size(), in_line), capacity);
   if (packed) bits[0] &= ~(in_line ? kFlagCarried | kFlagCarriedInLine : kFlagCarried);

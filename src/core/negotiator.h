@@ -140,6 +140,11 @@ class Negotiator {
   }
 
  private:
+  // Whether a cycle's one carried tensor with `params` rides in the vector's
+  // line (a vector of `words` words): Note [The carry shares the vector's line]
+  // in transports/shm/node_and.h. The same answer on every rank for the same
+  // tensor, alone or not.
+  bool rides_in_line(const TensorParams& params, size_t words) const;
   struct Waiting {
     Request request;
     Clock::time_point since;
