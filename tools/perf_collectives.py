@@ -12,8 +12,8 @@ broadcast, alltoall, reducescatter), one
   mpiexec.mpich -bind-to core -n NP BUILD/bin/kolo-allreduce-perf --collective X \
       -b B -e 256M -f 4 -r mpi --csv OUTDIR/X.RUN.csv
 
-(B is 8 for allreduce, 4K for the others, as issue #15's targets; --memory kolo, and
---in-place and --blocking, allreduce's only, are passed on), so each row's
+(B is 8 for allreduce, 4K for the others, as issue #15's targets; --memory kolo and
+--blocking are passed on, --in-place to the allreduce only), so each row's
 speedup (MPI time / kolo time) comes from kolo and MPI interleaved in one process
 pair. Runs go round-robin over the collectives so that a change of the VM's phase
 touches every collective alike; the load average before each sweep goes to
@@ -66,7 +66,7 @@ def run(args):
                    "--memory", args.memory]
             if args.in_place and c == "allreduce":
                 cmd.append("--in-place")
-            if args.blocking and c == "allreduce":
+            if args.blocking:
                 cmd.append("--blocking")
             with open("/proc/loadavg") as f:
                 load = " ".join(f.read().split()[:3])
@@ -195,7 +195,8 @@ def main():
                    help="the buffers: heap (default) or kolo_alloc")
     r.add_argument("--in-place", action="store_true", help="allreduce in place")
     r.add_argument("--blocking", action="store_true",
-                   help="the allreduce through kolo_allreduce (blocking), as MPI_Allreduce is")
+                   help="kolo's blocking calls (kolo_allreduce, kolo_allgather, ...), "
+                        "as MPI's are")
     p = sub.add_parser("report", help="print the table, draw the plots")
     p.add_argument("outdir")
     p.add_argument("--plots", help="directory for one PNG per collective")
