@@ -164,6 +164,59 @@ TEST_F(ProcessSets, EveryCollectiveInASet) {
   EXPECT_EQ(kolo_barrier_ex(&o), KOLO_OK) << kolo_last_error();
 }
 
+// The blocking forms in a set, three times each (the repeats are cached and go
+// alone in the set's own runtime): a broadcast's root is a global rank, and a rank
+// outside the set is refused at once, with no handle.
+TEST_F(ProcessSets, BlockingCollectivesInASet) {
+  const kolo_options_t o = in(even_);  // {0, 2}
+  if (rank_ != 0 && rank_ != 2) {
+    int32_t x = 5;
+    kolo_handle_t h = reinterpret_cast<kolo_handle_t>(&x);
+    EXPECT_EQ(kolo_allgather_ex("bg", &x, 1, 1, KOLO_INT32, cpu(), &o, &h),
+              KOLO_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(h, nullptr);
+    EXPECT_EQ(kolo_broadcast_ex("bb", &x, &x, 1, KOLO_INT32, 2, cpu(), &o),
+              KOLO_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(x, 5);
+    return;
+  }
+  const int me = kolo_process_set_rank(even_);
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    int32_t b = rank_ == 2 ? 40 + repeat : -1;
+    ASSERT_EQ(kolo_broadcast_ex("bb", &b, &b, 1, KOLO_INT32, 2, cpu(), &o), KOLO_OK)
+        << kolo_last_error();
+    EXPECT_EQ(b, 40 + repeat);
+    std::vector<int32_t> rs = {1 + repeat, 2, 3, 4 + rank_};
+    std::vector<int32_t> shard(2, -1);
+    ASSERT_EQ(kolo_reducescatter_ex("br", rs.data(), shard.data(), 4, 1, KOLO_INT32, KOLO_OP_SUM,
+                                    1.0, 1.0, cpu(), &o),
+              KOLO_OK)
+        << kolo_last_error();
+    EXPECT_EQ(shard, me == 0 ? (std::vector<int32_t>{2 + 2 * repeat, 4})
+                             : (std::vector<int32_t>{6, 10}));
+    int32_t x = 10 * rank_ + repeat;
+    kolo_handle_t h = nullptr;
+    ASSERT_EQ(kolo_allgather_ex("bg", &x, 1, 1, KOLO_INT32, cpu(), &o, &h), KOLO_OK)
+        << kolo_last_error();
+    const void* data = nullptr;
+    int64_t bytes = 0;
+    ASSERT_EQ(kolo_handle_output(h, &data, &bytes), KOLO_OK);
+    EXPECT_EQ(std::vector<int32_t>(static_cast<const int32_t*>(data),
+                                   static_cast<const int32_t*>(data) + bytes / 4),
+              (std::vector<int32_t>{repeat, 20 + repeat}));
+    kolo_handle_release(h);
+    std::vector<int32_t> send = {100 * rank_, 100 * rank_ + 1};
+    ASSERT_EQ(kolo_alltoall_ex("ba", send.data(), 2, 1, nullptr, KOLO_INT32, cpu(), &o, &h),
+              KOLO_OK)
+        << kolo_last_error();
+    ASSERT_EQ(kolo_handle_output(h, &data, &bytes), KOLO_OK);
+    EXPECT_EQ(std::vector<int32_t>(static_cast<const int32_t*>(data),
+                                   static_cast<const int32_t*>(data) + bytes / 4),
+              (std::vector<int32_t>{me, 200 + me}));
+    kolo_handle_release(h);
+  }
+}
+
 TEST_F(ProcessSets, ErrorsOnEveryRankAndTheJobGoesOn) {
   // Ranks listing different members.
   std::vector<int> mine = rank_ == 1 ? std::vector<int>{0, 1} : std::vector<int>{0, 2};
