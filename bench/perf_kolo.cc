@@ -124,14 +124,13 @@ const char* handle_output(const CompletedHandle& handle, int64_t* bytes) {
 }
 
 CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const void* in,
-                               int64_t count_per_rank, DataType dtype) {
+                               int64_t count_per_rank, DataType dtype, void* into) {
   kolo_handle_t handle = nullptr;
   if (g_blocking) {
-    check_blocking(comm, "kolo_allgather_ex",
-                   ::kolo_allgather_ex(name.c_str(), in, count_per_rank, 1,
-                                       static_cast<kolo_dtype_t>(dtype), kCpu, &g_options,
-                                       &handle));
-    return CompletedHandle(handle);
+    check_blocking(comm, "kolo_allgather_into_ex",
+                   ::kolo_allgather_into_ex(name.c_str(), in, into, count_per_rank, 1,
+                                            static_cast<kolo_dtype_t>(dtype), kCpu, &g_options));
+    return CompletedHandle();
   }
   breakdown_call_started();
   kolo_status_t status =

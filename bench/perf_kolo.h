@@ -59,8 +59,10 @@ const char* handle_output(const CompletedHandle& handle, int64_t* bytes);
 // The other collectives, each submit + wait, aborting the job on failure as
 // kolo_allreduce does. count_per_rank is what each rank contributes (allgather),
 // sends to each peer (alltoall) or receives (reducescatter); rows of one element.
+// With --blocking the allgather writes into `into` (kolo_allgather_into_ex, as
+// MPI_Allgather does) and returns no handle.
 CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const void* in,
-                               int64_t count_per_rank, DataType dtype);
+                               int64_t count_per_rank, DataType dtype, void* into);
 CompletedHandle kolo_alltoall(MPI_Comm comm, const std::string& name, const void* in,
                               int64_t count_per_peer, int world_size, DataType dtype);
 // In place: `buffer` holds the data on the root and receives it elsewhere. `root`

@@ -142,7 +142,11 @@ void print_header(const PerfOptions& o, int world_size, const CudaDevice* device
         "waited for; ref: %d blocking MPI calls; algbw and busbw count all %d\n",
         o.tensors, o.tensors, o.tensors, o.tensors);
   }
-  if (o.collective == Collective::kAllgather || o.collective == Collective::kAlltoall) {
+  if (o.blocking && o.collective == Collective::kAllgather) {
+    std::printf(
+        "#  kolo's allgather writes into a persistent buffer (kolo_allgather_into_ex), as "
+        "the MPI reference does\n");
+  } else if (o.collective == Collective::kAllgather || o.collective == Collective::kAlltoall) {
     std::printf(
         "#  kolo hands each timed op's output in its handle, as users get it (storage "
         "recycled between ops: core/output_pool.h); the MPI reference writes into a "

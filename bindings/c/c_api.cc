@@ -267,6 +267,15 @@ auto gather_fields(const void* input, int64_t rows, int64_t row_count,
   };
 }
 
+// kolo_allgather_into's: the rows gathered into the caller's output.
+auto into_fields(const void* input, void* output, int64_t rows, int64_t row_count) {
+  return [=](kolo::core::CollectiveArgs& a) {
+    gather_fields(input, rows, row_count, nullptr)(a);
+    a.output = output;
+    a.into = true;
+  };
+}
+
 auto broadcast_fields(const void* input, void* output, int64_t count, int root) {
   return [=](kolo::core::CollectiveArgs& a) {
     a.input = input;
@@ -508,6 +517,31 @@ kolo_status_t kolo_allgather_ex(const char* name, const void* input, int64_t row
   return guarded([&] {
     return run_named_to_handle(kolo::Collective::kAllgather, name, dtype, device, options,
                                handle, gather_fields(input, rows, row_count, nullptr));
+  });
+}
+
+kolo_status_t kolo_allgather_into(const char* name, const void* input, void* output, int64_t rows,
+                                  int64_t row_count, kolo_dtype_t dtype) {
+  return kolo_allgather_into_ex(name, input, output, rows, row_count, dtype,
+                                kolo_device_t{KOLO_DEVICE_CPU, 0, nullptr}, nullptr);
+}
+
+kolo_status_t kolo_allgather_into_ex(const char* name, const void* input, void* output,
+                                     int64_t rows, int64_t row_count, kolo_dtype_t dtype,
+                                     kolo_device_t device, const kolo_options_t* options) {
+  return guarded([&] {
+    return run_named(kolo::Collective::kAllgather, name, dtype, device, options,
+                     into_fields(input, output, rows, row_count));
+  });
+}
+
+kolo_status_t kolo_allgather_into_async(const char* name, const void* input, void* output,
+                                        int64_t rows, int64_t row_count, kolo_dtype_t dtype,
+                                        kolo_device_t device, const kolo_options_t* options,
+                                        kolo_handle_t* handle) {
+  return guarded([&] {
+    return submit_named(kolo::Collective::kAllgather, name, dtype, device, options, handle,
+                        into_fields(input, output, rows, row_count));
   });
 }
 

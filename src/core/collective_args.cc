@@ -14,10 +14,14 @@ namespace {
 
 static_assert(kMaxDims == KOLO_MAX_DIMS, "core/request.h's kMaxDims is kolo.h's KOLO_MAX_DIMS");
 
-bool ranges_overlap(const void* a, const void* b, size_t bytes) {
+bool ranges_overlap(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   auto x = reinterpret_cast<uintptr_t>(a);
   auto y = reinterpret_cast<uintptr_t>(b);
-  return x < y + bytes && y < x + bytes;
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
+bool ranges_overlap(const void* a, const void* b, size_t bytes) {
+  return ranges_overlap(a, bytes, b, bytes);
 }
 
 Status check_name(const std::string& name) {
@@ -76,6 +80,26 @@ Status check_buffers(const std::string& prefix, const void* in, const void* out,
   if (need_in && need_out && in != out &&
       ranges_overlap(in, out, static_cast<size_t>(count) * dtype_size(dtype)))
     return invalid_argument(prefix + "input and output overlap without being equal");
+  return Status::OK();
+}
+
+// kolo_allgather_into: host memory, an output of `size` times this rank's `n`
+// elements that does not overlap the input.
+Status check_into(const std::string& prefix, const CollectiveArgs& a, int64_t n, int size,
+                  TensorParams* p) {
+  if (a.device.kind != DeviceKind::kCpu)
+    return Status(Code::kUnsupported, prefix + "an allgather into the caller's output takes host "
+                                               "memory (for CUDA tensors: kolo_allgather_async)");
+  if (n > 0 && a.output == nullptr) return invalid_argument(prefix + "output is NULL");
+  const int64_t element = static_cast<int64_t>(dtype_size(a.dtype));
+  if (n > std::numeric_limits<int64_t>::max() / element / size)
+    return invalid_argument(prefix + "the output of " + std::to_string(size) + " x " +
+                            std::to_string(n) + " elements overflows the byte size");
+  const auto bytes = static_cast<size_t>(n * element);
+  if (n > 0 && a.input != nullptr &&
+      ranges_overlap(a.input, bytes, a.output, bytes * static_cast<size_t>(size)))
+    return invalid_argument(prefix + "input and output overlap");
+  p->into = true;
   return Status::OK();
 }
 
@@ -279,6 +303,7 @@ Status fill_params(const CollectiveArgs& a, const transport::Topology& topo, Ten
       p.deterministic = a.deterministic;
       return check_buffers(prefix, a.input, a.output, n, a.dtype, true, true);
     case Collective::kAllgather:
+      if (a.into) KOLO_RETURN_IF_ERROR_AS_IS(check_into(prefix, a, n, topo.size, &p));
       return check_buffers(prefix, a.input, nullptr, n, a.dtype, true, false);
     case Collective::kBroadcast:
       if (a.root < 0 || a.root >= topo.size)

@@ -28,8 +28,8 @@ bool rides_alone(Collective c) {
 
 // Those whose output kolo allocates on the handle: a blocking one going alone
 // needs its handle before it runs.
-bool output_on_handle(Collective c) {
-  return c == Collective::kAllgather || c == Collective::kAlltoall;
+bool output_on_handle(const TensorParams& p) {
+  return (p.collective == Collective::kAllgather && !p.into) || p.collective == Collective::kAlltoall;
 }
 
 }  // namespace
@@ -162,7 +162,7 @@ bool Coordinator::go_alone(TensorEntry& entry, uint32_t bit, Clock::time_point s
     if (entry.enqueued == Clock::time_point{}) entry.enqueued = Clock::now();
     (*make_handle)(entry);
   };
-  if (entry.handle == nullptr && output_on_handle(request.params.collective)) give_handle();
+  if (entry.handle == nullptr && output_on_handle(request.params)) give_handle();
   bool done = false;
   bool stop = false;
   Status status = negotiator_.cycle_alone(

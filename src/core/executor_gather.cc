@@ -77,12 +77,31 @@ Status GatherFamily::start_allgather(TensorEntry& entry, const Response& respons
     total += rows * p.row_count;
   }
   KOLO_CHECK_EQ(view.recv_counts[context_.rank], entry.request.params.count);
+  char* out = nullptr;
   KOLO_RETURN_IF_ERROR(
-      context_.allocate_output(entry, static_cast<size_t>(total) * dtype_size(p.dtype)));
-  entry.handle->splits = response.rows_per_rank;
-  view.output = entry.handle->output.data();
+      output_for(entry, response, static_cast<size_t>(total) * dtype_size(p.dtype), &out));
+  view.output = out;
   if (total == 0) return Status::OK();
   return context_.start_on_transport(Collective::kAllgather, view, work);
+}
+
+Status GatherFamily::output_for(TensorEntry& entry, const Response& response, size_t bytes,
+                                char** out) {
+  if (response.params.into) {
+    // The output holds size x this rank's rows (checked at submission), and the
+    // negotiation gave every rank the same rows.
+    if (bytes != entry.request.params.bytes() * static_cast<size_t>(context_.world_size))
+      return internal_error("tensor '" + response.name + "': gathered " + std::to_string(bytes) +
+                            " bytes into an output of " +
+                            std::to_string(entry.request.params.bytes() *
+                                           static_cast<size_t>(context_.world_size)));
+    *out = static_cast<char*>(entry.output);
+  } else {
+    KOLO_RETURN_IF_ERROR(context_.allocate_output(entry, bytes));
+    *out = entry.handle->output.data();
+  }
+  if (entry.handle != nullptr) entry.handle->splits = response.rows_per_rank;
+  return Status::OK();
 }
 
 // Every member's gathered rows, member after member, in one handle-owned output;
@@ -145,9 +164,8 @@ Status GatherFamily::plan_parts(Batch& batch) {
     const bool group = p.collective == Collective::kGroupedAllgather;
     const size_t members = group ? entry.members.size() : 1;
     KOLO_CHECK_EQ(r.rows_per_rank.size(), members * n);
-    KOLO_RETURN_IF_ERROR(context_.allocate_output(entry, packed_bytes(r, context_.world_size)));
-    entry.handle->splits = r.rows_per_rank;
-    char* out = entry.handle->output.data();
+    char* out = nullptr;
+    KOLO_RETURN_IF_ERROR(output_for(entry, r, packed_bytes(r, context_.world_size), &out));
     for (size_t m = 0; m < members; ++m) {
       const int64_t row = group ? p.member_row_counts[m] : p.row_count;
       int64_t total = 0;

@@ -27,6 +27,10 @@ class GatherFamily : public Family {
 
   Status start_broadcast(TensorEntry& entry, const TensorParams& params,
                          std::unique_ptr<transport::Work>* work);
+  // Where an allgather's gathered rows (`bytes`) go: the caller's output
+  // (kolo_allgather_into) or one allocated on the handle, which gets the splits
+  // if there is one.
+  Status output_for(TensorEntry& entry, const Response& response, size_t bytes, char** out);
   Status start_allgather(TensorEntry& entry, const Response& response,
                          std::unique_ptr<transport::Work>* work);
   // A grouped allgather member by member: its output, then the members from

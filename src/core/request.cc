@@ -109,6 +109,15 @@ bool has_op(Collective c) { return is_allreduce(c) || is_reducescatter(c); }
 bool has_root(Collective c) { return c == Collective::kBroadcast; }
 bool group_of_counts(Collective c) { return is_group(c) && has_count(c); }
 bool group_of_rows(Collective c) { return is_group(c) && c != Collective::kGroupedAllreduce; }
+bool is_allgather(Collective c) { return c == Collective::kAllgather; }
+
+// An allgather's output: kolo's, or the caller's, which needs the same rows from
+// every rank (kolo_allgather_into): those rows are part of what ranks agree on.
+std::string show_output(const TensorParams& p) {
+  if (!p.into) return "kolo's";
+  return "the caller's, for " + std::to_string(p.row_count > 0 ? p.count / p.row_count : 0) +
+         " rows from every rank";
+}
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> kFields = {
@@ -126,6 +135,7 @@ const std::vector<Field>& fields() {
       {"postscale", has_op, [](const TensorParams& p) { return format_double(p.postscale); }},
       {"deterministic", is_allreduce, [](const TensorParams& p) { return std::string(p.deterministic ? "yes" : "no"); }},
       {"root", has_root, [](const TensorParams& p) { return std::to_string(p.root); }},
+      {"output", is_allgather, show_output},
       {"group member counts", group_of_counts, [](const TensorParams& p) { return join_values(p.member_counts); }},
       {"group member row sizes", group_of_rows, [](const TensorParams& p) { return join_values(p.member_row_counts); }},
       {"group member names", is_group, [](const TensorParams& p) { return std::to_string(p.names_hash); }},

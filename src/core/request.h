@@ -71,6 +71,9 @@ struct TensorParams {
   // Allreduces: reduced in rank order (Note [Deterministic reductions] in
   // transport/transport.h); the caller's flag or KOLO_DETERMINISTIC.
   bool deterministic = false;
+  // Allgathers: into the caller's output (kolo_allgather_into), which needs the
+  // same rows from every rank; false: into an output kolo allocates.
+  bool into = false;
 
   bool operator==(const TensorParams& o) const {
     return collective == o.collective && dtype == o.dtype && op == o.op &&
@@ -78,7 +81,8 @@ struct TensorParams {
            postscale == o.postscale && root == o.root && row_count == o.row_count &&
            send_rows == o.send_rows && member_counts == o.member_counts &&
            names_hash == o.names_hash && shapes == o.shapes &&
-           member_row_counts == o.member_row_counts && deterministic == o.deterministic;
+           member_row_counts == o.member_row_counts && deterministic == o.deterministic &&
+           into == o.into;
   }
   bool operator!=(const TensorParams& o) const { return !(*this == o); }
 

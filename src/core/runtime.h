@@ -52,6 +52,7 @@ struct CollectiveArgs {
                                            // runtime; Runtime::submit translates a
                                            // global rank given with process_set)
   const int64_t* send_rows = nullptr;      // alltoall: rows per destination, or null (even)
+  bool into = false;                       // allgather: into `output` (kolo_allgather_into)
   // Groups: each member's name and buffers, and its size in `rows` as for a
   // tensor alone (a grouped allreduce's members are flat: rows are elements; a
   // grouped allgather's or reducescatter's rows are member_row_counts[i] elements

@@ -11,7 +11,7 @@ namespace kolo::core {
 namespace {
 
 constexpr uint32_t kMagic = 0x4f4c4f4b;  // "KOLO" read as little-endian u32
-constexpr uint8_t kVersion = 5;  // 2: send_rows, member_counts; 3: shapes; 4: member rows; 5: deterministic
+constexpr uint8_t kVersion = 6;  // 2: send_rows, member_counts; 3: shapes; 4: member rows; 5: deterministic; 6: into
 constexpr uint8_t kKindRequests = 1;
 constexpr uint8_t kKindResponses = 2;
 constexpr uint8_t kKindRankReport = 3;
@@ -101,6 +101,7 @@ void write_request(Writer* w, const std::string& name, const TensorParams& p) {
   w->put_values(p.shapes);
   w->put_values(p.member_row_counts);
   w->put<uint8_t>(p.deterministic ? 1 : 0);
+  w->put<uint8_t>(p.into ? 1 : 0);
 }
 
 Status corrupt(const char* what) {
@@ -119,7 +120,7 @@ Status read_header(Reader* r, uint8_t want_kind, uint32_t* count) {
 }
 
 Status read_request(Reader* r, std::string* name, TensorParams* p) {
-  uint8_t collective, deterministic;
+  uint8_t collective, deterministic, into;
   int32_t dtype, op, device;
   if (!r->get_string(name, KOLO_MAX_NAME_LENGTH)) return corrupt("bad name");
   if (!r->get(&collective) || !r->get(&dtype) || !r->get(&op) || !r->get(&device) ||
@@ -127,10 +128,12 @@ Status read_request(Reader* r, std::string* name, TensorParams* p) {
       !r->get(&p->root) || !r->get(&p->row_count) || !r->get_values(&p->send_rows) ||
       !r->get_values(&p->member_counts) || !r->get(&p->names_hash) ||
       !r->get_values(&p->shapes) || !r->get_values(&p->member_row_counts) ||
-      !r->get(&deterministic))
+      !r->get(&deterministic) || !r->get(&into))
     return corrupt("truncated item");
   if (deterministic > 1) return corrupt("bad deterministic flag");
+  if (into > 1) return corrupt("bad into flag");
   p->deterministic = deterministic != 0;
+  p->into = into != 0;
   if (collective >= kNumCollectives) return corrupt("bad collective");
   p->collective = static_cast<Collective>(collective);
   p->dtype = static_cast<DataType>(dtype);

@@ -9,6 +9,7 @@
 //            | row_count (i64) | send_rows, member_counts (u32 n + n i64 each)
 //            | names_hash (u64) | shapes (u32 n + n i64: ndim, dims... per shape)
 //            | member_row_counts (u32 n + n i64) | deterministic (u8: 0 or 1)
+//            | into (u8: 0 or 1)
 //   response items add: code (i32) | message (u32 length + bytes)
 //   a rank report (kind 3, stall_report.h; item count = names listed) :
 //            idle seconds (f64) | names in flight (u32) | the names listed

@@ -313,6 +313,106 @@ TEST_F(KoloTest, BlockingAllgatherAgreesWithTheAsyncCall) {
   }
 }
 
+// kolo_allgather_into: every rank's rows (m of two int64 each) into the caller's
+// output, blocking and asynchronous, the same as the handle form; nothing past
+// the output written. The largest size in kolo memory, where the peers write
+// into the output themselves (Note [An allgather pushes its block]).
+TEST_F(KoloTest, AllgatherIntoTheCallersOutputAgreesWithTheHandleForm) {
+  for (int64_t m : {int64_t{1}, int64_t{40}, int64_t{1500}, int64_t{40000}}) {
+    const bool mapped = m == 40000;
+    const size_t total = static_cast<size_t>(2 * m * size_);
+    std::vector<int64_t> heap(total + 8);
+    void* shared = nullptr;
+    if (mapped) ASSERT_EQ(kolo_alloc((total + 8) * sizeof(int64_t), &shared), KOLO_OK);
+    int64_t* out = mapped ? static_cast<int64_t*>(shared) : heap.data();
+    std::vector<int64_t> async(total + 8);
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      std::vector<int64_t> in(static_cast<size_t>(2 * m)), want;
+      std::iota(in.begin(), in.end(), int64_t{1000000} * rank_ + repeat);
+      for (int r = 0; r < size_; ++r)
+        for (int64_t j = 0; j < 2 * m; ++j) want.push_back(1000000 * r + repeat + j);
+      std::fill(out, out + total + 8, -1);
+      std::fill(async.begin(), async.end(), -1);
+      const std::string tag = std::to_string(m);
+      ASSERT_EQ(kolo_allgather_into(("into_b" + tag).c_str(), in.data(), out, m, 2, KOLO_INT64),
+                KOLO_OK)
+          << kolo_last_error();
+      kolo_handle_t h = nullptr;
+      ASSERT_EQ(kolo_allgather_into_async(("into_a" + tag).c_str(), in.data(), async.data(), m, 2,
+                                          KOLO_INT64, cpu(), nullptr, &h),
+                KOLO_OK)
+          << kolo_last_error();
+      ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
+      std::vector<int64_t> splits(static_cast<size_t>(size_));
+      ASSERT_EQ(kolo_handle_splits(h, splits.data(), size_), KOLO_OK);
+      EXPECT_EQ(splits, std::vector<int64_t>(static_cast<size_t>(size_), m));
+      const void* data = &h;
+      int64_t bytes = -1;
+      ASSERT_EQ(kolo_handle_output(h, &data, &bytes), KOLO_OK);
+      EXPECT_EQ(bytes, 0);  // the output is the caller's
+      kolo_handle_release(h);
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), out)) << "m " << m << " repeat " << repeat;
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), async.begin())) << "m " << m;
+      for (size_t k = total; k < total + 8; ++k) {
+        ASSERT_EQ(out[k], -1) << "written past the output, m " << m;
+        ASSERT_EQ(async[k], -1) << "written past the output, m " << m;
+      }
+    }
+    if (mapped) {
+      world_barrier();  // no peer writes into it any more
+      EXPECT_EQ(kolo_free(shared), KOLO_OK);
+    }
+  }
+}
+
+// Ranks that give different rows to kolo_allgather_into, or one that calls
+// kolo_allgather for the name the others gather into their outputs: every rank
+// fails with KOLO_ERR_MISMATCH naming the output, nothing written; bad arguments
+// are refused locally.
+TEST_F(KoloTest, AllgatherIntoMismatchesAndBadArguments) {
+  const bool last = rank_ == size_ - 1;
+  std::vector<int32_t> in(6, rank_), out(static_cast<size_t>(6 * size_), -1);
+  EXPECT_EQ(kolo_allgather_into("into_rows", in.data(), out.data(), last ? 2 : 3, 2, KOLO_INT32),
+            KOLO_ERR_MISMATCH);
+  EXPECT_NE(std::string(kolo_last_error()).find("ranks disagree on output"), std::string::npos)
+      << kolo_last_error();
+  kolo_handle_t h = reinterpret_cast<kolo_handle_t>(&in);
+  const kolo_status_t mixed =
+      last ? kolo_allgather("into_mixed", in.data(), 3, 2, KOLO_INT32, &h)
+           : kolo_allgather_into("into_mixed", in.data(), out.data(), 3, 2, KOLO_INT32);
+  EXPECT_EQ(mixed, KOLO_ERR_MISMATCH);
+  EXPECT_NE(std::string(kolo_last_error()).find("kolo's on rank " + std::to_string(size_ - 1)),
+            std::string::npos)
+      << kolo_last_error();
+  if (last) EXPECT_EQ(h, nullptr);
+  EXPECT_EQ(out, std::vector<int32_t>(out.size(), -1));
+  for (int repeat = 0; repeat < 2; ++repeat) {  // the same name, now alike
+    ASSERT_EQ(kolo_allgather_into("into_rows", in.data(), out.data(), 3, 2, KOLO_INT32), KOLO_OK)
+        << kolo_last_error();
+    for (int r = 0; r < size_; ++r) EXPECT_EQ(out[static_cast<size_t>(6 * r + 5)], r);
+  }
+  EXPECT_EQ(kolo_allgather_into("bad", in.data(), nullptr, 3, 2, KOLO_INT32),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kolo_last_error()).find("output is NULL"), std::string::npos)
+      << kolo_last_error();
+  EXPECT_EQ(kolo_allgather_into("bad", out.data() + 1, out.data(), 3, 2, KOLO_INT32),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kolo_last_error()).find("overlap"), std::string::npos)
+      << kolo_last_error();
+  kolo_device_t gpu = cpu();
+  gpu.kind = KOLO_DEVICE_CUDA;
+  // Host memory only: refused as unsupported (without a device transport, as
+  // every CUDA tensor is; with one, as an allgather into the caller's output).
+  EXPECT_EQ(kolo_allgather_into_ex("bad", in.data(), out.data(), 3, 2, KOLO_INT32, gpu, nullptr),
+            KOLO_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(kolo_last_error()).find("CUDA"), std::string::npos) << kolo_last_error();
+  h = reinterpret_cast<kolo_handle_t>(&in);
+  EXPECT_EQ(kolo_allgather_into_async("bad", in.data(), nullptr, 3, 2, KOLO_INT32, cpu(),
+                                      nullptr, &h),
+            KOLO_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(h, nullptr);
+}
+
 // Rank r sends r + d + 1 rows (times m) to rank d, each row one int64 naming
 // source, destination and position; explicit splits and the even split.
 TEST_F(KoloTest, BlockingAlltoallAgreesWithTheAsyncCall) {

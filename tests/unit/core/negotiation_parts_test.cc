@@ -85,6 +85,32 @@ TEST(Validate, ShapesAreComparedInFullAndNamedPerRank) {
   EXPECT_EQ(validate({a, b, std::nullopt}).code, Code::kOk);  // a joined rank has none
 }
 
+// kolo_allgather_into: the rows are part of what ranks agree on, and so is
+// whose output it is; a plain allgather's rows may still differ.
+TEST(Validate, AnAllgatherIntoTheCallersOutputNeedsTheSameRowsEverywhere) {
+  auto gather = [](int64_t rows, bool into) {
+    Request r = req("g", rows * 3);
+    r.params.collective = Collective::kAllgather;
+    r.params.row_count = 3;
+    r.params.into = into;
+    return r;
+  };
+  Response ok = validate({gather(2, true), gather(2, true)});
+  EXPECT_EQ(ok.code, Code::kOk) << ok.message;
+  EXPECT_EQ(ok.rows_per_rank, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(validate({gather(2, false), gather(5, false)}).code, Code::kOk);
+  Response rows = validate({gather(2, true), gather(5, true)});
+  EXPECT_EQ(rows.code, Code::kMismatch);
+  EXPECT_NE(rows.message.find("output: the caller's, for 2 rows from every rank on rank 0"),
+            std::string::npos)
+      << rows.message;
+  EXPECT_NE(rows.message.find("for 5 rows from every rank on rank 1"), std::string::npos)
+      << rows.message;
+  Response mixed = validate({gather(2, true), gather(2, false)});
+  EXPECT_EQ(mixed.code, Code::kMismatch);
+  EXPECT_NE(mixed.message.find("kolo's on rank 1"), std::string::npos) << mixed.message;
+}
+
 TEST(Validate, AllgatherShapesMayDifferInTheirFirstDimensionOnly) {
   auto gather = [](std::vector<int64_t> shapes, int64_t rows, int64_t row_count) {
     Request r = req("g", rows * row_count);

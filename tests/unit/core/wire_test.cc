@@ -23,6 +23,8 @@ std::vector<Request> sample_requests() {
     r.params.send_rows.assign(i, 7 * i);
     r.params.member_counts.assign(i % 3, 5 * i);
     r.params.names_hash = 0x9e3779b97f4a7c15ull * i;
+    r.params.deterministic = i % 2 == 0;
+    r.params.into = i % 3 == 1;
     if (i % 2) r.params.shapes = {2, i, 3};  // [i, 3]
     if (i == 4) r.params.shapes = {0, 1, 7, 3, 2, 0, 5};  // a group: [], [7], [2, 0, 5]
     if (i == 4) r.params.member_row_counts = {1, 7, 5};
