@@ -537,8 +537,15 @@ kolo_status_t kolo_allgather_into_ex(const char* name, const void* input, void* 
 
 kolo_status_t kolo_allgather_into_async(const char* name, const void* input, void* output,
                                         int64_t rows, int64_t row_count, kolo_dtype_t dtype,
-                                        kolo_device_t device, const kolo_options_t* options,
-                                        kolo_handle_t* handle) {
+                                        kolo_device_t device, kolo_handle_t* handle) {
+  return kolo_allgather_into_async_ex(name, input, output, rows, row_count, dtype, device, nullptr,
+                                      handle);
+}
+
+kolo_status_t kolo_allgather_into_async_ex(const char* name, const void* input, void* output,
+                                           int64_t rows, int64_t row_count, kolo_dtype_t dtype,
+                                           kolo_device_t device, const kolo_options_t* options,
+                                           kolo_handle_t* handle) {
   return guarded([&] {
     return submit_named(kolo::Collective::kAllgather, name, dtype, device, options, handle,
                         into_fields(input, output, rows, row_count));

@@ -436,8 +436,8 @@ KOLO_API kolo_status_t kolo_allgather_async_ex(const char* name, const void* inp
  * rows, or that call kolo_allgather for the same name, fail with KOLO_ERR_MISMATCH
  * on every rank, their outputs untouched. Host memory only; the output must not
  * overlap the input. kolo_allgather_into blocks (as kolo_allgather, without a
- * handle); kolo_allgather_into_async returns a handle that has splits but no output
- * of its own. Memory from kolo_alloc lets the node's peers write their rows into it
+ * handle); kolo_allgather_into_async (and _async_ex, with options) returns a handle
+ * that has splits but no output of its own. Memory from kolo_alloc lets the node's peers write their rows into it
  * directly. */
 KOLO_API kolo_status_t kolo_allgather_into(const char* name, const void* input, void* output,
                                            int64_t rows, int64_t row_count, kolo_dtype_t dtype);
@@ -448,8 +448,13 @@ KOLO_API kolo_status_t kolo_allgather_into_ex(const char* name, const void* inpu
 KOLO_API kolo_status_t kolo_allgather_into_async(const char* name, const void* input,
                                                  void* output, int64_t rows, int64_t row_count,
                                                  kolo_dtype_t dtype, kolo_device_t device,
-                                                 const kolo_options_t* options,
                                                  kolo_handle_t* handle);
+KOLO_API kolo_status_t kolo_allgather_into_async_ex(const char* name, const void* input,
+                                                    void* output, int64_t rows,
+                                                    int64_t row_count, kolo_dtype_t dtype,
+                                                    kolo_device_t device,
+                                                    const kolo_options_t* options,
+                                                    kolo_handle_t* handle);
 KOLO_API kolo_status_t kolo_allgather(const char* name, const void* input, int64_t rows,
                                       int64_t row_count, kolo_dtype_t dtype,
                                       kolo_handle_t* handle);

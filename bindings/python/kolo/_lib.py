@@ -145,6 +145,8 @@ _SIGNATURES = {
                   _handle_p]),
     "kolo_allgather_async": (
         _status, [_cstr, _ptr, _i64, _i64, ctypes.c_int, Device, _handle_p]),
+    "kolo_allgather_into_async": (
+        _status, [_cstr, _ptr, _ptr, _i64, _i64, ctypes.c_int, Device, _handle_p]),
     "kolo_broadcast_async": (
         _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, Device, _handle_p]),
     "kolo_alltoall_async": (
@@ -169,6 +171,8 @@ _SIGNATURES = {
                   _opts_p, _handle_p]),
     "kolo_allgather_async_ex": (
         _status, [_cstr, _ptr, _i64, _i64, ctypes.c_int, Device, _opts_p, _handle_p]),
+    "kolo_allgather_into_async_ex": (
+        _status, [_cstr, _ptr, _ptr, _i64, _i64, ctypes.c_int, Device, _opts_p, _handle_p]),
     "kolo_broadcast_async_ex": (
         _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, Device, _opts_p,
                   _handle_p]),

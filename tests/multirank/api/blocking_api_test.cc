@@ -339,7 +339,7 @@ TEST_F(KoloTest, AllgatherIntoTheCallersOutputAgreesWithTheHandleForm) {
           << kolo_last_error();
       kolo_handle_t h = nullptr;
       ASSERT_EQ(kolo_allgather_into_async(("into_a" + tag).c_str(), in.data(), async.data(), m, 2,
-                                          KOLO_INT64, cpu(), nullptr, &h),
+                                          KOLO_INT64, cpu(), &h),
                 KOLO_OK)
           << kolo_last_error();
       ASSERT_EQ(wait_or_abort(h), KOLO_OK) << kolo_handle_message(h);
@@ -407,8 +407,8 @@ TEST_F(KoloTest, AllgatherIntoMismatchesAndBadArguments) {
             KOLO_ERR_UNSUPPORTED);
   EXPECT_NE(std::string(kolo_last_error()).find("CUDA"), std::string::npos) << kolo_last_error();
   h = reinterpret_cast<kolo_handle_t>(&in);
-  EXPECT_EQ(kolo_allgather_into_async("bad", in.data(), nullptr, 3, 2, KOLO_INT32, cpu(),
-                                      nullptr, &h),
+  EXPECT_EQ(kolo_allgather_into_async_ex("bad", in.data(), nullptr, 3, 2, KOLO_INT32, cpu(),
+                                         nullptr, &h),
             KOLO_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(h, nullptr);
 }

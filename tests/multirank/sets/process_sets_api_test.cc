@@ -165,8 +165,9 @@ TEST_F(ProcessSets, EveryCollectiveInASet) {
 }
 
 // The blocking forms in a set, three times each (the repeats are cached and go
-// alone in the set's own runtime): a broadcast's root is a global rank, and a rank
-// outside the set is refused at once, with no handle.
+// alone in the set's own runtime): a broadcast's root is a global rank, an
+// allgather into the caller's output holds the set's rows, and a rank outside the
+// set is refused at once, with no handle.
 TEST_F(ProcessSets, BlockingCollectivesInASet) {
   const kolo_options_t o = in(even_);  // {0, 2}
   if (rank_ != 0 && rank_ != 2) {
@@ -205,6 +206,13 @@ TEST_F(ProcessSets, BlockingCollectivesInASet) {
                                    static_cast<const int32_t*>(data) + bytes / 4),
               (std::vector<int32_t>{repeat, 20 + repeat}));
     kolo_handle_release(h);
+    // Into the caller's output: the set's two ranks' rows, not the world's.
+    std::vector<int32_t> into(5, -1);
+    const int32_t pair[2] = {rank_, repeat};
+    ASSERT_EQ(kolo_allgather_into_ex("bi", pair, into.data(), 1, 2, KOLO_INT32, cpu(), &o),
+              KOLO_OK)
+        << kolo_last_error();
+    EXPECT_EQ(into, (std::vector<int32_t>{0, repeat, 2, repeat, -1}));
     std::vector<int32_t> send = {100 * rank_, 100 * rank_ + 1};
     ASSERT_EQ(kolo_alltoall_ex("ba", send.data(), 2, 1, nullptr, KOLO_INT32, cpu(), &o, &h),
               KOLO_OK)

@@ -49,6 +49,17 @@ def allgather(src, name, ps, nranks):
                         [_core.rows_shape(src.shape)], ps)
 
 
+def allgather_into(src, out, name, ps):
+    """Every rank's src (one row each, the same shape on every rank) into out, in
+    set-rank order, with no copy out of kolo (kolo_allgather_into_async). Result: out."""
+    what = "allgather %r" % name
+    dtype, device = _check_tensor(src, what)
+    rows, row_count = _rows(src)
+    args = (name.encode(), src.data_ptr(), out.data_ptr(), rows, row_count, dtype, device)
+    return _core.submit("kolo_allgather_into_async", args, (src, out), lambda ptr: out, what,
+                        [_core.rows_shape(src.shape)], ps)
+
+
 def grouped_allgather(srcs, name, ps, nranks):
     """One allgather per member, negotiated as one unit. Result: a list of tensors."""
     what = "grouped allgather %r" % name

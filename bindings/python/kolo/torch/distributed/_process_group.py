@@ -20,7 +20,10 @@ Which kolo call serves each c10d call (_kolo_calls.py; "set": the group's set):
   reduce                              kolo_grouped_allreduce_async_ex (a group of
                                       one) into a scratch tensor; the root copies
   broadcast                           kolo_broadcast_async_ex, root as a global rank
-  allgather, _allgather_base          kolo_allgather_async_ex, one row a rank
+  allgather, _allgather_base          kolo_allgather_async_ex, one row a rank;
+                                      _allgather_base of host tensors into a
+                                      contiguous output of their dtype:
+                                      kolo_allgather_into_async_ex
   allgather_coalesced, gather         kolo_grouped_allgather_async (gather: the
                                       root copies the rows out)
   reduce_scatter, _reduce_scatter_base  SUM/AVG: kolo_reducescatter_async_ex of
@@ -300,6 +303,11 @@ class ProcessGroupKolo(ProcessGroup):
             if output.numel() != input.numel() * self.size():
                 raise ValueError("the output has %d elements, not size %d times the input's %d"
                                  % (output.numel(), self.size(), input.numel()))
+            if (input.numel() and input.device.type == "cpu" and output.is_contiguous()
+                    and output.dtype == input.dtype and output.device == input.device):
+                # Straight into the output (kolo_allgather_into_async).
+                h = calls.allgather_into(_one_row(input), output, name, self._ps)
+                return [h], lambda: [h.wait()]
             h = self._gather_rows(input, name)
             return [h], lambda: [output.copy_(h.wait()[0].reshape(output.shape))]
         return self._start("all_gather_into_tensor", [output, input], start)
