@@ -70,9 +70,9 @@ CollectiveCase::CollectiveCase(MPI_Comm comm, const PerfOptions& options, int64_
   MPI_Comm_size(comm, &world_size_);
   const Collective c = options.collective;
   const CollectiveShape most = collective_shape(c, max_bytes, elem_, world_size_);
-  // With --blocking the allgather writes into output_ (kolo_allgather_into_ex).
+  // With --into the allgather writes into output_ (kolo_allgather_into).
   const bool kolo_owns_output =
-      (c == Collective::kAllgather && !options.blocking) || c == Collective::kAlltoall;
+      (c == Collective::kAllgather && !options.into) || c == Collective::kAlltoall;
   input_ = Buffer(static_cast<size_t>(most.input) * elem_, options.kolo_memory);
   if (!kolo_owns_output)
     output_ = Buffer(static_cast<size_t>(most.output) * elem_, options.kolo_memory);
@@ -170,7 +170,8 @@ double CollectiveCase::run_kolo(const std::string& name, int64_t* wrong) {
                      output_.data(), s.count, dtype, options_.op);
       break;
     case Collective::kAllgather:
-      handle = kolo_allgather(comm_, name, input_.data(), s.count, dtype, output_.data());
+      handle = kolo_allgather(comm_, name, input_.data(), s.count, dtype,
+                              options_.into ? output_.data() : nullptr);
       break;
     case Collective::kBroadcast:
       kolo_broadcast(comm_, name, output_.data(), s.count, dtype, kRoot);

@@ -126,11 +126,26 @@ const char* handle_output(const CompletedHandle& handle, int64_t* bytes) {
 CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const void* in,
                                int64_t count_per_rank, DataType dtype, void* into) {
   kolo_handle_t handle = nullptr;
-  if (g_blocking) {
+  if (into != nullptr && g_blocking) {
     check_blocking(comm, "kolo_allgather_into_ex",
                    ::kolo_allgather_into_ex(name.c_str(), in, into, count_per_rank, 1,
                                             static_cast<kolo_dtype_t>(dtype), kCpu, &g_options));
     return CompletedHandle();
+  }
+  if (into != nullptr) {
+    breakdown_call_started();
+    const kolo_status_t status = ::kolo_allgather_into_async_ex(
+        name.c_str(), in, into, count_per_rank, 1, static_cast<kolo_dtype_t>(dtype), kCpu,
+        &g_options, &handle);
+    finish(comm, "kolo_allgather_into_async_ex", status, handle);
+    return CompletedHandle();
+  }
+  if (g_blocking) {
+    check_blocking(comm, "kolo_allgather_ex",
+                   ::kolo_allgather_ex(name.c_str(), in, count_per_rank, 1,
+                                       static_cast<kolo_dtype_t>(dtype), kCpu, &g_options,
+                                       &handle));
+    return CompletedHandle(handle);
   }
   breakdown_call_started();
   kolo_status_t status =

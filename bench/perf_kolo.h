@@ -59,8 +59,9 @@ const char* handle_output(const CompletedHandle& handle, int64_t* bytes);
 // The other collectives, each submit + wait, aborting the job on failure as
 // kolo_allreduce does. count_per_rank is what each rank contributes (allgather),
 // sends to each peer (alltoall) or receives (reducescatter); rows of one element.
-// With --blocking the allgather writes into `into` (kolo_allgather_into_ex, as
-// MPI_Allgather does) and returns no handle.
+// With `into` (--into) the allgather writes there (kolo_allgather_into_ex, or
+// kolo_allgather_into_async_ex and kolo_wait; as MPI_Allgather does) and returns
+// no handle; null: into the handle's output.
 CompletedHandle kolo_allgather(MPI_Comm comm, const std::string& name, const void* in,
                                int64_t count_per_rank, DataType dtype, void* into);
 CompletedHandle kolo_alltoall(MPI_Comm comm, const std::string& name, const void* in,

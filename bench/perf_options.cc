@@ -281,6 +281,10 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
       o.blocking = true;
       continue;
     }
+    if (arg == "--into") {
+      o.into = true;
+      continue;
+    }
     if (arg == "--autotune") {
       o.autotune = true;
       continue;
@@ -314,6 +318,10 @@ bool parse_perf_options(int argc, char** argv, PerfOptions* options, std::string
   if (o.in_place &&
       (o.collective != Collective::kAllreduce || uses_device(o) || o.with_deterministic)) {
     *error = "--in-place: host allreduces only (the sweep or -m; no -t nccl, no --with-deterministic)";
+    return false;
+  }
+  if (o.into && (o.collective != Collective::kAllgather || !o.model.empty() || o.tensors > 1)) {
+    *error = "--into: the allgather sweep of one tensor at a time only";
     return false;
   }
   if (o.blocking && (!o.model.empty() || o.breakdown || o.tensors > 1)) {
@@ -371,6 +379,9 @@ const char* perf_usage() {
          "      --blocking           the sweep's kolo calls are the blocking ones\n"
          "                           (kolo_allreduce_ex, kolo_allgather_ex, ...) instead of\n"
          "                           the asynchronous call and kolo_wait\n"
+         "      --into               allgather sweep: kolo gathers into a persistent buffer\n"
+         "                           (kolo_allgather_into[_async_ex]), as MPI does, instead\n"
+         "                           of the output kolo hands in the handle\n"
          "      --memory kolo        the sweep's kolo buffers (-m: both arenas) from kolo_alloc\n"
          "                           (peers on a node read them in place); default heap\n"
          "      --csv FILE           also write the rows as CSV\n"

@@ -48,6 +48,7 @@ struct PerfOptions {
   std::string csv_path;  // empty: no CSV
   bool kolo_memory = false;  // --memory kolo: the buffers from kolo_alloc
   bool blocking = false;     // --blocking: the blocking calls instead of async + wait
+  bool into = false;         // --into: the allgather into a persistent buffer (kolo_allgather_into)
   bool in_place = false;     // --in-place: the allreduce's output is its input
   std::string timeline_path;  // empty: no timeline of a model step
   std::vector<int> process_set;  // empty: the global set

@@ -142,9 +142,9 @@ void print_header(const PerfOptions& o, int world_size, const CudaDevice* device
         "waited for; ref: %d blocking MPI calls; algbw and busbw count all %d\n",
         o.tensors, o.tensors, o.tensors, o.tensors);
   }
-  if (o.blocking && o.collective == Collective::kAllgather) {
+  if (o.into) {
     std::printf(
-        "#  kolo's allgather writes into a persistent buffer (kolo_allgather_into_ex), as "
+        "#  kolo's allgather writes into a persistent buffer (kolo_allgather_into), as "
         "the MPI reference does\n");
   } else if (o.collective == Collective::kAllgather || o.collective == Collective::kAlltoall) {
     std::printf(

@@ -3,7 +3,7 @@
 
 Usage:
   tools/perf_collectives.py run OUTDIR [--runs N] [--build DIR] [--np N] [--collectives ...]
-                                      [--memory kolo] [--in-place] [--blocking]
+                                      [--memory kolo] [--in-place] [--blocking] [--into]
   tools/perf_collectives.py report OUTDIR [--plots DIR] > table.md
 
 `run` calls, for each run and each collective (allreduce first, then allgather,
@@ -13,7 +13,8 @@ broadcast, alltoall, reducescatter), one
       -b B -e 256M -f 4 -r mpi --csv OUTDIR/X.RUN.csv
 
 (B is 8 for allreduce, 4K for the others, as issue #15's targets; --memory kolo and
---blocking are passed on, --in-place to the allreduce only), so each row's
+--blocking are passed on, --in-place to the allreduce only, --into to the allgather
+only), so each row's
 speedup (MPI time / kolo time) comes from kolo and MPI interleaved in one process
 pair. Runs go round-robin over the collectives so that a change of the VM's phase
 touches every collective alike; the load average before each sweep goes to
@@ -68,6 +69,8 @@ def run(args):
                 cmd.append("--in-place")
             if args.blocking:
                 cmd.append("--blocking")
+            if args.into and c == "allgather":
+                cmd.append("--into")
             with open("/proc/loadavg") as f:
                 load = " ".join(f.read().split()[:3])
             with open(os.path.join(args.outdir, "uptime.txt"), "a") as f:
@@ -197,6 +200,9 @@ def main():
     r.add_argument("--blocking", action="store_true",
                    help="kolo's blocking calls (kolo_allreduce, kolo_allgather, ...), "
                         "as MPI's are")
+    r.add_argument("--into", action="store_true",
+                   help="the allgather into a persistent buffer (kolo_allgather_into), "
+                        "as MPI's")
     p = sub.add_parser("report", help="print the table, draw the plots")
     p.add_argument("outdir")
     p.add_argument("--plots", help="directory for one PNG per collective")
