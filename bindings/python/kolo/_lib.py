@@ -166,6 +166,25 @@ _SIGNATURES = {
     "kolo_allreduce_ex": (
         _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device,
                   _opts_p]),
+    "kolo_allgather": (_status, [_cstr, _ptr, _i64, _i64, ctypes.c_int, _handle_p]),
+    "kolo_allgather_ex": (
+        _status, [_cstr, _ptr, _i64, _i64, ctypes.c_int, Device, _opts_p, _handle_p]),
+    "kolo_allgather_into": (_status, [_cstr, _ptr, _ptr, _i64, _i64, ctypes.c_int]),
+    "kolo_allgather_into_ex": (
+        _status, [_cstr, _ptr, _ptr, _i64, _i64, ctypes.c_int, Device, _opts_p]),
+    "kolo_broadcast": (_status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int]),
+    "kolo_broadcast_ex": (
+        _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, Device, _opts_p]),
+    "kolo_alltoall": (
+        _status, [_cstr, _ptr, _i64, _i64, _c_int64_p, ctypes.c_int, _handle_p]),
+    "kolo_alltoall_ex": (
+        _status, [_cstr, _ptr, _i64, _i64, _c_int64_p, ctypes.c_int, Device, _opts_p,
+                  _handle_p]),
+    "kolo_reducescatter": (
+        _status, [_cstr, _ptr, _ptr, _i64, _i64, ctypes.c_int, ctypes.c_int]),
+    "kolo_reducescatter_ex": (
+        _status, [_cstr, _ptr, _ptr, _i64, _i64, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device,
+                  _opts_p]),
     "kolo_allreduce_async_ex": (
         _status, [_cstr, _ptr, _ptr, _i64, ctypes.c_int, ctypes.c_int, _dbl, _dbl, Device,
                   _opts_p, _handle_p]),
