@@ -200,6 +200,17 @@ TEST_F(KoloTest, BlockingAndAsyncCallsFromSeveralThreads) {
   EXPECT_EQ(failures[2], 0);
 }
 
+// The last rank's side of a peer that says more (below): with both handles
+// submitted, it lets its coordinator run a cycle saying both, meets the others,
+// and waits for `a`, then `b`.
+void meet_then_wait(kolo_handle_t a, const std::string& a_name, kolo_handle_t b,
+                    const std::string& b_name) {
+  usleep(20 * 1000);  // its coordinator has run a cycle saying both by now
+  world_barrier();
+  ASSERT_EQ(wait_or_abort(a, a_name), KOLO_OK) << kolo_handle_message(a);
+  ASSERT_EQ(wait_or_abort(b, b_name), KOLO_OK) << kolo_handle_message(b);
+}
+
 // Note [A call alone] (src/core/coordinator.h): a blocking call of a cached name
 // with nothing else on its rank completes from the carried parts right after
 // the AND when every rank's vector says the same. Here the last rank has two
@@ -234,10 +245,7 @@ TEST_F(KoloTest, ACallAloneAndAPeerThatSaysMore) {
         ASSERT_EQ(kolo_allreduce_async(y.c_str(), b.data(), b.data(), count, KOLO_INT32,
                                        KOLO_OP_SUM, 1, 1, cpu(), &hy),
                   KOLO_OK);
-        usleep(20 * 1000);  // its coordinator has run a cycle saying both by now
-        world_barrier();
-        ASSERT_EQ(wait_or_abort(hy, y), KOLO_OK) << kolo_handle_message(hy);
-        ASSERT_EQ(wait_or_abort(hx, x), KOLO_OK) << kolo_handle_message(hx);
+        ASSERT_NO_FATAL_FAILURE(meet_then_wait(hy, y, hx, x));
         kolo_handle_release(hx);
         kolo_handle_release(hy);
       } else {
@@ -280,6 +288,18 @@ Gathered take(kolo_handle_t h, int size) {
   return g;
 }
 
+// A blocking call's completed handle and an asynchronous one's (waited for here):
+// each the rows and splits `want` says.
+void expect_gathered(kolo_handle_t blocked, kolo_handle_t async, const Gathered& want, int size,
+                     const std::string& what) {
+  ASSERT_EQ(wait_or_abort(async), KOLO_OK) << kolo_handle_message(async);
+  const Gathered b = take(blocked, size), a = take(async, size);
+  EXPECT_EQ(b.values, want.values) << what;
+  EXPECT_EQ(b.splits, want.splits) << what;
+  EXPECT_EQ(a.values, b.values) << what;
+  EXPECT_EQ(a.splits, b.splits) << what;
+}
+
 // Each rank contributes rank + 1 rows (times m) of two int64; the gathered rows
 // in rank order and the splits, through the blocking and the asynchronous call.
 TEST_F(KoloTest, BlockingAllgatherAgreesWithTheAsyncCall) {
@@ -303,12 +323,7 @@ TEST_F(KoloTest, BlockingAllgatherAgreesWithTheAsyncCall) {
       ASSERT_EQ(kolo_allgather_async(("gather_a" + tag).c_str(), in.data(), rows, 2, KOLO_INT64,
                                      cpu(), &async),
                 KOLO_OK);
-      ASSERT_EQ(wait_or_abort(async), KOLO_OK) << kolo_handle_message(async);
-      const Gathered b = take(blocked, size_), a = take(async, size_);
-      EXPECT_EQ(b.values, want.values) << "m " << m << " repeat " << repeat;
-      EXPECT_EQ(b.splits, want.splits) << "m " << m << " repeat " << repeat;
-      EXPECT_EQ(a.values, b.values);
-      EXPECT_EQ(a.splits, b.splits);
+      expect_gathered(blocked, async, want, size_, "m " + tag + " repeat " + std::to_string(repeat));
     }
   }
 }
@@ -440,11 +455,7 @@ TEST_F(KoloTest, BlockingAlltoallAgreesWithTheAsyncCall) {
       ASSERT_EQ(kolo_alltoall_async(("a2a_a" + tag).c_str(), in.data(), rows, 1, send.data(),
                                     KOLO_INT64, cpu(), &async),
                 KOLO_OK);
-      ASSERT_EQ(wait_or_abort(async), KOLO_OK) << kolo_handle_message(async);
-      const Gathered b = take(blocked, size_), a = take(async, size_);
-      EXPECT_EQ(b.values, want.values) << "m " << m << " repeat " << repeat;
-      EXPECT_EQ(b.splits, want.splits) << "m " << m << " repeat " << repeat;
-      EXPECT_EQ(a.values, b.values);
+      expect_gathered(blocked, async, want, size_, "m " + tag + " repeat " + std::to_string(repeat));
       // The even split: size_ * m rows, m to each rank.
       std::vector<int64_t> even(static_cast<size_t>(size_ * m));
       for (size_t j = 0; j < even.size(); ++j) even[j] = 1000 * rank_ + static_cast<int64_t>(j);
@@ -633,10 +644,7 @@ TEST_F(KoloTest, BlockingCollectivesAloneAndAPeerThatSaysMore) {
                   KOLO_OK);
         ASSERT_EQ(kolo_allgather_async(g.c_str(), in.data(), count, 1, KOLO_INT32, cpu(), &hg),
                   KOLO_OK);
-        usleep(20 * 1000);  // its coordinator has run a cycle saying both by now
-        world_barrier();
-        ASSERT_EQ(wait_or_abort(hg, g), KOLO_OK) << kolo_handle_message(hg);
-        ASSERT_EQ(wait_or_abort(hb, b), KOLO_OK) << kolo_handle_message(hb);
+        ASSERT_NO_FATAL_FAILURE(meet_then_wait(hg, g, hb, b));
         kolo_handle_release(hb);
         read(hg);
       }
