@@ -184,15 +184,14 @@ Status Negotiator::negotiate(bool shutdown, Clock::time_point now, std::vector<R
   // Note [Data rides with the AND]: only what the fast path alone decides.
   bool packed = false;
   if (packer_ && carried != nullptr && !need_slow && !shutdown && invalid_.empty() && !joined_ &&
-      !report_due_ && (rank_ != 0 || announcement_.empty()) && !waiting_.empty()) {
+      !report_due_ && (rank_ != 0 || announcement_.empty()) && !waiting_.empty() &&
+      control_.carry_capacity(bits.size()) > 0) {
     ahead_.clear();
     for (const auto& [bit, w] : waiting_) ahead_.push_back(&cache_.at(bit));
     const bool in_line = ahead_.size() == 1 && rides_in_line(ahead_[0]->params, bits.size());
-    const size_t capacity = control_.carry_capacity(bits.size(), in_line);
-    if (capacity > 0) {
-      packed = packer_(ahead_, control_.carry_slot(bits.size(), in_line), capacity);
-      if (packed) bits[0] &= ~(in_line ? kFlagCarried | kFlagCarriedInLine : kFlagCarried);
-    }
+    packed = packer_(ahead_, control_.carry_slot(bits.size(), in_line),
+                     control_.carry_capacity(bits.size(), in_line));
+    if (packed) bits[0] &= ~(in_line ? kFlagCarried | kFlagCarriedInLine : kFlagCarried);
   }
   KOLO_RETURN_IF_ERROR(control_.ring_and(cycle_, &bits));
   if (packed) *carried = control_.unanimous();
@@ -203,8 +202,9 @@ bool Negotiator::rides_in_line(const TensorParams& params, size_t words) const {
   // An allreduce's part is its tensor, the same size on every rank; a cycle
   // with it alone waiting packs the same bytes as a call alone, so both ask for
   // the same slot.
-  return params.collective == Collective::kAllreduce &&
-         params.bytes() <= control_.carry_capacity(words, /*in_line=*/true);
+  if (params.collective != Collective::kAllreduce) return false;
+  const size_t room = control_.carry_capacity(words, /*in_line=*/true);
+  return room > 0 && params.bytes() <= room;
 }
 
 bool Negotiator::alone(const Request& request, uint32_t* bit) const {
