@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -130,6 +131,17 @@ inline kolo_status_t allreduce(const std::string& name, const void* in, void* ou
   if (message) *message = kolo_handle_message(h);
   kolo_handle_release(h);
   return s;
+}
+
+// The last rank's side of a peer that says more (blocking_api_test,
+// blocking_collectives_api_test): with both handles submitted, it lets its
+// coordinator run a cycle saying both, meets the others, and waits for `a`, then `b`.
+inline void meet_then_wait(kolo_handle_t a, const std::string& a_name, kolo_handle_t b,
+                           const std::string& b_name) {
+  usleep(20 * 1000);  // its coordinator has run a cycle saying both by now
+  world_barrier();
+  ASSERT_EQ(wait_or_abort(a, a_name), KOLO_OK) << kolo_handle_message(a);
+  ASSERT_EQ(wait_or_abort(b, b_name), KOLO_OK) << kolo_handle_message(b);
 }
 
 }  // namespace kolo_test
