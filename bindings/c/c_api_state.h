@@ -20,8 +20,9 @@ kolo_status_t invalid(const std::string& message);
 
 }  // namespace kolo::c_api
 
-// What a kolo_handle_t points to (c_api.cc makes them, c_api_handles.cc reads and
-// releases them): the user's share of the operation's state.
+// What a kolo_handle_t points to (c_api_collectives.cc makes them,
+// c_api_handles.cc reads and releases them): the user's share of the
+// operation's state.
 struct kolo_handle {
   std::shared_ptr<kolo::core::HandleState> state;
 };

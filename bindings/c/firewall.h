@@ -3,7 +3,7 @@
 // kolo_last_error(). Even entry points that cannot throw today go through it, so
 // that a change behind them cannot break kolo.h's promise.
 //
-// Callers: the extern "C" functions in c_api.cc and build_info.cc, on any user
+// Callers: the extern "C" functions in c_api*.cc and build_info.cc, on any user
 // thread. The last error is thread-local: each thread sees the message of its own
 // last failed call.
 #pragma once
