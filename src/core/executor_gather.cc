@@ -81,6 +81,7 @@ Status GatherFamily::start_allgather(TensorEntry& entry, const Response& respons
   KOLO_RETURN_IF_ERROR(
       output_for(entry, response, static_cast<size_t>(total) * dtype_size(p.dtype), &out));
   view.output = out;
+  view.callers_output = p.into;
   if (total == 0) return Status::OK();
   return context_.start_on_transport(Collective::kAllgather, view, work);
 }

@@ -163,6 +163,10 @@ struct CollectiveView {
   // know it (the executor does: the negotiation hands every rank the matrix).
   // Only the choice of transport reads it.
   int64_t alltoall_total = -1;
+  // kAllgather: the output is the caller's own buffer (kolo_allgather_into), not
+  // one kolo allocated for the call, so it may lie dirty in this core's cache. A
+  // hint for how to write it, never a change in what is written.
+  bool callers_output = false;
   // kReducescatter: applied in full by the transport, as a bucket's is (host
   // transports through scaled_reducescatter() in transport/reduction.h).
   Reduction reduction;

@@ -275,6 +275,8 @@ Status ShmCollectives::run(Collective op, const CollectiveView& view) {
   }
   c.stream = op == Collective::kBroadcast
                  ? c.bytes(view.count) >= options_.broadcast_stream_output_min_bytes
+             : view.callers_output
+                 ? out_bytes >= options_.callers_stream_output_min_bytes
                  : op != Collective::kReducescatter && out_bytes >= options_.stream_output_min_bytes;
   streamed_last_output_ = c.stream;
   // The first round's slot, written before the headers are read: by this rank's
@@ -428,6 +430,14 @@ void ShmCollectives::post_own(const Call& c, char* slot, const char* src, char* 
 // and reads its output, which moves where streaming starts to pay
 // (docs/perf/shm-collectives.md, "Streaming the output"). Reducescatter's output
 // is written by the reduction and is not streamed.
+// An output the caller hands in (a broadcast's; an allgather into the caller's
+// buffer, CollectiveView::callers_output) may lie dirty in this core's cache,
+// where kolo's own outputs come back cold from the pool. A streaming store to
+// a cached line first evicts it, so such an output streams only once it is too
+// large to stay cached: an allgather into a buffer written just before the call
+// took 633-669 us at 4 MiB streamed against 399-418 with plain stores, 1930-2022
+// against 1620-1764 at 16 MiB, but 3651-4165 against 4741-4996 at 32 MiB
+// (docs/perf/kolo-memory.md, "2026-11-29: an allgather into a cached output").
 
 // Step 1 of round k of the call: this rank's part into its slot.
 void ShmCollectives::post(const Call& c, int64_t k) {

@@ -110,6 +110,7 @@ inline ShmCollectives::Options with(size_t stream_output_from, ShmCollectives::S
   o.one_pass_min_bytes = SIZE_MAX;
   o.stream_output_min_bytes = stream_output_from;
   o.broadcast_stream_output_min_bytes = stream_output_from;
+  o.callers_stream_output_min_bytes = stream_output_from;
   o.slot_stores = slots;
   o.single_copy_min_bytes = single_copy_from;
   return o;
@@ -141,7 +142,7 @@ inline int64_t rows(int r, int64_t base) { return (r % 3 == 1) ? 0 : base * (r +
 
 template <typename T>
 void check_allgather(ShmCollectives& e, int64_t base, bool in_place,
-                     Memory where = Memory::kHeap) {
+                     Memory where = Memory::kHeap, bool callers_output = false) {
   SCOPED_TRACE("allgather base " + std::to_string(base) + (in_place ? " in place" : ""));
   std::vector<int64_t> counts;
   int64_t total = 0, mine_at = 0;
@@ -158,6 +159,7 @@ void check_allgather(ShmCollectives& e, int64_t base, bool in_place,
   if (in_place) std::copy(in.begin(), in.end(), out.begin() + mine_at);
   CollectiveView v = view_of<T>(in_place ? out.data() + mine_at : in.data(), out.data());
   v.recv_counts = counts;
+  v.callers_output = callers_output;
   expect_exact(e, Collective::kAllgather, v, out.data(), want);
 }
 

@@ -262,8 +262,9 @@ TEST(ShmCollectives, FarLargeBroadcastsRunInPieces) {
 
 // Note [Streaming the output]: broadcasts of 16 MiB or more stream their output
 // on every rank (the root's too, when its input is elsewhere), allgathers and
-// alltoalls whose output has 4 MiB or more likewise; smaller ones and
-// reducescatters do not. Exact either way.
+// alltoalls whose output has 4 MiB or more likewise, and allgathers into the
+// caller's output from 32 MiB; smaller ones and reducescatters do not. Exact
+// either way.
 TEST(ShmCollectives, LargeOutputsAreStreamed) {
   std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
   EXPECT_EQ(ShmCollectives::kBroadcastStreamOutputMinBytes, size_t{16} << 20);
@@ -285,6 +286,20 @@ TEST(ShmCollectives, LargeOutputsAreStreamed) {
   EXPECT_FALSE(e->streamed_last_output()) << "allgather of under 4 MiB";
   check_reducescatter<float>(*e, floats, ReduceOp::kSum, false);
   EXPECT_FALSE(e->streamed_last_output()) << "reducescatter";
+  // The caller's output: not between 4 and 32 MiB (4 ranks gather 8 times the
+  // base, 3 ranks 4 times, 2 ranks once), as the engine's own option says.
+  EXPECT_EQ(ShmCollectives::kCallersStreamOutputMinBytes, size_t{32} << 20);
+  const int64_t callers_base = size() == 4 ? floats / 2 : floats;
+  check_allgather<float>(*e, callers_base, false, Memory::kHeap, true);
+  EXPECT_FALSE(e->streamed_last_output()) << "allgather of 4-16 MiB into the caller's output";
+  ShmCollectives::Options callers;
+  callers.callers_stream_output_min_bytes = size_t{4} << 20;
+  std::unique_ptr<ShmCollectives> from_4m = engine(ShmCollectives::kDefaultSlotBytes, callers);
+  ASSERT_NE(from_4m, nullptr);
+  check_allgather<float>(*from_4m, callers_base, false, Memory::kHeap, true);
+  EXPECT_TRUE(from_4m->streamed_last_output()) << "the caller's output of 4-16 MiB, from 4 MiB";
+  check_allgather<float>(*from_4m, floats / 16, false, Memory::kHeap, true);
+  EXPECT_FALSE(from_4m->streamed_last_output()) << "the caller's output under 4 MiB";
 }
 
 // Reducescatter applies the whole Reduction: prescale, postscale, integer division.

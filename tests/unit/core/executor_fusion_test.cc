@@ -39,9 +39,11 @@ class Counting : public transport::Transport {
   std::unique_ptr<transport::Work> collective(Collective op,
                                               const transport::CollectiveView& v) override {
     ++(op == Collective::kAllgather ? allgathers : broadcasts);
+    if (v.callers_output) ++callers_outputs;
     return inner_->collective(op, v);
   }
   int allreduces = 0, allgathers = 0, broadcasts = 0;
+  int callers_outputs = 0;  // views whose output is the caller's buffer
 
  private:
   transport::Transport* inner_;
@@ -233,6 +235,46 @@ TEST(ExecutorFusion, ThresholdAndLargeTensorCutOffBoundTheBuckets) {
     run_cycle(r, rank, 4, 4);
     EXPECT_GT(r.counting.allgathers, kNumDataTypes);
   });
+}
+
+// An allgather into the caller's output tells the transport so (a hint for how
+// to write it: Note [Streaming the output] in transports/shm/collectives.cc),
+// and gathers there; one into kolo's output does not.
+TEST(ExecutorFusion, AnAllgatherIntoTheCallersOutputTellsTheTransport) {
+  for (bool into : {false, true}) {
+    SCOPED_TRACE(into ? "into the caller's output" : "into kolo's output");
+    run_ranks(2, 0, 1, [&](int rank, Rank& r) {
+      Response g;
+      g.name = "g";
+      g.params.collective = Collective::kAllgather;
+      g.params.dtype = DataType::kInt32;
+      g.params.row_count = 2;
+      g.params.count = 6;
+      g.params.into = into;
+      g.rows_per_rank = {3, 3};
+      std::vector<int32_t> in(6), out(12, -1);
+      for (int j = 0; j < 6; ++j) in[j] = 10 * rank + j;
+      TensorEntry e;
+      e.request.name = g.name;
+      e.request.params = g.params;
+      e.input = in.data();
+      e.output = into ? out.data() : nullptr;
+      e.device = Device{DeviceKind::kCpu, 0, nullptr};
+      e.handle = std::make_shared<HandleState>();
+      std::shared_ptr<HandleState> handle = e.handle;
+      Pending pending;
+      pending.emplace(g.name, std::move(e));
+      r.executor.execute({g}, &pending);
+      ASSERT_TRUE(handle->done());
+      ASSERT_EQ(handle->code(), Code::kOk) << handle->message();
+      const int32_t* got =
+          into ? out.data() : reinterpret_cast<const int32_t*>(handle->output.data());
+      for (int s = 0; s < 2; ++s)
+        for (int j = 0; j < 6; ++j) EXPECT_EQ(got[6 * s + j], 10 * s + j) << s << " " << j;
+      EXPECT_EQ(r.counting.allgathers, 1);
+      EXPECT_EQ(r.counting.callers_outputs, into ? 1 : 0);
+    });
+  }
 }
 
 // A grouped allgather below the threshold is one allgather, members unpacked in
