@@ -107,6 +107,39 @@ def test_all_gather_and_into_tensor(pgs):
         assert torch.equal(outs[r][1], torch.full((1, 3), -1.0 * r))
 
 
+def test_all_gather_into_outputs_of_every_kind(pgs):
+    """all_gather copies each rank's row straight from kolo's output into the
+    caller's tensors: strided ones, big ones (kolo memory), none at all; those of
+    another dtype (which torch.distributed refuses, the process group called
+    directly converts) the long way; outputs of the wrong size are an error."""
+    n = dist.get_world_size()
+    big = torch.zeros(3, 2 * n)
+    strided = [big[:, 2 * r] for r in range(n)]  # columns of a row-major tensor
+    dist.all_gather(strided, torch.full((3,), 1.0 + dist.get_rank()))
+    for r in range(n):
+        assert torch.equal(big[:, 2 * r], torch.full((3,), 1.0 + r))
+        assert torch.equal(big[:, 2 * r + 1], torch.zeros(3))
+    rows = 5 << 20  # 20 MiB a rank of float32: kolo's output from kolo memory
+    outs = [torch.empty(rows) for _ in range(n)]
+    dist.all_gather(outs, torch.arange(rows, dtype=torch.float32) + dist.get_rank())
+    for r in range(n):
+        assert outs[r][0].item() == r and outs[r][-1].item() == rows - 1 + r
+    wide = [torch.zeros(2, 3, dtype=torch.float64) for _ in range(n)]
+    pgs[0].allgather([wide], [rank_tensor()]).wait()
+    k, g = both(pgs, lambda grp: _gather_into([torch.zeros(2, 3) for _ in range(n)], grp))
+    assert torch.equal(torch.stack(wide), g.double())
+    empty = [torch.empty(0) for _ in range(n)]
+    dist.all_gather(empty, torch.empty(0))
+    wrong = [torch.zeros(7) for _ in range(n)]
+    with pytest.raises(RuntimeError, match="all_gather"):
+        dist.all_gather(wrong, torch.zeros(6))
+
+
+def _gather_into(outs, group):
+    dist.all_gather(outs, rank_tensor(), group=group)
+    return torch.stack(outs)
+
+
 @pytest.mark.parametrize("op", [R.SUM, R.MAX, R.PRODUCT, R.BOR], ids=["sum", "max", "product", "bor"])
 def test_reduce_scatter_matches_gloo(pgs, op):
     n = dist.get_world_size()
@@ -182,6 +215,37 @@ def test_async_work_future_completes_on_kolo_completion(pgs):
     assert work.wait() and work.is_completed() and work.is_success()
     dist.barrier()
     assert dist.barrier(async_op=True).wait()
+
+
+def test_a_waiting_caller_completes_its_own_operation(pgs):
+    """Note [A waiting caller completes its own operation]: wait() on a Work that
+    is not complete yet completes it on the caller's thread (callbacks chained on
+    its future run there), also when a callback waits for a later collective; a
+    Work completed already is waited for as before. Rank 0 starts late, so every
+    other rank's operation is still pending when it waits."""
+    import threading
+    import time
+    n, r = dist.get_world_size(), dist.get_rank()
+    if r == 0:
+        time.sleep(0.3)
+    t = torch.ones(3)
+    work = dist.all_reduce(t, async_op=True)
+    where = work.get_future().then(lambda fut: threading.get_ident())
+
+    def later(fut):  # a collective inside a callback (PowerSGD's hooks do this)
+        u = torch.ones(2)
+        dist.all_reduce(u)
+        return u
+    chained = work.get_future().then(later)
+    assert work.wait()
+    assert torch.equal(t, torch.full((3,), float(n)))
+    assert torch.equal(chained.wait(), torch.full((2,), float(n)))
+    if r != 0:
+        assert where.wait() == threading.get_ident()
+    dist.barrier()
+    done = dist.all_reduce(torch.ones(1), async_op=True)
+    done.get_future().wait()
+    assert done.wait() and done.is_completed()
 
 
 def test_objects_over_kolo(pgs):

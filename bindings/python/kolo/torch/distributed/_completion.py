@@ -1,11 +1,13 @@
 """Completing torch futures when kolo completes: one watcher thread per process.
 
-Contract: ``watch(handles, finish, what)`` returns a ``torch.futures.Future`` at
-once; when every kolo Handle in ``handles`` has completed, ``finish()`` (which
-copies outputs into the caller's tensors and returns the future's value) runs and
-the future gets its value; if a handle failed, or ``finish`` raised, the future
-gets a RuntimeError carrying kolo's message, prefixed by ``what``. Any thread may
-call ``watch``; the future completes on a worker thread, never on the caller's.
+Contract: ``watch(handles, finish, what)`` returns, at once, the operation's
+entry, whose ``future`` is a ``torch.futures.Future``; when every kolo Handle in
+``handles`` has completed, ``finish()`` (which copies outputs into the caller's
+tensors and returns the future's value) runs and the future gets its value; if a
+handle failed, or ``finish`` raised, the future gets a RuntimeError carrying
+kolo's message, prefixed by ``what``. Any thread may call ``watch``; the future
+completes on a worker thread, or on the thread that calls ``complete_here`` for
+it first (Note [A waiting caller completes its own operation]).
 
 Note [Futures complete on workers, not on the watcher]
 A future's callbacks run on the thread that completes it, and DDP's hooks wait
@@ -26,6 +28,17 @@ slice: a completion is noticed at once in the common case and within one slice
 otherwise. kolo_wait sleeps on a condition variable (and
 may run kolo's cycle itself), so a waiting watcher does not spin. With nothing
 pending the watcher sleeps on a condition variable until ``watch`` is called.
+
+Note [A waiting caller completes its own operation]
+Most calls from torch.distributed's Python API wait at once (every call without
+async_op=True). Through the watcher such a wait costs three hand-offs between
+Python threads, each a wake-up and a pass of the GIL: to the watcher, to a
+worker, back to the caller; at 4 KiB they were most of the call's time. So
+``complete_here(entry)``, from KoloWork.wait(), takes the entry from the watcher
+if no worker has it yet, waits for its handles on the caller's thread and
+completes the future there; callbacks chained on the future then run on the
+caller's thread, which was going to wait for them anyway. An entry a worker has
+already taken is waited for as before.
 """
 
 import collections
@@ -69,6 +82,13 @@ class _Entry:
 
     def done(self):
         return all(h.poll() for h in self.handles)
+
+    def wait_handles(self):
+        for h in self.handles:
+            try:
+                h.wait()
+            except Exception:  # noqa: BLE001 - _complete() reads the error again
+                return
 
     def oldest_pending(self):
         for h in self.handles:
@@ -137,7 +157,15 @@ class _Watcher:
                                                 daemon=True)
                 self._thread.start()
             self._cv.notify()
-        return entry.future
+        return entry
+
+    def claim(self, entry):
+        """Takes entry from the pending ones: True unless it was handed over."""
+        with self._cv:
+            if entry not in self._pending:
+                return False
+            self._pending.remove(entry)
+            return True
 
     def _run(self):
         waited_on, slices = None, 0
@@ -148,7 +176,8 @@ class _Watcher:
                 entries = list(self._pending)
             finished = [e for e in entries if _poll(e)]
             if finished:
-                with self._cv:
+                with self._cv:  # a caller may have claimed some meanwhile
+                    finished = [e for e in finished if e in self._pending]
                     for e in finished:
                         self._pending.remove(e)
                 for e in finished:
@@ -181,6 +210,15 @@ def watch(handles, finish, what, on_error=None):
     """See the module comment; on_error(exception), if given, runs before a failed
     future gets its error."""
     return _watcher.watch(handles, finish, what, on_error)
+
+
+def complete_here(entry):
+    """Note [A waiting caller completes its own operation]: completes entry on this
+    thread unless a worker has it; returns once it is complete or handed over."""
+    if not _watcher.claim(entry):
+        return
+    entry.wait_handles()
+    _complete(entry)
 
 
 def completed(value):

@@ -11,7 +11,7 @@ same name for every kolo call at one position of its sequence, whatever the call
 
 from ... import _core
 from ...exceptions import KoloValueError
-from .._tensors import _check_tensor, _copy_out, _rows, _split_group_output
+from .._tensors import _check_tensor, _copy_out, _rows, _rows_into, _split_group_output
 
 
 def allreduce(src, out, name, op, ps):
@@ -46,6 +46,17 @@ def allgather(src, name, ps, nranks):
     args = (name.encode(), src.data_ptr(), rows, row_count, dtype, device)
     return _core.submit("kolo_allgather_async", args, (src,),
                         _copy_out(src, src.shape[1:], nranks, what), what,
+                        [_core.rows_shape(src.shape)], ps)
+
+
+def allgather_to(src, outs, name, ps):
+    """Every rank's rows of src (host memory) into outs[r], rank r's, straight from
+    kolo's output (kolo_allgather_async). Result: outs."""
+    what = "allgather %r" % name
+    dtype, device = _check_tensor(src, what)
+    rows, row_count = _rows(src)
+    args = (name.encode(), src.data_ptr(), rows, row_count, dtype, device)
+    return _core.submit("kolo_allgather_async", args, (src,), _rows_into(src, outs, what), what,
                         [_core.rows_shape(src.shape)], ps)
 
 

@@ -287,6 +287,11 @@ class ProcessGroupKolo(ProcessGroup):
         def start(name):
             if len(outs) != self.size():
                 raise ValueError("%d outputs for %d ranks" % (len(outs), self.size()))
+            if t.device.type == "cpu" and all(o.device.type == "cpu" and o.dtype == t.dtype
+                                              for o in outs):
+                # Each rank's row straight into its output (no whole-output tensor).
+                h = calls.allgather_to(_one_row(t), outs, name, self._ps)
+                return [h], lambda: h.wait() and output_tensors
             h = self._gather_rows(t, name)
 
             def finish():

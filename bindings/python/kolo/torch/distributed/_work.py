@@ -24,17 +24,21 @@ import sys
 import torch.distributed.distributed_c10d as c10d
 from torch._C._distributed_c10d import Work, _create_work_from_future
 
+from ._completion import complete_here
+
 _C10D_FILE = os.path.splitext(os.path.normcase(os.path.abspath(c10d.__file__)))[0]
 
 
 class KoloWork(Work):
     """A collective in flight, for Python callers; wait() raises its error."""
 
-    def __init__(self, future):
+    def __init__(self, entry):
         super().__init__()
-        self._future = future
+        self._entry = entry
+        self._future = entry.future
 
     def wait(self, timeout=None):
+        complete_here(self._entry)  # Note [A waiting caller completes its own operation]
         self._future.wait()  # raises the collective's RuntimeError
         return True
 
@@ -89,6 +93,7 @@ def for_python(depth):
     return _from_python_api(depth + 2)
 
 
-def make_work(future, python):
-    """The Work for `future`: KoloWork for a Python caller, else the C++ kind."""
-    return KoloWork(future) if python else _create_work_from_future(future)
+def make_work(entry, python):
+    """The Work for a watched operation (_completion.watch): KoloWork for a Python
+    caller, else the C++ kind around its future."""
+    return KoloWork(entry) if python else _create_work_from_future(entry.future)
