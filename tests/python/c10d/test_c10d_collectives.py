@@ -109,9 +109,9 @@ def test_all_gather_and_into_tensor(pgs):
 
 def test_all_gather_into_outputs_of_every_kind(pgs):
     """all_gather copies each rank's row straight from kolo's output into the
-    caller's tensors: strided ones, big ones (kolo memory), none at all; those of
-    another dtype (which torch.distributed refuses, the process group called
-    directly converts) the long way; outputs of the wrong size are an error."""
+    caller's tensors: strided ones, big ones (kolo memory), none at all, another
+    dtype (which torch.distributed refuses; the process group called directly
+    converts); outputs of the wrong size are an error. all_to_all likewise."""
     n = dist.get_world_size()
     big = torch.zeros(3, 2 * n)
     strided = [big[:, 2 * r] for r in range(n)]  # columns of a row-major tensor
@@ -133,6 +133,17 @@ def test_all_gather_into_outputs_of_every_kind(pgs):
     wrong = [torch.zeros(7) for _ in range(n)]
     with pytest.raises(RuntimeError, match="all_gather"):
         dist.all_gather(wrong, torch.zeros(6))
+    r = dist.get_rank()
+    big_in = torch.arange(rows * n, dtype=torch.float32) + 1000 * r
+    big_out = torch.empty(rows * n)
+    dist.all_to_all_single(big_out, big_in)
+    for q in range(n):
+        got = big_out[q * rows:(q + 1) * rows]
+        assert got[0].item() == r * rows + 1000 * q and got[-1].item() == (r + 1) * rows - 1 + 1000 * q
+    cols = torch.zeros(2, n)
+    dist.all_to_all([cols[:, q] for q in range(n)],
+                    [torch.full((2,), float(10 * r + q)) for q in range(n)])
+    assert torch.equal(cols, torch.tensor([[10.0 * q + r for q in range(n)]] * 2))
 
 
 def _gather_into(outs, group):

@@ -180,30 +180,32 @@ def _copy_out(tensor, row_shape, nranks, what):
     return finish
 
 
-def _rows_into(src, outs, what):
-    """finish() for an allgather of host rows whose result goes to the caller's
-    tensors, rank r's rows into outs[r] (torch.distributed's all_gather): copied
-    straight out of kolo's output, without a tensor of the whole output between.
-    Such a tensor would be new memory on every call, and in this VM the page
-    faults of tens of MiB freshly mapped cost several times the copy."""
-    row_bytes = src[0].numel() * src.element_size() if src.shape[0] else 0
+def _use_output(tensor, nranks, what, use):
+    """finish() for a handle-owned output that the caller's own tensors receive
+    (torch.distributed's all_gather and all_to_all): use(received, splits) runs
+    while the output is still the handle's, and its result is the handle's.
+    On the host `received` views kolo's output in place, so it must not outlive
+    use(): no new tensor of the whole output, which would be freshly mapped
+    memory on every call (in this VM its page faults cost several times the
+    copy). A device output is copied out first, as _copy_out does."""
+    copy_out = _copy_out(tensor, tensor.shape[1:], nranks, what)
+    row_shape = tuple(tensor.shape[1:])
 
     def finish(ptr):
+        if tensor.device.type != "cpu":
+            return use(*copy_out(ptr))
         addr, nbytes = _core.handle_output(ptr)
-        splits = _core.handle_splits(ptr, len(outs))
-        sizes = [s * row_bytes for s in splits]
-        got = [o.numel() * o.element_size() for o in outs]
-        if nbytes != sum(sizes) or (row_bytes and sizes != got):
-            raise KoloError("%s: kolo returned %d bytes a rank (%d in all) for outputs of %s" % (
-                what, row_bytes, nbytes, got))
+        splits = _core.handle_splits(ptr, nranks)
+        shape = (sum(splits),) + row_shape
+        expected = torch.Size(shape).numel() * tensor.element_size()
+        if nbytes != expected:
+            raise KoloError("%s: kolo returned %d bytes, expected %d" % (what, nbytes, expected))
         if nbytes:
-            whole = torch.frombuffer((ctypes.c_char * nbytes).from_address(addr),
-                                     dtype=torch.uint8)
-            at = 0
-            for o, n in zip(outs, sizes):
-                o.copy_(whole[at:at + n].view(o.dtype).view(o.shape))
-                at += n
-        return outs
+            raw = torch.frombuffer((ctypes.c_char * nbytes).from_address(addr), dtype=torch.uint8)
+            received = raw.view(tensor.dtype).view(shape)
+        else:
+            received = tensor.new_empty(shape)
+        return use(received, torch.tensor(splits, dtype=torch.int32))
 
     return finish
 

@@ -11,7 +11,7 @@ same name for every kolo call at one position of its sequence, whatever the call
 
 from ... import _core
 from ...exceptions import KoloValueError
-from .._tensors import _check_tensor, _copy_out, _rows, _rows_into, _split_group_output
+from .._tensors import _check_tensor, _copy_out, _rows, _split_group_output, _use_output
 
 
 def allreduce(src, out, name, op, ps):
@@ -37,26 +37,18 @@ def grouped_allreduce(srcs, outs, name, op, ps):
                                 [tuple(s.shape) for s in srcs], ps)
 
 
-def allgather(src, name, ps, nranks):
+def allgather(src, name, ps, nranks, use=None):
     """Every rank's rows of src (first dimension), concatenated in set-rank order.
-    Result: (gathered tensor, int32 tensor of each rank's rows)."""
+    Result: (gathered tensor, int32 tensor of each rank's rows); with `use`,
+    use(those two)'s result, the gathered tensor then viewing kolo's output
+    (_tensors._use_output)."""
     what = "allgather %r" % name
     dtype, device = _check_tensor(src, what)
     rows, row_count = _rows(src)
     args = (name.encode(), src.data_ptr(), rows, row_count, dtype, device)
-    return _core.submit("kolo_allgather_async", args, (src,),
-                        _copy_out(src, src.shape[1:], nranks, what), what,
-                        [_core.rows_shape(src.shape)], ps)
-
-
-def allgather_to(src, outs, name, ps):
-    """Every rank's rows of src (host memory) into outs[r], rank r's, straight from
-    kolo's output (kolo_allgather_async). Result: outs."""
-    what = "allgather %r" % name
-    dtype, device = _check_tensor(src, what)
-    rows, row_count = _rows(src)
-    args = (name.encode(), src.data_ptr(), rows, row_count, dtype, device)
-    return _core.submit("kolo_allgather_async", args, (src,), _rows_into(src, outs, what), what,
+    finish = (_copy_out(src, src.shape[1:], nranks, what) if use is None
+              else _use_output(src, nranks, what, use))
+    return _core.submit("kolo_allgather_async", args, (src,), finish, what,
                         [_core.rows_shape(src.shape)], ps)
 
 
@@ -82,16 +74,18 @@ def grouped_allgather(srcs, name, ps, nranks):
                                      process_set=ps)
 
 
-def alltoall(src, splits, name, ps, nranks):
+def alltoall(src, splits, name, ps, nranks, use=None):
     """Rows of src, splits[d] of them to set rank d (None: an even split). Result:
-    (received rows in source order, int32 tensor of rows from each rank)."""
+    (received rows in source order, int32 tensor of rows from each rank); with
+    `use`, as allgather's."""
     what = "alltoall %r" % name
     dtype, device = _check_tensor(src, what)
     rows, row_count = _rows(src)
     send = _core.int64_splits(splits, nranks, rows, what)
     args = (name.encode(), src.data_ptr(), rows, row_count, send, dtype, device)
-    return _core.submit("kolo_alltoall_async", args, (src, send),
-                        _copy_out(src, src.shape[1:], nranks, what), what,
+    finish = (_copy_out(src, src.shape[1:], nranks, what) if use is None
+              else _use_output(src, nranks, what, use))
+    return _core.submit("kolo_alltoall_async", args, (src, send), finish, what,
                         [_core.rows_shape(src.shape)], ps)
 
 

@@ -287,20 +287,14 @@ class ProcessGroupKolo(ProcessGroup):
         def start(name):
             if len(outs) != self.size():
                 raise ValueError("%d outputs for %d ranks" % (len(outs), self.size()))
-            if t.device.type == "cpu" and all(o.device.type == "cpu" and o.dtype == t.dtype
-                                              for o in outs):
-                # Each rank's row straight into its output (no whole-output tensor).
-                h = calls.allgather_to(_one_row(t), outs, name, self._ps)
-                return [h], lambda: h.wait() and output_tensors
-            h = self._gather_rows(t, name)
 
-            def finish():
-                rows = h.wait()[0]
+            def copy_rows(rows, splits):  # straight from kolo's output
                 if t.numel():
                     for o, row in zip(outs, rows.unbind(0)):
                         o.copy_(row.reshape(o.shape))
                 return output_tensors
-            return [h], finish
+            h = calls.allgather(_one_row(t), name, self._ps, self.size(), use=copy_rows)
+            return [h], h.wait
         return self._start("all_gather", [output_tensors, input_tensors], start)
 
     def _allgather_base(self, output, input, opts=None):
@@ -362,11 +356,8 @@ class ProcessGroupKolo(ProcessGroup):
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         def start(name):
             n = self.size()
-            h = calls.alltoall(input.contiguous(), list(input_split_sizes) or None, name,
-                               self._ps, n)
 
-            def finish():
-                received, splits = h.wait()
+            def fill(received, splits):  # straight from kolo's output
                 want = list(output_split_sizes) or [output.shape[0] // n] * n
                 if splits.tolist() != want or received.numel() != output.numel():
                     raise ValueError("received rows %s (%d elements) do not fit output_split_sizes"
@@ -374,17 +365,17 @@ class ProcessGroupKolo(ProcessGroup):
                                                                 want, list(output.shape)))
                 output.copy_(received.reshape(output.shape))
                 return [output]
-            return [h], finish
+            h = calls.alltoall(input.contiguous(), list(input_split_sizes) or None, name,
+                               self._ps, n, use=fill)
+            return [h], h.wait
         return self._start("all_to_all_single", [output, input], start)
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         def start(name):
             flats = [t.reshape(-1) for t in input_tensors]
             src = torch.cat(flats) if flats else torch.empty(0)
-            h = calls.alltoall(src, [f.numel() for f in flats], name, self._ps, self.size())
 
-            def finish():
-                received, splits = h.wait()
+            def fill(received, splits):  # straight from kolo's output
                 offset = 0
                 for o, rows in zip(output_tensors, splits.tolist()):
                     if rows != o.numel():
@@ -393,7 +384,9 @@ class ProcessGroupKolo(ProcessGroup):
                     o.copy_(received[offset:offset + rows].reshape(o.shape))
                     offset += rows
                 return output_tensors
-            return [h], finish
+            h = calls.alltoall(src, [f.numel() for f in flats], name, self._ps, self.size(),
+                               use=fill)
+            return [h], h.wait
         return self._start("all_to_all", [output_tensors, input_tensors], start)
 
     def barrier(self, opts=None):
