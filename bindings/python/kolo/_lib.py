@@ -86,10 +86,28 @@ class Options(ctypes.Structure):
 OPTION_DETERMINISTIC = 1  # KOLO_OPTION_DETERMINISTIC
 
 
+_OPTIONS = {}  # (shapes, process_set, deterministic) -> a built Options
+_OPTIONS_KEPT = 1024
+
+
 def options(shapes=None, process_set=0, deterministic=False):
     """A kolo_options_t for the *_ex calls: `shapes` is a list of shapes (tuples of
     ints; one per tensor) or None; `deterministic` sets KOLO_OPTION_DETERMINISTIC.
-    The returned object keeps its arrays alive."""
+    The returned object keeps its arrays alive. kolo reads it during the call
+    only, so one object serves every call with the same arguments: a training
+    loop asks for the same few again and again, and building one took about 9 us
+    of a small c10d call under cProfile (docs/pytorch.md, "Synchronous calls")."""
+    key = (None if shapes is None else tuple(tuple(s) for s in shapes), process_set,
+           bool(deterministic))
+    opts = _OPTIONS.get(key)
+    if opts is None:
+        if len(_OPTIONS) >= _OPTIONS_KEPT:
+            _OPTIONS.clear()
+        opts = _OPTIONS[key] = _build_options(shapes, process_set, deterministic)
+    return opts
+
+
+def _build_options(shapes, process_set, deterministic):
     opts = Options(process_set, OPTION_DETERMINISTIC if deterministic else 0, None)
     if shapes is not None:
         shape_array = (Shape * len(shapes))()

@@ -85,6 +85,21 @@ def _red_op(opts):
     return _RED.SUM if opts is None else opts.reduceOp.op
 
 
+class _What:
+    """What a call is, for its error messages: "kolo backend: <op> of <tensors>
+    (group <g>, call <n>)", formatted only when a message needs it (every call
+    makes one)."""
+
+    __slots__ = ("op_name", "tensors", "serial", "seq")
+
+    def __init__(self, op_name, tensors, serial, seq):
+        self.op_name, self.tensors, self.serial, self.seq = op_name, tensors, serial, seq
+
+    def __str__(self):
+        return "kolo backend: %s of %s (group %d, call %d)" % (
+            self.op_name, _describe(self.tensors), self.serial, self.seq)
+
+
 def _describe(tensors):
     """"float32[4, 4], ..." for a (nested) list of tensors."""
     out = []
@@ -147,8 +162,7 @@ class ProcessGroupKolo(ProcessGroup):
             seq = self._seq
             self._seq += 1
             name = "c10d.%d.%d" % (self._info.serial, seq)
-            what = "kolo backend: %s of %s (group %d, call %d)" % (
-                op_name, _describe(tensors), self._info.serial, seq)
+            what = _What(op_name, tensors, self._info.serial, seq)
             return self._launch(what, name, start, python)
 
     def _launch(self, what, name, start, python):

@@ -77,14 +77,21 @@ class KoloWork(Work):
                            "source, which kolo does not offer")
 
 
+_IS_C10D = {}  # a code object's file name -> whether it is distributed_c10d's
+
+
 def _from_python_api(depth):
     """True when the frame `depth` levels up is torch.distributed's Python API."""
     try:
         frame = sys._getframe(depth)
     except ValueError:  # no Python frame: called from C++ on a C++ thread
         return False
-    path = os.path.splitext(os.path.normcase(os.path.abspath(frame.f_code.co_filename)))[0]
-    return path == _C10D_FILE
+    name = frame.f_code.co_filename
+    known = _IS_C10D.get(name)
+    if known is None:  # one look at each file name: this runs on every call
+        known = _IS_C10D[name] = (
+            os.path.splitext(os.path.normcase(os.path.abspath(name)))[0] == _C10D_FILE)
+    return known
 
 
 def for_python(depth):
