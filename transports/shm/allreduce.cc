@@ -122,16 +122,13 @@ constexpr int kSpinLoads = 64;
 // streaming stores, whatever the cores' distance: a plain store reads each
 // output line before writing it, and such outputs do not stay in cache for long
 // anyway. Streaming measured faster near too, at every size from 2 MiB to 128 MiB
-// (docs/perf/shm-calibration.md, "Large outputs"), with outputs out of cache.
-// But the caller's output may lie dirty in this core's cache (written or read
-// just before the call), and a streaming store to such a line first evicts it:
-// with the output poisoned before each call (the perf tool's -c 1) an out-of-
-// place allreduce of 4 MiB took 827-898 us streamed against 481-554 with plain
-// stores, 8 MiB 1287-1427 against 937-1024, 16 MiB 2509-2640 against 2193-2401,
-// while with the output left as the last call wrote it 16 MiB went the other
-// way (1936-1999 against 2265-2446). Hence 16 MiB (docs/perf/kolo-memory.md,
-// "2026-11-29: outputs the caller hands in"). Outputs that are the inputs: see
-// the next Note.
+// (docs/perf/shm-calibration.md, "Large outputs") — for outputs that are not
+// the inputs: see the next Note. An output its caller has just written is the
+// exception (a streaming store to a cached line evicts it first: 4 MiB took
+// 827-898 us streamed against 481-554 plain with the output poisoned before
+// each call), but a training step's outputs come cold: with them plain up to
+// 16 MiB the ResNet-50 step from the heap took 8 % longer (docs/perf/
+// kolo-memory.md, "2026-11-29: outputs the caller hands in"), so 4 MiB stays.
 
 // Note [Plain stores into a buffer just read]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -48,7 +48,7 @@ class ShmAllreduce {
   static constexpr size_t kStreamMinBytes = size_t{8} << 10;
   // Buckets from this size up write the caller's outputs with streaming stores,
   // near or far (Note [Streaming large outputs, near and far]).
-  static constexpr size_t kStreamOutputMinBytes = size_t{16} << 20;
+  static constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;
   // Contiguous buckets from this size up are reduced from the peers' buffers in
   // place when every rank's lies in kolo_alloc memory (Note [Reading a peer's
   // buffer in place] in allreduce_in_place.cc says why 8 KiB).

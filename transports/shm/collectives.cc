@@ -273,12 +273,11 @@ Status ShmCollectives::run(Collective op, const CollectiveView& view) {
     else
       c.bcast_src = c.in;  // copied to the output as it is posted
   }
-  if (op == Collective::kBroadcast || view.callers_output) {  // Note [Streaming the output]
-    const size_t written = op == Collective::kBroadcast ? c.bytes(view.count) : out_bytes;
-    c.stream = written >= options_.callers_stream_output_min_bytes;
-  } else {
-    c.stream = op != Collective::kReducescatter && out_bytes >= options_.stream_output_min_bytes;
-  }
+  c.stream = op == Collective::kBroadcast
+                 ? c.bytes(view.count) >= options_.broadcast_stream_output_min_bytes
+             : view.callers_output
+                 ? out_bytes >= options_.callers_stream_output_min_bytes
+                 : op != Collective::kReducescatter && out_bytes >= options_.stream_output_min_bytes;
   streamed_last_output_ = c.stream;
   // The first round's slot, written before the headers are read: by this rank's
   // own size and the last verdict (Note [Streaming slots across distant cores]).
@@ -423,23 +422,27 @@ void ShmCollectives::post_own(const Call& c, char* slot, const char* src, char* 
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A plain store first reads the line it writes (read for ownership); an output
 // too large to stay in cache is then read from memory and written back, where a
-// streaming store only writes it. So allgathers and alltoalls whose output
-// (kolo's, from the pool) has kStreamOutputMinBytes (4 MiB) or more write it
-// with streaming stores, and fence before run() returns. An output the caller
-// hands in (a broadcast's; an allgather's into the caller's buffer,
-// CollectiveView::callers_output) may instead lie dirty in this core's cache,
-// where kolo's own outputs come back from the pool last written by such
-// stores; a streaming store to a cached line first evicts it. So such outputs
-// stream only from kCallersStreamOutputMinBytes (32 MiB), too large to stay
-// cached: with the output written just before each call, an allgather into it
-// took 633-669 us at 4 MiB streamed against 399-418 with plain stores and
-// 1930-2022 against 1620-1764 at 16 MiB, but 3651-4165 against 4741-4996 at 32
-// MiB; a broadcast of 16 MiB 1015-1090 against 829-880, and of 32 MiB 2244-2407
-// against 2196-2496 (docs/perf/kolo-memory.md, "2026-11-29: outputs the caller
-// hands in"). The thresholds are set through kolo, not by the engine's own
-// bench: between kolo's calls the caller fills its input and reads its output,
-// which moves where streaming starts to pay. Reducescatter's output is written
-// by the reduction and is not streamed.
+// streaming store only writes it. So allgathers and alltoalls whose output has
+// kStreamOutputMinBytes (4 MiB) or more, and broadcasts of
+// kBroadcastStreamOutputMinBytes (16 MiB) or more, write it with streaming
+// stores, and fence before run() returns. The thresholds are set through kolo,
+// not by the engine's own bench: between kolo's calls the caller fills its input
+// and reads its output, which moves where streaming starts to pay
+// (docs/perf/shm-collectives.md, "Streaming the output"). Reducescatter's output
+// is written by the reduction and is not streamed.
+// An allgather into the caller's buffer (CollectiveView::callers_output)
+// streams only from kCallersStreamOutputMinBytes (32 MiB): such a buffer is the
+// caller's own, kept and reused, and may lie dirty in this core's cache, where
+// a streaming store to a line first evicts it; plain stores also leave the
+// gathered rows in cache for the caller, who reads them next. With the buffer
+// written just before each call the allgather took 633-669 us at 4 MiB streamed
+// against 399-418 plain, 1930-2022 against 1620-1764 at 16 MiB, but 3651-4165
+// against 4741-4996 at 32 MiB. The same rule does not suit outputs that come
+// cold: sixteen broadcasts of 16 MiB a step took 38.1-39.1 ms streamed against
+// 41.2-42.1 plain, and the ResNet-50 step's out-of-place allreduce (shm
+// allreduce, Note [Streaming large outputs, near and far]) lost 8 % with its
+// outputs plain up to 16 MiB; so the broadcast keeps its 16 MiB
+// (docs/perf/kolo-memory.md, "2026-11-29: outputs the caller hands in").
 
 // Step 1 of round k of the call: this rank's part into its slot.
 void ShmCollectives::post(const Call& c, int64_t k) {

@@ -55,12 +55,13 @@ class ShmCollectives {
   // that reads single copy, write each rank's block into the peers' outputs
   // where those lie in kolo_alloc memory (Note [An allgather pushes its block]).
   static constexpr size_t kAllgatherPushMinBytes = size_t{16} << 20;
-  // Allgathers and alltoalls whose output (kolo's) has at least
-  // kStreamOutputMinBytes, and broadcasts and allgathers into the caller's
-  // output (CollectiveView::callers_output) of at least
-  // kCallersStreamOutputMinBytes, write their output with streaming stores
+  // Allgathers and alltoalls whose output has at least kStreamOutputMinBytes,
+  // broadcasts of at least kBroadcastStreamOutputMinBytes and allgathers into
+  // the caller's output (CollectiveView::callers_output) of at least
+  // kCallersStreamOutputMinBytes write their output with streaming stores
   // (Note [Streaming the output]).
   static constexpr size_t kStreamOutputMinBytes = size_t{4} << 20;
+  static constexpr size_t kBroadcastStreamOutputMinBytes = size_t{16} << 20;
   static constexpr size_t kCallersStreamOutputMinBytes = size_t{32} << 20;
   // How round pieces are written into the slots (Note [Streaming slots across
   // distant cores]): kAuto follows the node's measurement of the cores'
@@ -97,6 +98,7 @@ class ShmCollectives {
     size_t broadcast_direct_min_bytes = kBroadcastDirectMinBytes;
     size_t allgather_push_min_bytes = kAllgatherPushMinBytes;
     size_t stream_output_min_bytes = kStreamOutputMinBytes;
+    size_t broadcast_stream_output_min_bytes = kBroadcastStreamOutputMinBytes;
     size_t callers_stream_output_min_bytes = kCallersStreamOutputMinBytes;
     SlotStores slot_stores = SlotStores::kAuto;
     size_t stream_slot_min_bytes = kStreamSlotMinBytes;

@@ -109,6 +109,7 @@ inline ShmCollectives::Options with(size_t stream_output_from, ShmCollectives::S
   ShmCollectives::Options o;
   o.one_pass_min_bytes = SIZE_MAX;
   o.stream_output_min_bytes = stream_output_from;
+  o.broadcast_stream_output_min_bytes = stream_output_from;
   o.callers_stream_output_min_bytes = stream_output_from;
   o.slot_stores = slots;
   o.single_copy_min_bytes = single_copy_from;

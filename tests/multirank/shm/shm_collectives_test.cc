@@ -260,17 +260,24 @@ TEST(ShmCollectives, FarLargeBroadcastsRunInPieces) {
   }
 }
 
-// Note [Streaming the output]: allgathers and alltoalls whose output (kolo's)
-// has 4 MiB or more stream it on every rank; the outputs the caller hands in (a
-// broadcast's, the root's too when its input is elsewhere; an allgather's into
-// the caller's buffer) only from 32 MiB, or from the engine's option; smaller
-// ones and reducescatters do not. Exact either way.
+// Note [Streaming the output]: broadcasts of 16 MiB or more stream their output
+// on every rank (the root's too, when its input is elsewhere), allgathers and
+// alltoalls whose output has 4 MiB or more likewise, and allgathers into the
+// caller's output from 32 MiB; smaller ones and reducescatters do not. Exact
+// either way.
 TEST(ShmCollectives, LargeOutputsAreStreamed) {
   std::unique_ptr<ShmCollectives> e = engine(ShmCollectives::kDefaultSlotBytes);
+  EXPECT_EQ(ShmCollectives::kBroadcastStreamOutputMinBytes, size_t{16} << 20);
   EXPECT_EQ(ShmCollectives::kStreamOutputMinBytes, size_t{4} << 20);
-  EXPECT_EQ(ShmCollectives::kCallersStreamOutputMinBytes, size_t{32} << 20);
+  int64_t floats = int64_t{4} << 20;  // 16 MiB
+  for (int root : {0, size() - 1}) {
+    check_broadcast<float>(*e, floats, root, root == 0);
+    EXPECT_TRUE(e->streamed_last_output()) << "broadcast of 16 MiB from " << root;
+    check_broadcast<float>(*e, floats - 1, root, root == 0);
+    EXPECT_FALSE(e->streamed_last_output()) << "broadcast of 16 MiB - 4 B from " << root;
+  }
   // rows(0, base) is base, and the rows of up to 4 ranks add up to under 9 * base.
-  const int64_t floats = int64_t{1} << 20;  // 4 MiB
+  floats = int64_t{1} << 20;  // 4 MiB
   check_allgather<float>(*e, floats, false);
   EXPECT_TRUE(e->streamed_last_output()) << "allgather of 4 MiB or more";
   check_alltoall<float>(*e, floats);  // every rank receives 4 MiB or more
@@ -279,26 +286,16 @@ TEST(ShmCollectives, LargeOutputsAreStreamed) {
   EXPECT_FALSE(e->streamed_last_output()) << "allgather of under 4 MiB";
   check_reducescatter<float>(*e, floats, ReduceOp::kSum, false);
   EXPECT_FALSE(e->streamed_last_output()) << "reducescatter";
-  // The caller's outputs of 4 to 16 MiB (4 ranks gather 8 times the base, 3
-  // ranks 4 times, 2 ranks once): plain stores.
+  // The caller's output: not between 4 and 32 MiB (4 ranks gather 8 times the
+  // base, 3 ranks 4 times, 2 ranks once), as the engine's own option says.
+  EXPECT_EQ(ShmCollectives::kCallersStreamOutputMinBytes, size_t{32} << 20);
   const int64_t callers_base = size() == 4 ? floats / 2 : floats;
-  for (int root : {0, size() - 1}) {
-    check_broadcast<float>(*e, 4 * floats, root, root == 0);
-    EXPECT_FALSE(e->streamed_last_output()) << "broadcast of 16 MiB from " << root;
-  }
   check_allgather<float>(*e, callers_base, false, Memory::kHeap, true);
   EXPECT_FALSE(e->streamed_last_output()) << "allgather of 4-16 MiB into the caller's output";
-  // ... streamed from the engine's option, here 4 MiB.
   ShmCollectives::Options callers;
   callers.callers_stream_output_min_bytes = size_t{4} << 20;
   std::unique_ptr<ShmCollectives> from_4m = engine(ShmCollectives::kDefaultSlotBytes, callers);
   ASSERT_NE(from_4m, nullptr);
-  for (int root : {0, size() - 1}) {
-    check_broadcast<float>(*from_4m, floats, root, root == 0);
-    EXPECT_TRUE(from_4m->streamed_last_output()) << "broadcast of 4 MiB from " << root;
-    check_broadcast<float>(*from_4m, floats - 1, root, root == 0);
-    EXPECT_FALSE(from_4m->streamed_last_output()) << "broadcast of 4 MiB - 4 B from " << root;
-  }
   check_allgather<float>(*from_4m, callers_base, false, Memory::kHeap, true);
   EXPECT_TRUE(from_4m->streamed_last_output()) << "the caller's output of 4-16 MiB, from 4 MiB";
   check_allgather<float>(*from_4m, floats / 16, false, Memory::kHeap, true);
