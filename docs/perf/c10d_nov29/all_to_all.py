@@ -1,16 +1,10 @@
-import time, statistics, torch, torch.distributed as dist
-import kolo.torch.distributed as kd
-kd.set_env_from_world()
-dist.init_process_group(backend="kolo", init_method="env://")
-gloo = dist.new_group(backend="gloo")
-rank, size = dist.get_rank(), dist.get_world_size()
-def t(fn, n):
-    for _ in range(max(3, n // 10)): fn()
-    ts = []
-    for _ in range(n):
-        dist.barrier(group=gloo)
-        a = time.perf_counter(); fn(); ts.append(time.perf_counter() - a)
-    return statistics.median(ts) * 1e6
+"""c10d timing (docs/pytorch.md, "Synchronous calls and `all_gather` into a list");
+run under mpiexec.mpich -n 2 -bind-to core."""
+import torch
+import torch.distributed as dist
+
+from timing import gloo, rank, size, t
+
 for numel in [1024, 262144, 1 << 20, 4 << 20]:
     x = torch.arange(numel * size, dtype=torch.float32) + rank
     out = torch.empty(numel * size)
