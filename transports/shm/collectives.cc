@@ -273,11 +273,14 @@ Status ShmCollectives::run(Collective op, const CollectiveView& view) {
     else
       c.bcast_src = c.in;  // copied to the output as it is posted
   }
-  c.stream = op == Collective::kBroadcast
-                 ? c.bytes(view.count) >= options_.broadcast_stream_output_min_bytes
-             : view.callers_output
-                 ? out_bytes >= options_.callers_stream_output_min_bytes
-                 : op != Collective::kReducescatter && out_bytes >= options_.stream_output_min_bytes;
+  // Note [Streaming the output]
+  if (op == Collective::kBroadcast) {
+    c.stream = c.bytes(view.count) >= options_.broadcast_stream_output_min_bytes;
+  } else {
+    const size_t stream_from = view.callers_output ? options_.callers_stream_output_min_bytes
+                                                   : options_.stream_output_min_bytes;
+    c.stream = op != Collective::kReducescatter && out_bytes >= stream_from;
+  }
   streamed_last_output_ = c.stream;
   // The first round's slot, written before the headers are read: by this rank's
   // own size and the last verdict (Note [Streaming slots across distant cores]).
@@ -431,17 +434,12 @@ void ShmCollectives::post_own(const Call& c, char* slot, const char* src, char* 
 // (docs/perf/shm-collectives.md, "Streaming the output"). Reducescatter's output
 // is written by the reduction and is not streamed.
 // An allgather into the caller's buffer (CollectiveView::callers_output)
-// streams only from kCallersStreamOutputMinBytes (32 MiB): such a buffer is the
-// caller's own, kept and reused, and may lie dirty in this core's cache, where
-// a streaming store to a line first evicts it; plain stores also leave the
-// gathered rows in cache for the caller, who reads them next. With the buffer
-// written just before each call the allgather took 633-669 us at 4 MiB streamed
-// against 399-418 plain, 1930-2022 against 1620-1764 at 16 MiB, but 3651-4165
-// against 4741-4996 at 32 MiB. The same rule does not suit outputs that come
-// cold: sixteen broadcasts of 16 MiB a step took 38.1-39.1 ms streamed against
-// 41.2-42.1 plain, and the ResNet-50 step's out-of-place allreduce (shm
-// allreduce, Note [Streaming large outputs, near and far]) lost 8 % with its
-// outputs plain up to 16 MiB; so the broadcast keeps its 16 MiB
+// streams only from kCallersStreamOutputMinBytes (32 MiB): that buffer is kept
+// and reused, may lie dirty in this core's cache (where a streaming store
+// evicts a line first), and is read next by the caller. At 4 MiB, the buffer
+// written before each call, 633-669 us streamed against 399-418 plain. Outputs
+// that come cold still want streaming (sixteen broadcasts of 16 MiB a step,
+// the ResNet-50 step's allreduces), so the others keep their thresholds
 // (docs/perf/kolo-memory.md, "2026-11-29: outputs the caller hands in").
 
 // Step 1 of round k of the call: this rank's part into its slot.

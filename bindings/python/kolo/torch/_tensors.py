@@ -187,13 +187,14 @@ def _use_output(tensor, nranks, what, use):
     On the host `received` views kolo's output in place, so it must not outlive
     use(): no new tensor of the whole output, which would be freshly mapped
     memory on every call (in this VM its page faults cost several times the
-    copy). A device output is copied out first, as _copy_out does."""
-    copy_out = _copy_out(tensor, tensor.shape[1:], nranks, what)
+    copy). A device output is copied out first, as _copy_out does. `use` None:
+    _copy_out itself (the result is the copy and the splits)."""
+    if use is None or tensor.device.type != "cpu":
+        copy_out = _copy_out(tensor, tensor.shape[1:], nranks, what)
+        return copy_out if use is None else lambda ptr: use(*copy_out(ptr))
     row_shape = tuple(tensor.shape[1:])
 
     def finish(ptr):
-        if tensor.device.type != "cpu":
-            return use(*copy_out(ptr))
         addr, nbytes = _core.handle_output(ptr)
         splits = _core.handle_splits(ptr, nranks)
         shape = (sum(splits),) + row_shape

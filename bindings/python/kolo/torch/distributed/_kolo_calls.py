@@ -11,7 +11,7 @@ same name for every kolo call at one position of its sequence, whatever the call
 
 from ... import _core
 from ...exceptions import KoloValueError
-from .._tensors import _check_tensor, _copy_out, _rows, _split_group_output, _use_output
+from .._tensors import _check_tensor, _rows, _split_group_output, _use_output
 
 
 def allreduce(src, out, name, op, ps):
@@ -46,10 +46,8 @@ def allgather(src, name, ps, nranks, use=None):
     dtype, device = _check_tensor(src, what)
     rows, row_count = _rows(src)
     args = (name.encode(), src.data_ptr(), rows, row_count, dtype, device)
-    finish = (_copy_out(src, src.shape[1:], nranks, what) if use is None
-              else _use_output(src, nranks, what, use))
-    return _core.submit("kolo_allgather_async", args, (src,), finish, what,
-                        [_core.rows_shape(src.shape)], ps)
+    return _core.submit("kolo_allgather_async", args, (src,), _use_output(src, nranks, what, use),
+                        what, [_core.rows_shape(src.shape)], ps)
 
 
 def allgather_into(src, out, name, ps):
@@ -83,9 +81,8 @@ def alltoall(src, splits, name, ps, nranks, use=None):
     rows, row_count = _rows(src)
     send = _core.int64_splits(splits, nranks, rows, what)
     args = (name.encode(), src.data_ptr(), rows, row_count, send, dtype, device)
-    finish = (_copy_out(src, src.shape[1:], nranks, what) if use is None
-              else _use_output(src, nranks, what, use))
-    return _core.submit("kolo_alltoall_async", args, (src, send), finish, what,
+    return _core.submit("kolo_alltoall_async", args, (src, send),
+                        _use_output(src, nranks, what, use), what,
                         [_core.rows_shape(src.shape)], ps)
 
 
