@@ -6,6 +6,9 @@ socket world through torch's store (kolo/torch/distributed/_world.py).
     c10d_socket_world.py --env       # one rank of a torchrun-style job (RANK, WORLD_SIZE,
                                      # MASTER_ADDR, MASTER_PORT from the launcher:
                                      # tests/socket/socket_launch.py)
+    c10d_socket_world.py --dead-peer N   # N spawned ranks; the last one is killed
+                                         # while the others wait in dist.all_reduce
+                                         # (dead_peer() says what each must see)
 
 Each rank checks collectives (values), a new group, send/recv, a mismatch that
 fails on every rank, and DDP training: bit-identical on every rank and within
@@ -14,8 +17,10 @@ fails on every rank, and DDP training: bit-identical on every rank and within
 """
 
 import os
+import signal
 import socket
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -107,9 +112,36 @@ def spawned(rank, size):
     run(rank, size)
 
 
+def dead_peer(rank, size):
+    """The last rank is killed (SIGKILL) while every other rank waits in a
+    synchronous all_reduce, which the waiting caller completes itself (Note [A
+    waiting caller completes its own operation]): each gets a RuntimeError naming
+    the dead rank within seconds, so does its next call, and the group's
+    destruction returns."""
+    dist.init_process_group(backend="kolo", init_method="env://", rank=rank, world_size=size)
+    dist.all_reduce(torch.ones(2))
+    dead = size - 1
+    if rank == dead:
+        time.sleep(0.5)  # the others are waiting in their next all_reduce by now
+        os.kill(os.getpid(), signal.SIGKILL)
+    for attempt in ("pending when it died", "after"):
+        start = time.monotonic()
+        try:
+            dist.all_reduce(torch.ones(2))
+        except RuntimeError as e:
+            seconds = time.monotonic() - start
+            assert "rank %d" % dead in str(e), "rank %d, %s: %s" % (rank, attempt, e)
+            assert seconds < 10, "rank %d, %s: %.1f s to fail" % (rank, attempt, seconds)
+        else:
+            raise AssertionError("rank %d: an all_reduce %s went through" % (rank, attempt))
+    dist.destroy_process_group()
+    if rank == 0:
+        print("c10d socket world: ok (rank %d killed, every other rank told)" % dead, flush=True)
+
+
 def main():
     torch.set_num_threads(1)
-    if sys.argv[1:2] == ["--spawn"]:
+    if sys.argv[1:2] in (["--spawn"], ["--dead-peer"]):
         size = int(sys.argv[2])
         for name in MPI_VARIABLES + ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
             os.environ.pop(name, None)
@@ -117,7 +149,14 @@ def main():
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        mp.spawn(spawned, args=(size,), nprocs=size, join=True)
+        if sys.argv[1] == "--spawn":
+            mp.spawn(spawned, args=(size,), nprocs=size, join=True)
+            return
+        ranks = mp.start_processes(dead_peer, args=(size,), nprocs=size, join=False)
+        for rank, p in enumerate(ranks.processes):
+            p.join(60)
+            want = -signal.SIGKILL if rank == size - 1 else 0
+            assert p.exitcode == want, "rank %d exited with %s" % (rank, p.exitcode)
     elif sys.argv[1:2] == ["--env"]:
         run(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
     else:
