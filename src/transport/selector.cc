@@ -129,6 +129,7 @@ void Selector::refresh() {
   }
   for (int k = 0; k < kNumKinds; ++k) fallback_[k] = candidates(nullptr, static_cast<Kind>(k));
   valid_ = check_options();
+  last_ = {};  // Note [The last choice is kept]
 }
 
 std::vector<Transport*> Selector::candidates(const Rule* rule, Kind kind) const {
@@ -194,13 +195,26 @@ Status Selector::pick(const std::vector<Transport*>& order, Kind kind, DeviceKin
                      offered_names(offered_) + (skipped.empty() ? "" : "; " + skipped) + ")");
 }
 
+// Note [The last choice is kept] (selector.h). The kind follows from the op.
 Status Selector::select(const Bucket& bucket, Transport** chosen) const {
-  const Kind kind = bucket.reduction.op == ReduceOp::kAdasum ? Kind::kAdasum : Kind::kAllreduce;
   if (!valid_.ok()) return valid_;
-  return pick(order_for(kind, bucket.device.kind, bucket.bytes()), kind, bucket.device.kind,
-              bucket.dtype, bucket.bytes(), bucket.reduction.deterministic,
-              [&] { return describe(bucket); },
-              [&](Transport* t) { return t->supports(bucket); }, chosen);
+  const Reduction& r = bucket.reduction;
+  if (last_.chosen != nullptr && last_.op == r.op && last_.memory == bucket.device.kind &&
+      last_.dtype == bucket.dtype && last_.count == bucket.count &&
+      last_.deterministic == r.deterministic) {
+    KOLO_LOG(kDebug) << describe(bucket) << ": transport " << last_.chosen->name()
+                     << " (as the last bucket of this shape)";
+    *chosen = last_.chosen;
+    return Status::OK();
+  }
+  const Kind kind = r.op == ReduceOp::kAdasum ? Kind::kAdasum : Kind::kAllreduce;
+  Status picked = pick(order_for(kind, bucket.device.kind, bucket.bytes()), kind,
+                       bucket.device.kind, bucket.dtype, bucket.bytes(), r.deterministic,
+                       [&] { return describe(bucket); },
+                       [&](Transport* t) { return t->supports(bucket); }, chosen);
+  if (picked.ok())
+    last_ = {*chosen, r.op, bucket.device.kind, bucket.dtype, bucket.count, r.deterministic};
+  return picked;
 }
 
 size_t Selector::call_bytes(Collective op, const CollectiveView& view, int world_size) {

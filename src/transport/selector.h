@@ -3,7 +3,7 @@
 // (capabilities.h).
 //
 // Contract: built at init from the world's transports (not owned; they outlive
-// the selector) and the knobs; used by the coordinator thread only. select()
+// the selector) and the knobs; used by one cycle at a time. select()
 // and select_collective() are pure functions of the table, the call and the
 // transports' answers, all the same on every rank, so every rank picks the same
 // transport. The edits (set_first_choices, set_prefer_hierarchical) happen on
@@ -52,6 +52,21 @@ class Selector {
   // whose capabilities cover it and whose supports() is OK; the chosen one and
   // every skipped one are logged at debug level. An error names every reason.
   Status select(const Bucket& bucket, Transport** chosen) const;
+
+  // Note [The last choice is kept]
+  // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+  // A training step submits the same buckets step after step, and a small
+  // allreduce alone spent several percent of its time choosing its transport
+  // again (a blocking 8 B allreduce at 2 ranks: 0.94x MPI choosing every time,
+  // 0.97x with the choice kept; docs/perf/small-ops.md, "The last choice is
+  // kept"). select()'s answer depends only on the table (rebuilt by refresh())
+  // and on what of the bucket the table and the transports read: its kind,
+  // memory kind, dtype, count, reduction op and whether it must be
+  // deterministic (supports() reads no more: transport.h). So select() keeps
+  // its last success with those and answers the same bucket again from it;
+  // refresh() forgets it. Errors are not kept: they are rare and their message
+  // names the call. Cycles run one at a time (core/coordinator_gate.h), on
+  // whichever thread holds the gate, so the kept choice needs no lock.
   Status select_collective(Collective op, const CollectiveView& view, Transport** chosen) const;
 
   // The candidates in the order they are tried (tests, and the logs).
@@ -111,6 +126,16 @@ class Selector {
   Status valid_;                       // validate()'s answer for options_
   std::vector<Compiled> compiled_;     // the rules this world's placement can match
   std::vector<Transport*> fallback_[kNumKinds];  // no rule matched
+  // Note [The last choice is kept]: select()'s last success and what it read.
+  struct LastChoice {
+    Transport* chosen = nullptr;  // null: none kept
+    ReduceOp op = ReduceOp::kSum;
+    DeviceKind memory = DeviceKind::kCpu;
+    DataType dtype = DataType::kFloat32;
+    int64_t count = 0;
+    bool deterministic = false;
+  };
+  mutable LastChoice last_;
 };
 
 }  // namespace kolo::transport

@@ -5,6 +5,9 @@
 //   on every rank; a transport never sees tensor names, queues, handles or options.
 // - supports(bucket) answers the same on every rank for the same bucket: OK, or
 //   Unsupported with a reason that the coordinator logs when it picks another.
+//   It reads only the bucket's memory kind, dtype, count and reduction op: the
+//   selector reuses its last answer while those match (Note [The last choice
+//   is kept] in selector.h).
 // - The bucket's memory is owned by the coordinator and stays valid until the
 //   returned Work completes.
 // - A transport converts its native errors (MPI error strings, ncclResult_t, ...)

@@ -424,6 +424,50 @@ TEST(SelectorTest, SelectFollowsEveryChangeOfTheOrder) {
   EXPECT_EQ(chosen_for(kSmall), mpi);
 }
 
+// Refuses the buckets of one dtype (as a transport without that type's reduction).
+class RefusesDtype : public FakeTransport {
+ public:
+  RefusesDtype(std::string name, DataType refused)
+      : FakeTransport(std::move(name)), refused_(refused) {}
+  Status supports(const Bucket& b) const override {
+    return b.dtype == refused_ ? unsupported("no " + dtype_name(refused_)) : Status::OK();
+  }
+
+ private:
+  DataType refused_;
+};
+
+// Note [The last choice is kept]: a bucket like the last one is answered from
+// memory, and only such a bucket: one of the same count that differs in its dtype
+// or its op alone gets a choice of its own, and the next like the first gets the
+// first's again.
+TEST(SelectorTest, TheLastChoiceIsKeptOnlyForTheSameKindOfBucket) {
+  Fakes f;
+  f.owned.push_back(std::make_unique<RefusesDtype>("mpi", DataType::kFloat16));
+  Transport* mpi = f.owned.back().get();
+  f.offered.push_back(mpi);
+  Transport* ring = f.add("ring");
+  Transport* adasum = f.add("adasum");
+  SelectorOptions mpi_first;
+  mpi_first.rules = "allreduce host * * : mpi";
+  Selector selector(f.offered, mpi_first, Topology{});
+  ASSERT_TRUE(selector.validate().ok());
+  auto chosen_for = [&](DataType dtype, ReduceOp op) {
+    Bucket b = cpu_bucket(kSmall);
+    b.dtype = dtype;
+    b.reduction.op = op;
+    Transport* chosen = nullptr;
+    EXPECT_TRUE(selector.select(b, &chosen).ok()) << dtype_name(dtype) << " " << op_name(op);
+    return chosen;
+  };
+  EXPECT_EQ(chosen_for(DataType::kFloat32, ReduceOp::kSum), mpi);
+  EXPECT_EQ(chosen_for(DataType::kFloat32, ReduceOp::kSum), mpi);
+  EXPECT_EQ(chosen_for(DataType::kFloat16, ReduceOp::kSum), ring);
+  EXPECT_EQ(chosen_for(DataType::kFloat32, ReduceOp::kSum), mpi);
+  EXPECT_EQ(chosen_for(DataType::kFloat32, ReduceOp::kAdasum), adasum);
+  EXPECT_EQ(chosen_for(DataType::kFloat32, ReduceOp::kSum), mpi);
+}
+
 // Unequal nodes (3 ranks in nodes of 2): cross sizes differ between ranks, but
 // the world offers the same transports everywhere, so every rank still agrees.
 TEST(SelectorTest, SameChoiceOnEveryRankWithUnequalNodes) {
