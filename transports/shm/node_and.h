@@ -97,13 +97,14 @@ class NodeAnd {
   const char* carried(int rank) const;
 
  private:
-  NodeAnd(std::shared_ptr<Node> node, transport::Liveness* alive)
-      : node_(std::move(node)), alive_(alive) {}
+  NodeAnd(std::shared_ptr<Node> node, transport::Liveness* alive, int spin_loads)
+      : node_(std::move(node)), alive_(alive), spin_loads_(spin_loads) {}
   uint64_t* sequence(int rank, uint64_t call) const;
   uint64_t* slot(int rank, uint64_t call) const;
 
   std::shared_ptr<Node> node_;
   transport::Liveness* alive_;
+  int spin_loads_;      // before a peer's sequence is waited for (node_and.cc)
   uint64_t calls_ = 0;  // the same on every rank
   // Where carried() reads: the last run()'s slot (from its vector's length and
   // the kind of slot asked for before it), and the kind asked for since.
