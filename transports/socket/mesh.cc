@@ -66,6 +66,19 @@ struct Pending {
 // elastic newcomer 300 s in kolo_init after the generation's rank 0 was killed.
 constexpr auto kRefusedMeansGone = std::chrono::seconds(1);
 
+// Note [A reset at the handshake is a death]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A rank that refuses a connector's token reads its hello and closes the
+// connection in order; the connector's read then ends (the token message
+// below). A connection reset instead (ECONNRESET, or EPIPE on the hello's
+// write) is the kernel's answer for a process that is gone: its sockets are
+// reset with the hello still unread. So it fails the dial with
+// KOLO_ERR_RANK_FAILED, as a peer gone before the mesh formed does (Note [A
+// refused peer is gone]), which an elastic worker answers by joining the next
+// generation; as a transport error it ended the worker (a random-kill soak,
+// tests/kolorun/elastic_world_test.py, killed a rank while a newcomer's hello
+// was on its way to it).
+
 // Connects to rank j and handshakes.
 static Status connect_peer(const MeshIdentity& me, int j, const Endpoint& to,
                            Clock::time_point deadline, PeerLink* link) {
@@ -73,10 +86,15 @@ static Status connect_peer(const MeshIdentity& me, int j, const Endpoint& to,
   Fd fd;
   KOLO_RETURN_IF_ERROR_AS_IS(connect_to(to, deadline, what, &fd, kRefusedMeansGone));
   const std::string where = what + " at " + to.to_string();
-  KOLO_RETURN_IF_ERROR_AS_IS(write_all(fd.get(), hello_frame(me), deadline, where));
+  ConnectionEnd end = ConnectionEnd::kOpen;
+  Status s = write_all(fd.get(), hello_frame(me), deadline, where, &end);
   Frame frame;
-  Status s = read_frame(fd.get(), deadline, where, &frame, max_payload(FrameType::kHello));
-  if (!s.ok() && s.message().find("closed the connection") != std::string::npos)
+  if (s.ok()) s = read_frame(fd.get(), deadline, where, &frame, max_payload(FrameType::kHello), &end);
+  // Note [A reset at the handshake is a death]
+  if (end == ConnectionEnd::kReset)
+    return Status(Code::kRankFailed, where + " reset the connection at the handshake (" +
+                                         s.message() + "): its process has exited or was killed");
+  if (end == ConnectionEnd::kClosed)
     return transport_error(where + " closed the connection at the handshake: it refused this "
                            "rank's job token (KOLO_JOB_TOKEN differs between the ranks?)");
   KOLO_RETURN_IF_ERROR_AS_IS(s);

@@ -238,8 +238,13 @@ Status peer_endpoint(int fd, Endpoint* out) {
   return Status::OK();
 }
 
+// What errno `err` of a failed send or recv says of the connection.
+static ConnectionEnd end_of(int err) {
+  return err == ECONNRESET || err == EPIPE ? ConnectionEnd::kReset : ConnectionEnd::kOpen;
+}
+
 Status write_all(int fd, const std::string& bytes, Clock::time_point deadline,
-                 const std::string& what) {
+                 const std::string& what, ConnectionEnd* end) {
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -252,6 +257,7 @@ Status write_all(int fd, const std::string& bytes, Clock::time_point deadline,
       KOLO_RETURN_IF_ERROR_AS_IS(wait_for(fd, POLLOUT, deadline, what, "writing to"));
       continue;
     }
+    if (end != nullptr) *end = end_of(errno);
     return transport_error("writing to " + what + ": " + os_error(errno));
   }
   return Status::OK();
@@ -259,7 +265,7 @@ Status write_all(int fd, const std::string& bytes, Clock::time_point deadline,
 
 // Reads exactly n bytes.
 static Status read_exact(int fd, char* into, size_t n, Clock::time_point deadline,
-                         const std::string& what) {
+                         const std::string& what, ConnectionEnd* end) {
   size_t done = 0;
   while (done < n) {
     const ssize_t got = ::recv(fd, into + done, n - done, MSG_DONTWAIT);
@@ -267,23 +273,27 @@ static Status read_exact(int fd, char* into, size_t n, Clock::time_point deadlin
       done += static_cast<size_t>(got);
       continue;
     }
-    if (got == 0)
+    if (got == 0) {
+      if (end != nullptr) *end = ConnectionEnd::kClosed;
       return transport_error(what + " closed the connection" +
                              (done > 0 ? " in the middle of a frame" : ""));
+    }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
       KOLO_RETURN_IF_ERROR_AS_IS(wait_for(fd, POLLIN, deadline, what, "waiting for an answer from"));
       continue;
     }
+    if (end != nullptr) *end = end_of(errno);
     return transport_error("reading from " + what + ": " + os_error(errno));
   }
   return Status::OK();
 }
 
 Status read_frame(int fd, Clock::time_point deadline, const std::string& what, Frame* out,
-                  size_t max_payload) {
+                  size_t max_payload, ConnectionEnd* end) {
+  if (end != nullptr) *end = ConnectionEnd::kOpen;
   char header[kHeaderBytes];
-  KOLO_RETURN_IF_ERROR_AS_IS(read_exact(fd, header, kHeaderBytes, deadline, what));
+  KOLO_RETURN_IF_ERROR_AS_IS(read_exact(fd, header, kHeaderBytes, deadline, what, end));
   FrameHeader h;
   if (Status s = decode_header(header, kHeaderBytes, &h); !s.ok())
     return Status(s.code(), what + " sent " + s.message());
@@ -293,7 +303,7 @@ Status read_frame(int fd, Clock::time_point deadline, const std::string& what, F
                             std::to_string(max_payload) + ")");
   out->header = h;
   out->payload.assign(h.length, '\0');
-  return read_exact(fd, out->payload.data(), h.length, deadline, what);
+  return read_exact(fd, out->payload.data(), h.length, deadline, what, end);
 }
 
 bool same_token(const std::string& a, const std::string& b) {

@@ -89,13 +89,21 @@ Status peer_endpoint(int fd, Endpoint* out);
 Status set_nonblocking(int fd, bool on);
 Status set_nodelay(int fd);
 
-// Writes all of `bytes` before `deadline` (poll + send, MSG_NOSIGNAL).
+// How a write_all() or read_frame() that failed found its connection: closed
+// by the peer in order (it read what came and shut the connection), reset
+// (ECONNRESET or EPIPE: the peer's process is gone, or it dropped the
+// connection without reading it), or neither (a timeout, a bad frame).
+enum class ConnectionEnd { kOpen, kClosed, kReset };
+
+// Writes all of `bytes` before `deadline` (poll + send, MSG_NOSIGNAL). `end`
+// (optional) says how a failed write found the connection.
 Status write_all(int fd, const std::string& bytes, Clock::time_point deadline,
-                 const std::string& what);
+                 const std::string& what, ConnectionEnd* end = nullptr);
 // Reads one whole frame before `deadline`. A malformed header, a payload above
-// `max_payload`, a closed connection or the deadline is an error naming `what`.
+// `max_payload`, a closed connection or the deadline is an error naming `what`;
+// `end` (optional) as for write_all().
 Status read_frame(int fd, Clock::time_point deadline, const std::string& what, Frame* out,
-                  size_t max_payload);
+                  size_t max_payload, ConnectionEnd* end = nullptr);
 
 // Whether two tokens are equal, in time independent of where they differ.
 bool same_token(const std::string& a, const std::string& b);

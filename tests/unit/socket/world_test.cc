@@ -1,9 +1,11 @@
 // Forming a socket world (transports/socket/socket_world.h): topology, the
 // rendezvous checks and the handshake's, with ranks as threads.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -315,6 +317,38 @@ TEST(Mesh, APublishedPeerThatRefusesIsGoneWithinASecond) {
   EXPECT_EQ(s.code(), Code::kRankFailed) << s.to_string();
   EXPECT_NE(s.message().find("rank 0 at " + ea.to_string()), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("has exited"), std::string::npos) << s.message();
+  EXPECT_LT(Clock::now() - start, milliseconds(5000));
+}
+
+// Note [A reset at the handshake is a death] (mesh.cc): rank 0 accepts rank 1's
+// connection and is gone with rank 1's hello unread, so the kernel resets the
+// connection; rank 1's dial fails as a rank failure naming rank 0, which an
+// elastic worker answers by joining the next generation.
+TEST(Mesh, APeerGoneWithTheHelloUnreadIsARankFailure) {
+  Endpoint where;
+  ASSERT_TRUE(resolve("127.0.0.1", 0, &where).ok());
+  Fd la, lb;
+  Endpoint ea, eb;
+  ASSERT_TRUE(listen_on(where, &la, &ea).ok());
+  ASSERT_TRUE(listen_on(where, &lb, &eb).ok());
+  std::thread zero([&] {
+    pollfd listener{la.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&listener, 1, 5000), 1);
+    Fd c(::accept(la.get(), nullptr, nullptr));
+    ASSERT_TRUE(c.valid());
+    pollfd hello{c.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&hello, 1, 5000), 1);  // the hello is here, unread
+    const linger abort_on_close{1, 0};
+    ASSERT_EQ(::setsockopt(c.get(), SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close), 0);
+  });  // c is closed here, with a reset
+  std::vector<PeerLink> links;
+  const auto start = Clock::now();
+  Status s = form_mesh({1, 2, 0, "t", "h"}, lb, {ea, eb}, start + milliseconds(10000), &links);
+  zero.join();
+  EXPECT_EQ(s.code(), Code::kRankFailed) << s.to_string();
+  EXPECT_NE(s.message().find("rank 0 at " + ea.to_string()), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("reset the connection at the handshake"), std::string::npos)
+      << s.message();
   EXPECT_LT(Clock::now() - start, milliseconds(5000));
 }
 
