@@ -16,10 +16,10 @@ namespace {
 // (wait_for_counter, which then yields): few, and none where the node has more
 // ranks than cores. There a peer that has not posted is most often one waiting
 // for this core, and every pause delays the yield that lets it run: four ranks
-// on two cores, bound, an 8-byte blocking allreduce took 4.6-6.4 us (median
-// 4.7) without the loads against 4.9-6.6 (6.2) with sixteen; two ranks on two
-// cores keep them, their peer runs beside them (docs/perf/small-ops.md, "The
-// node AND's spin").
+// on two cores, bound, an 8-byte blocking allreduce took 4.40-6.22 us (median
+// 4.48) without the loads against 4.84-6.69 (4.93) with sixteen, 14 rounds
+// each; two ranks on two cores keep them, their peer runs beside them
+// (docs/perf/small-ops.md, "The node AND's spin").
 constexpr int kSpinLoads = 16;
 // Acquire loads of a peer's sequence before a late peer is rung (Note [Ringing
 // only the late] in node_and.h).
