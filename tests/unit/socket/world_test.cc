@@ -301,15 +301,20 @@ TEST(Mesh, AnotherSizeOrGenerationFailsBothSidesAtOnce) {
   }
 }
 
+// Rank 0's and rank 1's listeners on the loopback (call as ASSERT_NO_FATAL_FAILURE).
+void listen_two(Fd* la, Endpoint* ea, Fd* lb, Endpoint* eb) {
+  Endpoint where;
+  ASSERT_TRUE(resolve("127.0.0.1", 0, &where).ok());
+  ASSERT_TRUE(listen_on(where, la, ea).ok());
+  ASSERT_TRUE(listen_on(where, lb, eb).ok());
+}
+
 // Note [A refused peer is gone] (mesh.cc): rank 0 published its address and
 // exited; rank 1 learns it within about a second, not at its deadline.
 TEST(Mesh, APublishedPeerThatRefusesIsGoneWithinASecond) {
-  Endpoint where;
-  ASSERT_TRUE(resolve("127.0.0.1", 0, &where).ok());
   Fd la, lb;
   Endpoint ea, eb;
-  ASSERT_TRUE(listen_on(where, &la, &ea).ok());
-  ASSERT_TRUE(listen_on(where, &lb, &eb).ok());
+  ASSERT_NO_FATAL_FAILURE(listen_two(&la, &ea, &lb, &eb));
   la.reset();  // rank 0's process is gone
   std::vector<PeerLink> links;
   const auto start = Clock::now();
@@ -325,12 +330,9 @@ TEST(Mesh, APublishedPeerThatRefusesIsGoneWithinASecond) {
 // connection; rank 1's dial fails as a rank failure naming rank 0, which an
 // elastic worker answers by joining the next generation.
 TEST(Mesh, APeerGoneWithTheHelloUnreadIsARankFailure) {
-  Endpoint where;
-  ASSERT_TRUE(resolve("127.0.0.1", 0, &where).ok());
   Fd la, lb;
   Endpoint ea, eb;
-  ASSERT_TRUE(listen_on(where, &la, &ea).ok());
-  ASSERT_TRUE(listen_on(where, &lb, &eb).ok());
+  ASSERT_NO_FATAL_FAILURE(listen_two(&la, &ea, &lb, &eb));
   std::thread zero([&] {
     pollfd listener{la.get(), POLLIN, 0};
     ASSERT_EQ(::poll(&listener, 1, 5000), 1);
@@ -353,12 +355,9 @@ TEST(Mesh, APeerGoneWithTheHelloUnreadIsARankFailure) {
 }
 
 TEST(Mesh, GarbageOnTheListenerIsDroppedAndTheMeshStillForms) {
-  Endpoint where;
-  ASSERT_TRUE(resolve("127.0.0.1", 0, &where).ok());
   Fd la, lb;
   Endpoint ea, eb;
-  ASSERT_TRUE(listen_on(where, &la, &ea).ok());
-  ASSERT_TRUE(listen_on(where, &lb, &eb).ok());
+  ASSERT_NO_FATAL_FAILURE(listen_two(&la, &ea, &lb, &eb));
   Fd stranger;
   ASSERT_TRUE(connect_to(ea, Clock::now() + milliseconds(1000), "rank 0", &stranger).ok());
   ASSERT_TRUE(write_all(stranger.get(), std::string(200, '\x17'), Clock::now() + milliseconds(500),
