@@ -325,28 +325,33 @@ TEST(Mesh, APublishedPeerThatRefusesIsGoneWithinASecond) {
   EXPECT_LT(Clock::now() - start, milliseconds(5000));
 }
 
-// Note [A reset at the handshake is a death] (mesh.cc): rank 0 accepts rank 1's
-// connection and is gone with rank 1's hello unread, so the kernel resets the
-// connection; rank 1's dial fails as a rank failure naming rank 0, which an
-// elastic worker answers by joining the next generation.
-TEST(Mesh, APeerGoneWithTheHelloUnreadIsARankFailure) {
+// Note [A reset at the handshake is a death] (mesh.cc): rank 0, a process of its
+// own, accepts rank 1's connection and is killed (SIGKILL) with rank 1's hello
+// unread, so its kernel resets the connection; rank 1's dial fails as a rank
+// failure naming rank 0, which an elastic worker answers by joining the next
+// generation.
+TEST(Mesh, APeerKilledWithTheHelloUnreadIsARankFailure) {
   Fd la, lb;
   Endpoint ea, eb;
   ASSERT_NO_FATAL_FAILURE(listen_two(&la, &ea, &lb, &eb));
-  std::thread zero([&] {
+  const pid_t zero = fork();
+  if (zero == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     pollfd listener{la.get(), POLLIN, 0};
-    ASSERT_EQ(::poll(&listener, 1, 5000), 1);
-    Fd c(::accept(la.get(), nullptr, nullptr));
-    ASSERT_TRUE(c.valid());
-    pollfd hello{c.get(), POLLIN, 0};
-    ASSERT_EQ(::poll(&hello, 1, 5000), 1);  // the hello is here, unread
-    const linger abort_on_close{1, 0};
-    ASSERT_EQ(::setsockopt(c.get(), SOL_SOCKET, SO_LINGER, &abort_on_close, sizeof abort_on_close), 0);
-  });  // c is closed here, with a reset
+    if (::poll(&listener, 1, 5000) != 1) _exit(1);
+    const int c = ::accept(la.get(), nullptr, nullptr);
+    pollfd hello{c, POLLIN, 0};
+    if (c < 0 || ::poll(&hello, 1, 5000) != 1) _exit(2);
+    raise(SIGKILL);  // the hello is here, unread
+  }
+  ASSERT_GT(zero, 0);
+  la.reset();  // rank 0's listener lives in rank 0
   std::vector<PeerLink> links;
   const auto start = Clock::now();
   Status s = form_mesh({1, 2, 0, "t", "h"}, lb, {ea, eb}, start + milliseconds(10000), &links);
-  zero.join();
+  int status = 0;
+  waitpid(zero, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "rank 0 ended with " << status;
   EXPECT_EQ(s.code(), Code::kRankFailed) << s.to_string();
   EXPECT_NE(s.message().find("rank 0 at " + ea.to_string()), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("reset the connection at the handshake"), std::string::npos)
