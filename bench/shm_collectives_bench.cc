@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
   ShmCollectives::Options o;
   if (flags.engine == "slots") o.single_copy_min_bytes = SIZE_MAX;
   if (flags.engine == "single") o.single_copy_min_bytes = 0;
-  if (flags.stream_from > 0) o.stream_output_min_bytes = o.broadcast_stream_output_min_bytes = flags.stream_from;
+  if (flags.stream_from > 0)
+    o.stream_output_min_bytes = o.broadcast_stream_output_min_bytes = flags.stream_from;
   if (flags.stream_slot_from >= 0) o.stream_slot_min_bytes = static_cast<size_t>(flags.stream_slot_from);
   if (flags.broadcast_pieces_max_bytes >= 0)
     o.broadcast_pieces_max_bytes = static_cast<size_t>(flags.broadcast_pieces_max_bytes);

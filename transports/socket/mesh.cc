@@ -89,7 +89,8 @@ static Status connect_peer(const MeshIdentity& me, int j, const Endpoint& to,
   ConnectionEnd end = ConnectionEnd::kOpen;
   Status s = write_all(fd.get(), hello_frame(me), deadline, where, &end);
   Frame frame;
-  if (s.ok()) s = read_frame(fd.get(), deadline, where, &frame, max_payload(FrameType::kHello), &end);
+  if (s.ok())
+    s = read_frame(fd.get(), deadline, where, &frame, max_payload(FrameType::kHello), &end);
   // Note [A reset at the handshake is a death]
   if (end == ConnectionEnd::kReset)
     return Status(Code::kRankFailed, where + " reset the connection at the handshake (" +
